@@ -1,0 +1,80 @@
+/**
+ * Web Crypto helpers shared by the Worker (workerd) and the origin (Node 20). Both runtimes have
+ * `crypto.subtle`, so no Node-only `createHmac`/`Buffer` appears here.
+ * @module
+ */
+
+const encoder = new TextEncoder()
+
+export type Bytes = Uint8Array<ArrayBuffer>
+
+export function utf8(text: string): Bytes {
+  return encoder.encode(text) as Bytes
+}
+
+export function toHex(bytes: ArrayBuffer | Uint8Array): string {
+  const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes)
+  let out = ''
+  for (const b of view) out += b.toString(16).padStart(2, '0')
+  return out
+}
+
+export function toBase64(bytes: ArrayBuffer | Uint8Array): string {
+  const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes)
+  let bin = ''
+  for (const b of view) bin += String.fromCharCode(b)
+  return btoa(bin)
+}
+
+export async function sha256Hex(data: string | Bytes): Promise<string> {
+  const bytes = typeof data === 'string' ? utf8(data) : data
+  return toHex(await crypto.subtle.digest('SHA-256', bytes))
+}
+
+type HmacHash = 'SHA-1' | 'SHA-256'
+
+/**
+ * Imported HMAC keys, by hash and secret. Importing a key costs more than the HMAC itself, so each
+ * isolate / process imports a secret once. The map is bounded by the number of configured secrets.
+ */
+const keyCache = new Map<string, Promise<CryptoKey>>()
+
+export function hmacKey(secret: string, hash: HmacHash): Promise<CryptoKey> {
+  const cacheKey = `${hash}\u0000${secret}`
+  let key = keyCache.get(cacheKey)
+  if (!key) {
+    key = crypto.subtle.importKey('raw', utf8(secret), { name: 'HMAC', hash }, false, ['sign'])
+    // A failed import must not poison the cache for the life of the isolate.
+    key.catch(() => keyCache.delete(cacheKey))
+    keyCache.set(cacheKey, key)
+  }
+  return key
+}
+
+export async function hmac(secret: string, hash: HmacHash, message: string | Bytes): Promise<Bytes> {
+  const key = await hmacKey(secret, hash)
+  const data = typeof message === 'string' ? utf8(message) : message
+  return new Uint8Array(await crypto.subtle.sign('HMAC', key, data)) as Bytes
+}
+
+/**
+ * Compares two strings in time that depends only on their lengths, never on where they differ.
+ * Lengths of signatures are public (fixed by the algorithm), so leaking them is harmless.
+ */
+export function timingSafeEqual(a: string, b: string): boolean {
+  const ab = utf8(a)
+  const bb = utf8(b)
+  const length = Math.max(ab.length, bb.length)
+  let diff = ab.length ^ bb.length
+  for (let i = 0; i < length; i++) diff |= (ab[i] ?? 0) ^ (bb[i] ?? 0)
+  return diff === 0
+}
+
+/** Splits a comma-separated secret list (rotation: new first, old kept until vendors switch). */
+export function secretList(value: string | undefined): string[] {
+  if (!value) return []
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+}

@@ -1,0 +1,102 @@
+/**
+ * The normalized inbound event: what the Worker forwards and the origin accepts. Defined once here
+ * and imported by both, so the two sides can never disagree on its shape.
+ * @module
+ */
+import * as v from 'valibot'
+import { sha256Hex } from './crypto'
+
+export const CHANNELS = ['slack', 'whatsapp', 'sms', 'telegram', 'email'] as const
+export type Channel = (typeof CHANNELS)[number]
+
+export const EVENT_KINDS = ['message', 'edit', 'delete'] as const
+export type EventKind = (typeof EVENT_KINDS)[number]
+
+/** Upper bounds keep one event's cost bounded whatever a vendor (or attacker) sends. */
+export const LIMITS = {
+  key: 512,
+  body: 64 * 1024,
+  name: 256,
+  subject: 1024,
+  references: 100,
+} as const
+
+const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key))
+const IsoTime = v.pipe(v.string(), v.isoTimestamp())
+
+export const InboundEventSchema = v.strictObject({
+  /** Schema version; bump when a field changes meaning. */
+  v: v.literal(1),
+  kind: v.picklist(EVENT_KINDS),
+  channel: v.picklist(CHANNELS),
+  /** Who owns the ids: Slack team, Twilio AccountSid, Telegram bot id, receiving mailbox. */
+  tenant: Key,
+  /** The vendor delivery this came from (Redis key material); for logs and tracing. */
+  deliveryKey: Key,
+  /** `messages.channel_message_id`: the logical message, already scoped (team/chat/account). */
+  messageKey: Key,
+  sender: v.strictObject({
+    externalId: Key,
+    displayName: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.name))),
+  }),
+  /** Message text. Empty for deletes and for media-only messages. */
+  body: v.pipe(v.string(), v.maxLength(LIMITS.body)),
+  /** When the vendor says the message (or the edit) happened. */
+  occurredAt: IsoTime,
+  /** Email only: subject line. */
+  subject: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.subject))),
+  /** Email only: message keys named by In-Reply-To / References, nearest first. */
+  references: v.optional(v.pipe(v.array(Key), v.maxLength(LIMITS.references))),
+  /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */
+  payloadHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16,64}$/)),
+})
+
+export type InboundEvent = v.InferOutput<typeof InboundEventSchema>
+export type InboundEventDraft = Omit<InboundEvent, 'v' | 'payloadHash'>
+
+/**
+ * The payload hash covers what a user would see (kind, sender, text, subject, time), not the vendor's
+ * envelope: a retry with other envelope fields (Slack `X-Slack-Retry-Num`, JSON key order) is the
+ * same payload; a different text under the same message key is a mismatch worth an alert.
+ */
+export async function payloadHashOf(event: InboundEventDraft): Promise<string> {
+  const material = JSON.stringify([
+    event.kind,
+    event.channel,
+    event.tenant,
+    event.messageKey,
+    event.sender.externalId,
+    event.body,
+    event.subject ?? null,
+    event.occurredAt,
+  ])
+  return (await sha256Hex(material)).slice(0, 16)
+}
+
+export async function finalizeEvent(draft: InboundEventDraft): Promise<InboundEvent> {
+  return { v: 1, ...draft, payloadHash: await payloadHashOf(draft) }
+}
+
+export type ParseResult = { ok: true; event: InboundEvent } | { ok: false; message: string }
+
+/** Validates an untrusted value; the message names the offending field, never echoes values. */
+export function parseInboundEvent(input: unknown): ParseResult {
+  const result = v.safeParse(InboundEventSchema, input)
+  if (result.success) return { ok: true, event: result.output }
+  const issue = result.issues[0]
+  const path = issue?.path?.map((p) => String(p.key)).join('.') || '(root)'
+  return { ok: false, message: `invalid event: ${path}: ${issue?.message ?? 'invalid'}` }
+}
+
+/** What the origin answers for an accepted event (new, duplicate, edit applied, ...). */
+export type IngestOutcome = 'created' | 'duplicate' | 'updated' | 'ignored'
+
+export interface IngestResult {
+  outcome: IngestOutcome
+  duplicate: boolean
+  messageId: string | null
+  conversationId: string | null
+  customerId: string | null
+  /** Set when the key was known with another payload hash (kept the first). */
+  payloadMismatch?: boolean
+}

@@ -1,0 +1,217 @@
+/**
+ * Dev/test stand-in for Upstash's REST API, enough for `@upstash/redis`: `POST /` (one command),
+ * `POST /pipeline`, `POST /multi-exec`, bearer token, and the `Upstash-Encoding: base64` response
+ * encoding the client asks for by default. Commands run on a real Redis (`REDIS_URL`), or, when
+ * none is configured, on an embedded in-memory Redis (ioredis-mock: real SET NX PX/EX, TTLs, Lua).
+ *
+ * Not a production server: loopback only, one shared token, no ACLs.
+ * @module
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Redis } from 'ioredis'
+import { timingSafeEqual } from '../contract/crypto'
+
+type Command = [string, ...(string | number)[]]
+type Reply = Buffer | string | number | null | Reply[]
+
+/** The one seam between the HTTP protocol and a Redis: real (ioredis) or embedded (ioredis-mock). */
+export interface RedisBackend {
+  run(command: Command): Promise<Reply>
+  transaction(commands: Command[]): Promise<Array<{ error: string } | { result: Reply }>>
+  close(): Promise<void>
+}
+
+export function realRedis(url: string): RedisBackend {
+  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true })
+  // Connection errors surface per command; without a listener ioredis logs them as unhandled.
+  redis.on('error', () => {})
+  return {
+    run: ([name, ...args]) => redis.callBuffer(name, ...args) as Promise<Reply>,
+    async transaction(commands) {
+      const multi = redis.multi()
+      for (const [name, ...args] of commands) multi.callBuffer(name, ...args)
+      const results = (await multi.exec()) ?? []
+      return results.map(([err, res]) =>
+        err ? { error: err.message } : { result: res as Reply },
+      )
+    },
+    async close() {
+      redis.disconnect()
+    },
+  }
+}
+
+export async function embeddedRedis(): Promise<RedisBackend> {
+  const { default: RedisMock } = await import('ioredis-mock')
+  const redis = new RedisMock()
+  const call = (name: string, rawArgs: (string | number)[]): Promise<Reply> => {
+    const args = name.toLowerCase() === 'set' ? normalizeSetOptions(rawArgs) : rawArgs
+    const fn = (redis as unknown as Record<string, unknown>)[name.toLowerCase()]
+    if (typeof fn !== 'function') return Promise.reject(new Error(`ERR unknown command '${name}'`))
+    return (fn as (...a: unknown[]) => Promise<Reply>).apply(redis, args)
+  }
+  return {
+    run: ([name, ...args]) => call(name, args),
+    async transaction(commands) {
+      // ioredis-mock runs JavaScript on one thread: awaiting commands in order is atomic with
+      // respect to other HTTP requests only if nothing else interleaves, so chain them strictly.
+      const out: Array<{ error: string } | { result: Reply }> = []
+      for (const [name, ...args] of commands) {
+        try {
+          out.push({ result: await call(name, args) })
+        } catch (err) {
+          out.push({ error: (err as Error).message })
+        }
+      }
+      return out
+    },
+    async close() {
+      redis.disconnect()
+    },
+  }
+}
+
+const SET_OPTIONS = new Set(['NX', 'XX', 'PX', 'EX', 'PXAT', 'EXAT', 'GET', 'KEEPTTL'])
+
+/** ioredis-mock only understands upper-case SET options; the Upstash client sends lower case. */
+function normalizeSetOptions(args: (string | number)[]): (string | number)[] {
+  return args.map((arg, i) =>
+    i >= 2 && typeof arg === 'string' && SET_OPTIONS.has(arg.toUpperCase()) ? arg.toUpperCase() : arg,
+  )
+}
+
+function encode(reply: Reply, base64: boolean): unknown {
+  if (reply === null || typeof reply === 'number') return reply
+  if (Array.isArray(reply)) return reply.map((r) => encode(r, base64))
+  const buf = typeof reply === 'string' ? Buffer.from(reply) : reply
+  return base64 ? buf.toString('base64') : buf.toString('utf8')
+}
+
+function isCommand(value: unknown): value is Command {
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    typeof value[0] === 'string' &&
+    value.every((v) => typeof v === 'string' || typeof v === 'number')
+  )
+}
+
+const MAX_BODY_BYTES = 16 * 1024 * 1024
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length
+      if (size > MAX_BODY_BYTES) {
+        reject(new Error('body too large'))
+        req.destroy()
+        return
+      }
+      chunks.push(chunk)
+    })
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    req.on('error', reject)
+  })
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+  res.end(text)
+}
+
+export interface UpstashRestOptions {
+  backend: RedisBackend
+  token: string
+  port?: number
+  host?: string
+}
+
+export interface RunningUpstashRest {
+  url: string
+  port: number
+  /** Test hook: delay every answer (a Redis slower than the gateway's budget). */
+  setLatency(ms: number): void
+  close(): Promise<void>
+}
+
+export async function startUpstashRest(options: UpstashRestOptions): Promise<RunningUpstashRest> {
+  const { backend, token } = options
+  let latencyMs = 0
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'POST') return send(res, 405, { error: 'ERR only POST is supported here' })
+    const auth = req.headers.authorization ?? ''
+    if (!timingSafeEqual(auth, `Bearer ${token}`)) return send(res, 401, { error: 'Unauthorized' })
+    const base64 = String(req.headers['upstash-encoding'] ?? '').toLowerCase() === 'base64'
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(await readBody(req))
+    } catch {
+      return send(res, 400, { error: 'ERR failed to parse command' })
+    }
+    if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs))
+    const path = (req.url ?? '/').split('?')[0]
+
+    if (path === '/pipeline' || path === '/multi-exec') {
+      if (!Array.isArray(parsed) || !parsed.every(isCommand)) {
+        return send(res, 400, { error: 'ERR a pipeline is an array of commands' })
+      }
+      if (path === '/multi-exec') {
+        try {
+          const results = await backend.transaction(parsed)
+          return send(
+            res,
+            200,
+            results.map((r) => ('error' in r ? r : { result: encode(r.result, base64) })),
+          )
+        } catch (err) {
+          return send(res, 400, { error: (err as Error).message })
+        }
+      }
+      const results = await Promise.all(
+        parsed.map((cmd) =>
+          backend.run(cmd).then(
+            (result) => ({ result: encode(result, base64) }),
+            (err: Error) => ({ error: err.message }),
+          ),
+        ),
+      )
+      return send(res, 200, results)
+    }
+    if (path !== '/') return send(res, 404, { error: 'ERR unknown endpoint' })
+    if (!isCommand(parsed)) return send(res, 400, { error: 'ERR a command is a JSON array' })
+    try {
+      return send(res, 200, { result: encode(await backend.run(parsed), base64) })
+    } catch (err) {
+      return send(res, 400, { error: (err as Error).message })
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: Error) => {
+      if (!res.headersSent) send(res, 500, { error: `ERR ${err.message}` })
+    })
+  })
+  server.keepAliveTimeout = 30_000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve())
+  })
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+    port,
+    setLatency(ms) {
+      latencyMs = ms
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}

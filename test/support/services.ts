@@ -1,0 +1,113 @@
+/**
+ * Where the tests find the real services, and fresh per-run resources on them: a database with the
+ * migrations applied, and a Redis key prefix. Everything made here is dropped afterwards.
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { migrate } from '../../local/migrate'
+
+export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
+export const ADMIN_DATABASE_URL =
+  process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
+
+const HOW_TO_START = {
+  postgres: "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start",
+  redis:
+    'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no',
+}
+
+export function runId(): string {
+  return `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`
+}
+
+/** Fails at once, naming the server and how to start it, instead of timing out test by test. */
+export async function assertServicesUp(): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL, connectionTimeoutMillis: 3000 })
+  try {
+    await client.connect()
+    await client.query('select 1')
+  } catch (err) {
+    throw new Error(
+      `Postgres is not reachable at ${redact(ADMIN_DATABASE_URL)} (${(err as Error).message}).\n` +
+        `Start it with: ${HOW_TO_START.postgres}  (or set DATABASE_URL)`,
+    )
+  } finally {
+    await client.end().catch(() => {})
+  }
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 0 })
+  redis.on('error', () => {})
+  try {
+    await redis.connect()
+    await redis.ping()
+  } catch (err) {
+    throw new Error(
+      `Redis is not reachable at ${redact(REDIS_URL)} (${(err as Error).message}).\n` +
+        `Start it with: ${HOW_TO_START.redis}  (or set REDIS_URL)`,
+    )
+  } finally {
+    redis.disconnect()
+  }
+}
+
+export function redact(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = '***'
+    return u.toString()
+  } catch {
+    return '(unparseable url)'
+  }
+}
+
+export interface TestDatabase {
+  name: string
+  url: string
+  drop(): Promise<void>
+}
+
+/** Creates `inbound_dedup_t_<id>`, migrates it with the real migrations, and drops it on request. */
+export async function createTestDatabase(id = runId()): Promise<TestDatabase> {
+  const name = `inbound_dedup_t_${id}`
+  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+  await admin.connect()
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`)
+  } finally {
+    await admin.end()
+  }
+  const url = new URL(ADMIN_DATABASE_URL)
+  url.pathname = `/${name}`
+  await migrate(url.toString())
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+      await c.connect()
+      try {
+        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+      } finally {
+        await c.end()
+      }
+    },
+  }
+}
+
+/** Deletes every Redis key under a prefix (SCAN, never KEYS, so a shared Redis is not blocked). */
+export async function deleteRedisPrefix(prefix: string): Promise<number> {
+  const redis = new Redis(REDIS_URL)
+  let deleted = 0
+  try {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
+      cursor = next
+      if (keys.length > 0) deleted += await redis.del(...keys)
+    } while (cursor !== '0')
+  } finally {
+    redis.disconnect()
+  }
+  return deleted
+}

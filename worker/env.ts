@@ -1,0 +1,25 @@
+/**
+ * The Worker's bindings: `[vars]` in wrangler.toml plus secrets (`wrangler secret put`, locally
+ * `.dev.vars`). Everything arrives as a string; worker/config.ts turns it into typed settings.
+ * @module
+ */
+export interface Env {
+  // Secrets (comma-separated lists where rotation applies).
+  SLACK_SIGNING_SECRET?: string
+  TWILIO_AUTH_TOKEN?: string
+  TELEGRAM_SECRET_TOKEN?: string
+  ORIGIN_SHARED_SECRET?: string
+  UPSTASH_REDIS_REST_URL?: string
+  UPSTASH_REDIS_REST_TOKEN?: string
+  // Plain settings.
+  ORIGIN_URL?: string
+  PUBLIC_BASE_URL?: string
+  TELEGRAM_BOT_ID?: string
+  DEDUP_TTL_SECONDS?: string
+  CLAIM_LEASE_MS?: string
+  ORIGIN_TIMEOUT_MS?: string
+  REDIS_TIMEOUT_MS?: string
+  INFLIGHT_WAIT_MS?: string
+  MAX_BODY_BYTES?: string
+  REDIS_KEY_PREFIX?: string
+}

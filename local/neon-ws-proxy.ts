@@ -7,8 +7,8 @@
  * @module
  */
 import { createServer, type Server } from 'node:http'
-import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { WebSocketServer } from 'ws'
 
 export interface NeonWsProxyOptions {

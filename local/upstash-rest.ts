@@ -23,7 +23,14 @@ export interface RedisBackend {
 }
 
 export function realRedis(url: string): RedisBackend {
-  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true })
+  // Bounded: a Redis that hangs makes commands fail after 10 s instead of holding requests forever.
+  const redis = new Redis(url, {
+    lazyConnect: false,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: true,
+    connectTimeout: 3_000,
+    commandTimeout: 10_000,
+  })
   // Connection errors surface per command; without a listener ioredis logs them as unhandled.
   redis.on('error', () => {})
   return {
@@ -32,9 +39,7 @@ export function realRedis(url: string): RedisBackend {
       const multi = redis.multi()
       for (const [name, ...args] of commands) multi.callBuffer(name, ...args)
       const results = (await multi.exec()) ?? []
-      return results.map(([err, res]) =>
-        err ? { error: err.message } : { result: res as Reply },
-      )
+      return results.map(([err, res]) => (err ? { error: err.message } : { result: res as Reply }))
     },
     async close() {
       redis.disconnect()
@@ -45,26 +50,32 @@ export function realRedis(url: string): RedisBackend {
 export async function embeddedRedis(): Promise<RedisBackend> {
   const { default: RedisMock } = await import('ioredis-mock')
   const redis = new RedisMock()
+  // ioredis-mock runs each command synchronously when it is called (the promise only carries the
+  // result), so a guard that reads the data and the command it guards happen in one tick.
+  const data = (redis as unknown as { data: { get(key: string): unknown } }).data
   const call = (name: string, rawArgs: (string | number)[]): Promise<Reply> => {
-    const args = name.toLowerCase() === 'set' ? normalizeSetOptions(rawArgs) : rawArgs
-    const fn = (redis as unknown as Record<string, unknown>)[name.toLowerCase()]
+    const lower = name.toLowerCase()
+    const args = lower === 'set' ? normalizeSetOptions(rawArgs) : rawArgs
+    const refusal = refuseLikeRedis(lower, args, data)
+    if (refusal) return Promise.reject(new Error(refusal))
+    const fn = (redis as unknown as Record<string, unknown>)[lower]
     if (typeof fn !== 'function') return Promise.reject(new Error(`ERR unknown command '${name}'`))
     return (fn as (...a: unknown[]) => Promise<Reply>).apply(redis, args)
   }
   return {
     run: ([name, ...args]) => call(name, args),
     async transaction(commands) {
-      // ioredis-mock runs JavaScript on one thread: awaiting commands in order is atomic with
-      // respect to other HTTP requests only if nothing else interleaves, so chain them strictly.
-      const out: Array<{ error: string } | { result: Reply }> = []
-      for (const [name, ...args] of commands) {
-        try {
-          out.push({ result: await call(name, args) })
-        } catch (err) {
-          out.push({ error: (err as Error).message })
-        }
-      }
-      return out
+      // Issue every command in one synchronous loop: no other request can run between them, which
+      // is what MULTI/EXEC promises. Awaiting one by one would let other requests interleave.
+      const pending = commands.map(([name, ...args]) => call(name, args))
+      return Promise.all(
+        pending.map((p) =>
+          p.then(
+            (result) => ({ result }),
+            (err: Error) => ({ error: err.message }),
+          ),
+        ),
+      )
     },
     async close() {
       redis.disconnect()
@@ -72,18 +83,56 @@ export async function embeddedRedis(): Promise<RedisBackend> {
   }
 }
 
+const INTEGER_COMMANDS = new Set(['incr', 'decr', 'incrby', 'decrby'])
+
+/**
+ * Errors real Redis gives that ioredis-mock does not: INCR on text answers NaN there and stores
+ * "NaN"; Redis refuses and leaves the value alone. Returns the Redis error text, or null.
+ */
+function refuseLikeRedis(
+  command: string,
+  args: (string | number)[],
+  data: { get(key: string): unknown },
+): string | null {
+  if (!INTEGER_COMMANDS.has(command) && command !== 'hincrby') return null
+  const stored = data.get(String(args[0]))
+  if (stored === undefined) return null
+  if (command === 'hincrby') {
+    if (typeof stored !== 'object' || stored === null || Buffer.isBuffer(stored)) return WRONGTYPE
+    const field = (stored as Record<string, unknown>)[String(args[1])]
+    return field === undefined || isInteger(field) ? null : 'ERR hash value is not an integer'
+  }
+  if (typeof stored === 'object' && !Buffer.isBuffer(stored)) return WRONGTYPE
+  return isInteger(stored) ? null : 'ERR value is not an integer or out of range'
+}
+
+const WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+
+function isInteger(value: unknown): boolean {
+  return /^-?\d{1,19}$/.test(String(value))
+}
+
 const SET_OPTIONS = new Set(['NX', 'XX', 'PX', 'EX', 'PXAT', 'EXAT', 'GET', 'KEEPTTL'])
 
 /** ioredis-mock only understands upper-case SET options; the Upstash client sends lower case. */
 function normalizeSetOptions(args: (string | number)[]): (string | number)[] {
   return args.map((arg, i) =>
-    i >= 2 && typeof arg === 'string' && SET_OPTIONS.has(arg.toUpperCase()) ? arg.toUpperCase() : arg,
+    i >= 2 && typeof arg === 'string' && SET_OPTIONS.has(arg.toUpperCase())
+      ? arg.toUpperCase()
+      : arg,
   )
 }
 
 function encode(reply: Reply, base64: boolean): unknown {
-  if (reply === null || typeof reply === 'number') return reply
+  if (reply === null || reply === undefined || typeof reply === 'number') return reply ?? null
   if (Array.isArray(reply)) return reply.map((r) => encode(r, base64))
+  // ioredis (and the mock) turn HGETALL's flat array into an object; Upstash answers the flat array.
+  if (typeof reply === 'object' && !Buffer.isBuffer(reply)) {
+    return Object.entries(reply as Record<string, Reply>).flatMap(([k, v]) => [
+      encode(k, base64),
+      encode(v, base64),
+    ])
+  }
   const buf = typeof reply === 'string' ? Buffer.from(reply) : reply
   return base64 ? buf.toString('base64') : buf.toString('utf8')
 }
@@ -119,7 +168,10 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body)
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  })
   res.end(text)
 }
 

@@ -1,0 +1,140 @@
+/**
+ * The embedded database for `npm run dev` when `DATABASE_URL` is unset: PGlite (Postgres 18
+ * compiled to WebAssembly) persisted in a directory, served over the Postgres wire protocol on a
+ * loopback port by `@electric-sql/pglite-socket`, so dbmate and the Neon proxy reach it like any
+ * Postgres.
+ *
+ * Limits, all from PGlite being ONE backend that every connection shares:
+ * - statements from all connections run one at a time; an open transaction makes every other
+ *   connection wait until it ends, so a client that opens a transaction and then waits for a second
+ *   connection deadlocks. Use a small pool (DB_POOL_MAX 4): more connections add no parallelism.
+ * - session state leaks between connections (SET, temp tables, named prepared statements: 42P05).
+ * - one database: the name in the URL is ignored; CREATE DATABASE is not supported.
+ * - one process per data directory (enforced here with a lock file).
+ * - memory: ~850 MB RSS after the first initdb, ~360 MB when reopening an existing directory.
+ * It runs in the caller's process, so a long query also stalls whatever else that process serves.
+ * @module
+ */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+
+export interface EmbeddedPostgresOptions {
+  /** Where the database files live; created if missing. `npm run dev` uses `.data/pglite`. */
+  dataDir: string
+  /** @default 0 (any free port) */
+  port?: number
+  /** @default '127.0.0.1' */
+  host?: string
+  /**
+   * pglite-socket's default is 1: a pool's second connection is dropped ("Connection terminated
+   * unexpectedly") and reconnects race for the slot.
+   * @default 64
+   */
+  maxConnections?: number
+}
+
+export interface EmbeddedPostgres {
+  /** postgres://postgres@host:port/postgres: for dbmate, `pg`, and as the proxy's target. */
+  url: string
+  host: string
+  port: number
+  dataDir: string
+  /** Open wire-protocol connections and statements waiting for the shared backend. */
+  stats(): { activeConnections: number; queuedQueries: number; maxConnections: number }
+  /** Closes every connection, stops listening, and closes the database cleanly. */
+  stop(): Promise<void>
+}
+
+export class EmbeddedPostgresError extends Error {
+  readonly code: 'data_dir_locked' | 'start_failed'
+  constructor(code: EmbeddedPostgresError['code'], message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'EmbeddedPostgresError'
+    this.code = code
+  }
+}
+
+/** Two processes on one PGlite directory corrupt it: take a pid lock, refuse while its owner lives. */
+function lockDataDir(dataDir: string): () => void {
+  const lockFile = join(dataDir, '.inbound-dedup.lock')
+  try {
+    const owner = Number(readFileSync(lockFile, 'utf8').trim())
+    if (owner && isAlive(owner)) {
+      throw new EmbeddedPostgresError(
+        'data_dir_locked',
+        `${dataDir} is in use by process ${owner} (another \`npm run dev\`?). Stop it first.`,
+      )
+    }
+  } catch (err) {
+    if (err instanceof EmbeddedPostgresError) throw err
+    // No lock file (or an unreadable one): nobody holds it.
+  }
+  writeFileSync(lockFile, `${process.pid}\n`)
+  return () => rmSync(lockFile, { force: true })
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Opens (or initialises, ~6 s the first time) the database in `dataDir` and serves it.
+ * @example
+ * const pg = await startEmbeddedPostgres({ dataDir: '.data/pglite' })
+ * await migrate(pg.url)
+ */
+export async function startEmbeddedPostgres(
+  options: EmbeddedPostgresOptions,
+): Promise<EmbeddedPostgres> {
+  mkdirSync(options.dataDir, { recursive: true })
+  const unlock = lockDataDir(options.dataDir)
+  let db: PGlite | undefined
+  let server: PGLiteSocketServer | undefined
+  try {
+    db = await PGlite.create({ dataDir: join(options.dataDir, 'pgdata') })
+    const maxConnections = options.maxConnections ?? 64
+    server = new PGLiteSocketServer({
+      db,
+      port: options.port ?? 0,
+      host: options.host ?? '127.0.0.1',
+      maxConnections,
+    })
+    await server.start()
+  } catch (err) {
+    await server?.stop().catch(() => {})
+    await db?.close().catch(() => {})
+    unlock()
+    if (err instanceof EmbeddedPostgresError) throw err
+    throw new EmbeddedPostgresError(
+      'start_failed',
+      `PGlite did not start in ${options.dataDir}: ${(err as Error).message}`,
+      { cause: err },
+    )
+  }
+  const [host = '127.0.0.1', portText = '0'] = server.getServerConn().split(':')
+  const port = Number(portText)
+  const running = { db, server }
+  let stopped: Promise<void> | undefined
+  return {
+    url: `postgres://postgres@${host}:${port}/postgres`,
+    host,
+    port,
+    dataDir: options.dataDir,
+    stats: () => running.server.getStats(),
+    stop() {
+      stopped ??= (async () => {
+        await running.server.stop()
+        await running.db.close()
+        unlock()
+      })()
+      return stopped
+    },
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The origin's settings, read from the environment once at start-up and validated as a whole: a
+ * bad configuration stops the process with every problem listed and how to fix it. Messages name
+ * variables, never their values (a URL or a secret list may hold credentials).
+ * @module
+ */
+import { secretList } from '../contract/crypto'
+import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
+
+export interface OriginConfig {
+  /** `DATABASE_URL`: the Postgres (Neon) connection string. */
+  databaseUrl: string
+  /**
+   * `NEON_WS_PROXY`: `host:port/v2` of a local WebSocket-to-TCP proxy. Local use only; unset
+   * against real Neon, whose endpoint the driver finds by itself.
+   */
+  neonWsProxy: string | undefined
+  /** `ORIGIN_PORT` @default 8788 (0 = any free port) */
+  port: number
+  /** `ORIGIN_HOST` @default '127.0.0.1' */
+  host: string
+  /** `ORIGIN_SHARED_SECRET`: comma-separated; every entry verifies (rotation). */
+  sharedSecrets: string[]
+  /** `DB_POOL_MAX`: connections per process. @default 10 */
+  dbPoolMax: number
+  /** `MAX_EVENT_BYTES`: larger bodies get 413 before they are read. @default 262144 */
+  maxEventBytes: number
+  /** `DB_QUERY_TIMEOUT_MS`: Postgres cancels a statement after this. @default 5000 */
+  dbQueryTimeoutMs: number
+  /** `DB_CONNECT_TIMEOUT_MS`: bound on opening (or waiting for) a pooled connection. @default 5000 */
+  dbConnectTimeoutMs: number
+  /** `LOG_LEVEL` @default 'info' */
+  logLevel: LogLevel
+}
+
+export type OriginEnv = Record<string, string | undefined>
+
+export class ConfigError extends Error {
+  readonly code = 'invalid_config'
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid origin configuration:\n- ${problems.join('\n- ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+const DEFAULTS = {
+  port: 8788,
+  host: '127.0.0.1',
+  dbPoolMax: 10,
+  maxEventBytes: 256 * 1024,
+  dbQueryTimeoutMs: 5000,
+  dbConnectTimeoutMs: 5000,
+} as const
+
+/** @throws {ConfigError} listing every problem found, not just the first. */
+export function loadConfig(env: OriginEnv = process.env): OriginConfig {
+  const problems: string[] = []
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name]?.trim()
+    if (!raw) return fallback
+    const value = Number(raw)
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (default ${fallback})`)
+      return fallback
+    }
+    return value
+  }
+
+  const databaseUrl = env.DATABASE_URL?.trim() ?? ''
+  if (!databaseUrl) {
+    problems.push(
+      'DATABASE_URL is not set: give the Postgres connection string, e.g. postgres://postgres@127.0.0.1:5432/inbound_dedup',
+    )
+  } else if (!isPostgresUrl(databaseUrl)) {
+    problems.push('DATABASE_URL is not a postgres:// or postgresql:// URL')
+  }
+
+  const neonWsProxy = env.NEON_WS_PROXY?.trim() || undefined
+  if (neonWsProxy && /^[a-z]+:\/\//i.test(neonWsProxy)) {
+    problems.push(
+      'NEON_WS_PROXY is host:port/path without a scheme, e.g. 127.0.0.1:4444/v2 (the wsProxy of local/neon-ws-proxy.ts)',
+    )
+  }
+
+  const sharedSecrets = secretList(env.ORIGIN_SHARED_SECRET)
+  if (sharedSecrets.length === 0) {
+    problems.push(
+      'ORIGIN_SHARED_SECRET is not set: give the secret the worker signs with (comma-separated to rotate; .dev.vars.example has a dev value)',
+    )
+  }
+
+  const logLevel = env.LOG_LEVEL?.trim() || 'info'
+  if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+
+  const config: OriginConfig = {
+    databaseUrl,
+    neonWsProxy,
+    port: int('ORIGIN_PORT', DEFAULTS.port, 0, 65535),
+    host: env.ORIGIN_HOST?.trim() || DEFAULTS.host,
+    sharedSecrets,
+    dbPoolMax: int('DB_POOL_MAX', DEFAULTS.dbPoolMax, 1, 1000),
+    maxEventBytes: int('MAX_EVENT_BYTES', DEFAULTS.maxEventBytes, 1024, 16 * 1024 * 1024),
+    dbQueryTimeoutMs: int('DB_QUERY_TIMEOUT_MS', DEFAULTS.dbQueryTimeoutMs, 100, 600_000),
+    dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', DEFAULTS.dbConnectTimeoutMs, 100, 600_000),
+    logLevel: isLogLevel(logLevel) ? logLevel : 'info',
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}
+
+function isPostgresUrl(value: string): boolean {
+  try {
+    return ['postgres:', 'postgresql:'].includes(new URL(value).protocol)
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Structured JSON logs: one line per record, `{time, level, msg, ...fields}`. The origin writes one
+ * `msg: 'event'` line per event decision. Callers pass ids and keys only: never message bodies,
+ * never secrets, never a raw request.
+ * @module
+ */
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+export type LogFields = Record<string, unknown>
+
+export interface Logger {
+  debug(msg: string, fields?: LogFields): void
+  info(msg: string, fields?: LogFields): void
+  warn(msg: string, fields?: LogFields): void
+  error(msg: string, fields?: LogFields): void
+}
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 }
+
+export function isLogLevel(value: string): value is LogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(value)
+}
+
+export interface LoggerOptions {
+  /** @default 'info' */
+  level?: LogLevel
+  /** Where a finished line goes. @default one line to stdout */
+  write?: (line: string) => void
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const threshold = RANK[options.level ?? 'info']
+  const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
+  const emit = (level: Exclude<LogLevel, 'silent'>) => (msg: string, fields?: LogFields) => {
+    if (RANK[level] < threshold) return
+    write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }))
+  }
+  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') }
+}
+
+/** For tests and tools that want no output at all. */
+export const silentLogger: Logger = createLogger({ level: 'silent' })

@@ -1,0 +1,174 @@
+/**
+ * What the origin refuses, and that a refusal writes nothing: unsigned, wrongly signed, stale or
+ * future requests (401, one opaque answer for all), bodies that are not valid events (400), and
+ * bodies over the limit (413). Secret rotation: every configured secret verifies.
+ */
+import { randomBytes } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { signForward } from '../../contract/forward-signature'
+import { eventFixture, type OriginTestbed, signedPost, startOriginTestbed } from '../support/origin'
+
+const NEW_SECRET = `new-${randomBytes(8).toString('hex')}`
+const OLD_SECRET = `old-${randomBytes(8).toString('hex')}`
+const MAX_EVENT_BYTES = 4096
+
+let bed: OriginTestbed
+
+beforeAll(async () => {
+  bed = await startOriginTestbed({
+    secret: `${NEW_SECRET},${OLD_SECRET}`,
+    config: { maxEventBytes: MAX_EVENT_BYTES },
+  })
+})
+
+afterAll(async () => {
+  await bed?.close()
+})
+
+const TABLES = ['customers', 'conversations', 'messages', 'outbox']
+
+async function rowsWritten(): Promise<number> {
+  const counts = await Promise.all(TABLES.map((t) => bed.count(t)))
+  return counts.reduce((a, b) => a + b, 0)
+}
+
+function post(body: string | ReadableStream<Uint8Array>, headers: Record<string, string>) {
+  return fetch(`${bed.origin.url}/v1/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+    // Needed by fetch for a streamed (chunked) request body.
+    duplex: 'half',
+    signal: AbortSignal.timeout(30_000),
+  } as RequestInit)
+}
+
+const now = () => Math.floor(Date.now() / 1000)
+
+describe('authentication', () => {
+  const cases: [string, (body: string) => Promise<Record<string, string>>][] = [
+    ['no signature headers', async () => ({})],
+    [
+      'a signature without a timestamp',
+      async (body) => {
+        const { 'x-dedup-signature': signature } = await signForward(NEW_SECRET, body)
+        return { 'x-dedup-signature': signature as string }
+      },
+    ],
+    ['a signature under an unknown secret', (body) => signForward('not-a-configured-secret', body)],
+    ['a signature over another body', (body) => signForward(NEW_SECRET, `${body} `)],
+    [
+      'a malformed signature header',
+      async (body) => ({
+        ...(await signForward(NEW_SECRET, body)),
+        'x-dedup-signature': 'sha256=deadbeef',
+      }),
+    ],
+    [
+      'a stale timestamp (over 5 minutes old)',
+      (body) => signForward(NEW_SECRET, body, now() - 301),
+    ],
+    [
+      'a timestamp over 5 minutes in the future',
+      (body) => signForward(NEW_SECRET, body, now() + 301),
+    ],
+  ]
+
+  it.each(cases)('%s: 401, opaque, nothing written', async (_name, headersFor) => {
+    const body = JSON.stringify(await eventFixture())
+    const res = await post(body, await headersFor(body))
+    expect(res.status).toBe(401)
+    expect(await res.json()).toEqual({
+      error: { code: 'unauthorized', message: 'missing or invalid request signature' },
+    })
+    expect(await rowsWritten()).toBe(0)
+  })
+})
+
+describe('validation', () => {
+  const cases: [string, () => Promise<string>, RegExp][] = [
+    ['a body that is not JSON', async () => '{"kind": "message",', /not JSON/],
+    ['a JSON array', async () => '[]', /invalid event/],
+    [
+      'an unknown channel',
+      async () => JSON.stringify({ ...(await eventFixture()), channel: 'fax' }),
+      /channel/,
+    ],
+    [
+      'an unknown kind',
+      async () => JSON.stringify({ ...(await eventFixture()), kind: 'reaction' }),
+      /kind/,
+    ],
+    [
+      'a missing message key',
+      async () => {
+        const { messageKey: _dropped, ...rest } = await eventFixture()
+        return JSON.stringify(rest)
+      },
+      /messageKey/,
+    ],
+    [
+      'an unexpected field',
+      async () => JSON.stringify({ ...(await eventFixture()), extra: 1 }),
+      /extra/,
+    ],
+    [
+      'another schema version',
+      async () => JSON.stringify({ ...(await eventFixture()), v: 2 }),
+      /\bv\b/,
+    ],
+    [
+      'a bad payload hash',
+      async () => JSON.stringify({ ...(await eventFixture()), payloadHash: 'XYZ' }),
+      /payloadHash/,
+    ],
+  ]
+
+  it.each(cases)(
+    '%s: 400 with a message naming the problem, nothing written',
+    async (_name, bodyOf, message) => {
+      const body = await bodyOf()
+      const res = await post(body, await signForward(NEW_SECRET, body))
+      expect(res.status).toBe(400)
+      const answer = (await res.json()) as { error: { code: string; message: string } }
+      expect(answer.error.code).toBe('invalid_event')
+      expect(answer.error.message).toMatch(message)
+      expect(await rowsWritten()).toBe(0)
+    },
+  )
+})
+
+describe('body size', () => {
+  it('a body over MAX_EVENT_BYTES by Content-Length: 413 before verification', async () => {
+    const event = await eventFixture({ body: 'x'.repeat(MAX_EVENT_BYTES) })
+    const res = await signedPost(bed.origin.url, event, NEW_SECRET)
+    expect(res.status).toBe(413)
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('body_too_large')
+    expect(await rowsWritten()).toBe(0)
+  })
+
+  it('a chunked body over MAX_EVENT_BYTES (no Content-Length): 413', async () => {
+    const chunk = new TextEncoder().encode('x'.repeat(1024))
+    let sent = 0
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= MAX_EVENT_BYTES * 2) return controller.close()
+        sent += chunk.length
+        controller.enqueue(chunk)
+      },
+    })
+    const res = await post(stream, await signForward(NEW_SECRET, 'unused'))
+    expect(res.status).toBe(413)
+    expect(await rowsWritten()).toBe(0)
+  })
+})
+
+describe('secret rotation', () => {
+  it.each([
+    ['the new secret', NEW_SECRET],
+    ['the old secret, still configured', OLD_SECRET],
+  ])('a request signed with %s is accepted', async (_name, secret) => {
+    const res = await signedPost(bed.origin.url, await eventFixture(), secret)
+    expect(res.status).toBe(201)
+  })
+})

@@ -1,0 +1,246 @@
+/**
+ * What one event does to the database, by kind and channel: keys scoped by channel and chat, edits
+ * and deletes updating the row (never a new one), payload mismatches, email threads.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { eventFixture, type OriginTestbed, startOriginTestbed } from '../support/origin'
+
+let bed: OriginTestbed
+
+beforeAll(async () => {
+  bed = await startOriginTestbed()
+})
+
+afterAll(async () => {
+  await bed?.close()
+})
+
+const minutesAgo = (n: number) => new Date(Date.now() - n * 60_000).toISOString()
+
+async function messageRow(channel: string, messageKey: string) {
+  const { rows } = await bed.sql.query(
+    `SELECT id::text, body, payload_hash, edited_at, deleted_at FROM messages
+      WHERE channel = $1 AND channel_message_id = $2`,
+    [channel, messageKey],
+  )
+  return rows
+}
+
+describe('message keys', () => {
+  it('the same channel_message_id on two channels is two messages', async () => {
+    const messageKey = 'ACshared:SM0000000000000000000000000000abcd'
+    const sms = await bed.post(await eventFixture({ channel: 'sms', messageKey }))
+    const whatsapp = await bed.post(await eventFixture({ channel: 'whatsapp', messageKey }))
+    expect([sms.status, whatsapp.status]).toEqual([201, 201])
+    expect(sms.body.messageId).not.toBe(whatsapp.body.messageId)
+    expect(await bed.count('messages', 'channel_message_id = $1', [messageKey])).toBe(2)
+  })
+
+  it('Telegram message 42 in two chats is two messages', async () => {
+    const inChat = (chat: string) =>
+      eventFixture({
+        channel: 'telegram',
+        tenant: '123456',
+        messageKey: `${chat}:42`,
+        sender: { externalId: `user-in-${chat}` },
+      })
+    const a = await bed.post(await inChat('chatA'))
+    const b = await bed.post(await inChat('chatB'))
+    expect([a.status, b.status]).toEqual([201, 201])
+    expect(
+      await bed.count(
+        'messages',
+        "channel = 'telegram' AND channel_message_id IN ('chatA:42', 'chatB:42')",
+      ),
+    ).toBe(2)
+  })
+
+  it('a replay with another payload keeps the first, answers 200 duplicate and counts it', async () => {
+    const original = await eventFixture({ body: 'the original text' })
+    const tampered = await eventFixture({ ...original, body: 'another text under the same key' })
+    expect(tampered.payloadHash).not.toBe(original.payloadHash)
+
+    const first = await bed.post(original)
+    const replay = await bed.post(tampered)
+    expect(first.status).toBe(201)
+    expect(replay.status).toBe(200)
+    expect(replay.body).toMatchObject({
+      outcome: 'duplicate',
+      duplicate: true,
+      payloadMismatch: true,
+      messageId: first.body.messageId,
+      conversationId: first.body.conversationId,
+      customerId: first.body.customerId,
+    })
+    const rows = await messageRow(original.channel, original.messageKey)
+    expect(rows).toHaveLength(1)
+    expect(rows[0]).toMatchObject({ body: 'the original text', payload_hash: original.payloadHash })
+
+    const exact = await bed.post(original)
+    expect(exact.body).toMatchObject({ outcome: 'duplicate', payloadMismatch: false })
+
+    const metrics = await (await fetch(`${bed.origin.url}/metrics`)).text()
+    expect(metrics).toContain('inbound_payload_mismatch_total{channel="slack"} 1')
+  })
+})
+
+describe('edits', () => {
+  it('update the row in place; an older edit arriving later does not overwrite a newer one', async () => {
+    const original = await eventFixture({ body: 'v1', occurredAt: minutesAgo(10) })
+    const created = await bed.post(original)
+    expect(created.status).toBe(201)
+
+    const edit = (body: string, at: string) =>
+      eventFixture({ ...original, kind: 'edit', body, occurredAt: at, deliveryKey: `edit-${body}` })
+    const newer = await edit('v3', minutesAgo(2))
+    const older = await edit('v2', minutesAgo(5))
+
+    const applied = await bed.post(newer)
+    expect(applied.status).toBe(200)
+    expect(applied.body).toMatchObject({
+      outcome: 'updated',
+      duplicate: false,
+      messageId: created.body.messageId,
+      conversationId: created.body.conversationId,
+    })
+    const late = await bed.post(older)
+    expect(late.status).toBe(200)
+    expect(late.body).toMatchObject({ outcome: 'duplicate', messageId: created.body.messageId })
+    const replayed = await bed.post(newer)
+    expect(replayed.body.outcome).toBe('duplicate')
+
+    const rows = await messageRow(original.channel, original.messageKey)
+    expect(rows).toHaveLength(1)
+    expect(rows[0].body).toBe('v3')
+    expect(new Date(rows[0].edited_at).toISOString()).toBe(newer.occurredAt)
+    // An edit is never a new downstream item.
+    expect(await bed.count('outbox', 'message_id = $1', [created.body.messageId])).toBe(1)
+    // The original hash stays: replaying the original is a plain duplicate, not a mismatch.
+    expect(rows[0].payload_hash).toBe(original.payloadHash)
+    expect((await bed.post(original)).body).toMatchObject({
+      outcome: 'duplicate',
+      payloadMismatch: false,
+    })
+  })
+
+  it('an edit of a message never seen stores it, edited; the late original is a duplicate', async () => {
+    const original = await eventFixture({ body: 'before', occurredAt: minutesAgo(3) })
+    const edit = await eventFixture({
+      ...original,
+      kind: 'edit',
+      body: 'after',
+      occurredAt: minutesAgo(1),
+    })
+
+    const fromEdit = await bed.post(edit)
+    expect(fromEdit.status).toBe(201)
+    expect(fromEdit.body.outcome).toBe('created')
+    const late = await bed.post(original)
+    expect(late.status).toBe(200)
+    expect(late.body).toMatchObject({ outcome: 'duplicate', messageId: fromEdit.body.messageId })
+    expect(late.body.payloadMismatch).toBe(false)
+
+    const rows = await messageRow(original.channel, original.messageKey)
+    expect(rows).toHaveLength(1)
+    expect(rows[0].body).toBe('after')
+    expect(rows[0].edited_at).not.toBeNull()
+    expect(await bed.count('outbox', 'message_id = $1', [fromEdit.body.messageId])).toBe(1)
+  })
+})
+
+describe('deletes', () => {
+  it('mark the row deleted; a repeat is a duplicate; an unknown message is ignored', async () => {
+    const original = await eventFixture({ occurredAt: minutesAgo(4) })
+    const created = await bed.post(original)
+    const del = await eventFixture({
+      ...original,
+      kind: 'delete',
+      body: '',
+      occurredAt: minutesAgo(1),
+    })
+
+    const first = await bed.post(del)
+    expect(first.status).toBe(200)
+    expect(first.body).toMatchObject({ outcome: 'updated', messageId: created.body.messageId })
+    const again = await bed.post(del)
+    expect(again.body).toMatchObject({ outcome: 'duplicate', messageId: created.body.messageId })
+
+    const rows = await messageRow(original.channel, original.messageKey)
+    expect(rows).toHaveLength(1)
+    expect(new Date(rows[0].deleted_at).toISOString()).toBe(del.occurredAt)
+
+    const before = await bed.count('messages')
+    const unknown = await bed.post(await eventFixture({ kind: 'delete', body: '' }))
+    expect(unknown.status).toBe(200)
+    expect(unknown.body).toEqual({
+      outcome: 'ignored',
+      duplicate: false,
+      messageId: null,
+      conversationId: null,
+      customerId: null,
+    })
+    expect(await bed.count('messages')).toBe(before)
+  })
+})
+
+describe('email threads', () => {
+  const mailbox = 'support@example.com'
+  const email = (id: string, extra: { references?: string[]; subject?: string } = {}) =>
+    eventFixture({
+      channel: 'email',
+      tenant: mailbox,
+      messageKey: `${mailbox}:<${id}@mail.example>`,
+      deliveryKey: `${mailbox}:<${id}@mail.example>`,
+      sender: { externalId: 'ada@example.org', displayName: 'Ada' },
+      subject: 'Order 1234',
+      ...extra,
+    })
+
+  it('a reply naming a message we hold joins its conversation; a non-reply opens a new one', async () => {
+    const first = await bed.post(await email('first'))
+    expect(first.status).toBe(201)
+    const conversation = await bed.sql.query(
+      'SELECT channel, subject, status FROM conversations WHERE id = $1',
+      [first.body.conversationId],
+    )
+    expect(conversation.rows).toEqual([
+      { channel: 'email', subject: 'Order 1234', status: 'pending' },
+    ])
+
+    // Nearest first, with an unknown id ahead of the known one.
+    const reply = await bed.post(
+      await email('reply', {
+        subject: 'Re: Order 1234',
+        references: [`${mailbox}:<unknown@mail.example>`, `${mailbox}:<first@mail.example>`],
+      }),
+    )
+    expect(reply.status).toBe(201)
+    expect(reply.body.conversationId).toBe(first.body.conversationId)
+
+    const unrelated = await bed.post(await email('fresh', { subject: 'Another question' }))
+    expect(unrelated.status).toBe(201)
+    expect(unrelated.body.conversationId).not.toBe(first.body.conversationId)
+    expect(unrelated.body.customerId).toBe(first.body.customerId)
+
+    const orphanReply = await bed.post(
+      await email('orphan', { references: [`${mailbox}:<never-seen@mail.example>`] }),
+    )
+    expect(orphanReply.body.conversationId).not.toBe(first.body.conversationId)
+    expect(orphanReply.body.conversationId).not.toBe(unrelated.body.conversationId)
+
+    expect(await bed.count('messages', 'conversation_id = $1', [first.body.conversationId])).toBe(2)
+  })
+
+  it('a duplicate email delivery opens no second conversation', async () => {
+    const event = await email('dup')
+    const [a, b] = await Promise.all([bed.post(event), bed.post(event)])
+    expect([a.status, b.status].sort()).toEqual([200, 201])
+    expect(a.body.conversationId).toBe(b.body.conversationId)
+    expect(
+      await bed.count(
+        'conversations',
+        "channel = 'email' AND subject = 'Order 1234' AND id NOT IN (SELECT conversation_id FROM messages)",
+      ),
+    ).toBe(0)
+  })
+})

@@ -1,0 +1,302 @@
+/**
+ * Running the origin from tests and benchmarks: in this process ({@link startOriginInProcess}) or
+ * as a separate OS process like a second pod ({@link spawnOriginProcess}); signing requests the way
+ * the worker does ({@link signedPost}); event fixtures; and a per-file testbed (fresh database, Neon
+ * proxy, origin on port 0) that cleans up after itself.
+ * @module
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { secretList } from '../../contract/crypto'
+import {
+  finalizeEvent,
+  type InboundEvent,
+  type InboundEventDraft,
+  type IngestResult,
+} from '../../contract/event'
+import { signForward } from '../../contract/forward-signature'
+import { startNeonWsProxy } from '../../local/neon-ws-proxy'
+import { loadConfig, type OriginConfig } from '../../origin/config'
+import { parseListeningLine } from '../../origin/listening-line'
+import { type Logger, silentLogger } from '../../origin/log'
+import { type RunningOrigin, startOrigin } from '../../origin/server'
+import { createTestDatabase } from './services'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+export interface InProcessOriginOptions {
+  databaseUrl: string
+  /** `wsProxy` of a running local/neon-ws-proxy.ts; omit against real Neon. */
+  wsProxy?: string
+  /** ORIGIN_SHARED_SECRET: one secret or a comma-separated rotation list. */
+  secret: string
+  /** @default silent */
+  logger?: Logger
+  /** Overrides applied after the env-derived config (e.g. `{ maxEventBytes: 2048 }`). */
+  config?: Partial<OriginConfig>
+}
+
+/** Starts an origin in this process on a free port (127.0.0.1). `close()` drains and ends it. */
+export function startOriginInProcess(options: InProcessOriginOptions): Promise<RunningOrigin> {
+  const config: OriginConfig = {
+    ...loadConfig({
+      DATABASE_URL: options.databaseUrl,
+      NEON_WS_PROXY: options.wsProxy,
+      ORIGIN_SHARED_SECRET: options.secret,
+      ORIGIN_PORT: '0',
+    }),
+    ...options.config,
+  }
+  return startOrigin(config, { logger: options.logger ?? silentLogger, drainTimeoutMs: 2000 })
+}
+
+export interface ProcessExit {
+  code: number | null
+  signal: NodeJS.Signals | null
+}
+
+export interface SpawnedOrigin {
+  url: string
+  port: number
+  /** The origin's own pid (not a wrapper's): SIGKILL really kills the server. */
+  pid: number
+  /** Sends a signal (default SIGTERM) and returns at once. */
+  kill(signal?: NodeJS.Signals): void
+  /** SIGTERM, wait for exit (SIGKILL after `timeoutMs`, default 10 s). Idempotent. */
+  stop(timeoutMs?: number): Promise<ProcessExit>
+  /** Settles when the process has exited, however. */
+  exited: Promise<ProcessExit>
+  /** Its last output lines (stdout and stderr), for assertions and failure messages. */
+  output(): string[]
+}
+
+export interface SpawnOriginOptions {
+  /** How long to wait for the listening line. @default 30000 */
+  startTimeoutMs?: number
+}
+
+const OUTPUT_LINES_KEPT = 500
+
+/**
+ * Starts `origin/main.ts` as its own process (like `npm run origin`) and resolves once it prints
+ * its listening line. `env` is laid over this process's environment with `ORIGIN_PORT=0` and
+ * `LOG_LEVEL=warn` as defaults; pass DATABASE_URL, NEON_WS_PROXY, ORIGIN_SHARED_SECRET.
+ *
+ * It runs `node --import tsx origin/main.ts` rather than the `tsx` CLI: the CLI is a wrapper
+ * process whose pid is not the server's, so killing it (SIGKILL in a crash test) would leave the
+ * server running as an orphan.
+ */
+export function spawnOriginProcess(
+  env: Record<string, string | undefined>,
+  options: SpawnOriginOptions = {},
+): Promise<SpawnedOrigin> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join('origin', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ORIGIN_PORT: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const lines: string[] = []
+  const exited = new Promise<ProcessExit>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }))
+  })
+  return new Promise<SpawnedOrigin>((resolve, reject) => {
+    const fail = (why: string) => {
+      child.kill('SIGKILL')
+      reject(new Error(`origin process ${why}; its output:\n${lines.slice(-40).join('\n')}`))
+    }
+    const timer = setTimeout(
+      () => fail(`printed no listening line in ${options.startTimeoutMs ?? 30_000} ms`),
+      options.startTimeoutMs ?? 30_000,
+    )
+    child.once('error', (err) => {
+      clearTimeout(timer)
+      fail(`could not start (${err.message})`)
+    })
+    exited.then((exit) => {
+      clearTimeout(timer)
+      reject(
+        new Error(
+          `origin process exited before listening (${JSON.stringify(exit)}):\n${lines.slice(-40).join('\n')}`,
+        ),
+      )
+    })
+    const onLine = (line: string) => {
+      lines.push(line)
+      if (lines.length > OUTPUT_LINES_KEPT) lines.shift()
+      const url = parseListeningLine(line)
+      if (url === undefined) return
+      clearTimeout(timer)
+      resolve(spawnedOrigin(child, url, exited, lines))
+    }
+    // Both pipes are read for the whole life of the process: a full pipe would block its writes.
+    readLines(child.stdout, onLine)
+    readLines(child.stderr, onLine)
+  })
+}
+
+function readLines(stream: NodeJS.ReadableStream | null, onLine: (line: string) => void): void {
+  if (!stream) return
+  let pending = ''
+  stream.setEncoding('utf8')
+  stream.on('data', (chunk: string) => {
+    pending += chunk
+    const parts = pending.split('\n')
+    pending = parts.pop() ?? ''
+    for (const part of parts) onLine(part)
+  })
+}
+
+function spawnedOrigin(
+  child: ChildProcess,
+  url: string,
+  exited: Promise<ProcessExit>,
+  lines: string[],
+): SpawnedOrigin {
+  let stopping: Promise<ProcessExit> | undefined
+  const pid = child.pid
+  if (pid === undefined) throw new Error('spawned origin has no pid')
+  return {
+    url,
+    port: Number(new URL(url).port),
+    pid,
+    exited,
+    kill(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    },
+    stop(timeoutMs = 10_000) {
+      stopping ??= (async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return exited
+        child.kill('SIGTERM')
+        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+        const exit = await exited
+        clearTimeout(timer)
+        return exit
+      })()
+      return stopping
+    },
+    output: () => [...lines],
+  }
+}
+
+/**
+ * POSTs an event to an origin the way the worker does: the body signed with `secret`.
+ * `url` is the origin's base URL (`/v1/events` is appended) or a full URL with a path.
+ * `event` may be a raw string, to send bodies that are not valid events.
+ */
+export async function signedPost(
+  url: string,
+  event: InboundEvent | string,
+  secret: string,
+  options: { timestampSeconds?: number; headers?: Record<string, string> } = {},
+): Promise<Response> {
+  const body = typeof event === 'string' ? event : JSON.stringify(event)
+  const target = new URL(url)
+  if (target.pathname === '/' || target.pathname === '') target.pathname = '/v1/events'
+  return fetch(target, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(await signForward(secret, body, options.timestampSeconds)),
+      ...options.headers,
+    },
+    body,
+    signal: AbortSignal.timeout(30_000),
+  })
+}
+
+export type EventOverrides = Partial<Omit<InboundEventDraft, 'sender'>> & {
+  sender?: InboundEventDraft['sender']
+}
+
+/** A valid, finalized event (payload hash included); unique keys unless overridden. */
+export function eventFixture(overrides: EventOverrides = {}): Promise<InboundEvent> {
+  const id = randomBytes(6).toString('hex')
+  return finalizeEvent({
+    kind: 'message',
+    channel: 'slack',
+    tenant: 'T0001',
+    deliveryKey: `Ev${id}`,
+    messageKey: `T0001:C0001:${id}`,
+    sender: { externalId: 'U0001' },
+    body: 'hello from a fixture',
+    occurredAt: new Date().toISOString(),
+    ...overrides,
+  })
+}
+
+/** A test file's own origin stack: fresh migrated database, Neon proxy, origin on port 0. */
+export interface OriginTestbed {
+  origin: RunningOrigin
+  databaseUrl: string
+  wsProxy: string
+  /** ORIGIN_SHARED_SECRET as configured (possibly a comma-separated list). */
+  secret: string
+  /** Direct TCP access for assertions (bypasses the origin and the proxy). */
+  sql: pg.Pool
+  /** POSTs a signed event to the origin and reads the JSON answer. */
+  post(event: InboundEvent | string): Promise<{ status: number; body: IngestResult }>
+  /** Row count of a table, optionally filtered (`where` is trusted test SQL). */
+  count(table: string, where?: string, values?: unknown[]): Promise<number>
+  close(): Promise<void>
+}
+
+export interface OriginTestbedOptions {
+  /** ORIGIN_SHARED_SECRET (a rotation list allowed); `post` signs with its first entry. */
+  secret?: string
+  config?: Partial<OriginConfig>
+  logger?: Logger
+}
+
+export async function startOriginTestbed(
+  options: OriginTestbedOptions = {},
+): Promise<OriginTestbed> {
+  const secret = options.secret ?? `test-secret-${randomBytes(8).toString('hex')}`
+  const signingSecret = secretList(secret)[0]
+  if (!signingSecret) throw new Error('startOriginTestbed: empty secret')
+  const database = await createTestDatabase()
+  const proxy = await startNeonWsProxy({ target: { host: '127.0.0.1', port: 5432 } })
+  const sql = new pg.Pool({ connectionString: database.url, max: 2 })
+  let origin: RunningOrigin
+  try {
+    origin = await startOriginInProcess({
+      databaseUrl: database.url,
+      wsProxy: proxy.wsProxy,
+      secret,
+      config: options.config,
+      logger: options.logger,
+    })
+  } catch (err) {
+    await sql.end()
+    await proxy.close()
+    await database.drop()
+    throw err
+  }
+  return {
+    origin,
+    databaseUrl: database.url,
+    wsProxy: proxy.wsProxy,
+    secret,
+    sql,
+    async post(event) {
+      const res = await signedPost(origin.url, event, signingSecret)
+      return { status: res.status, body: (await res.json()) as IngestResult }
+    },
+    async count(table, where, values) {
+      const filter = where ? ` WHERE ${where}` : ''
+      const { rows } = await sql.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${table}${filter}`,
+        values,
+      )
+      return rows[0]?.n ?? 0
+    },
+    async close() {
+      await origin.close()
+      await sql.end()
+      await proxy.close()
+      await database.drop()
+    },
+  }
+}

@@ -1,0 +1,283 @@
+/**
+ * `npm run dev`: the whole system on this machine, with one command.
+ *
+ * In order: the database (DATABASE_URL: that Postgres, database created if missing, migrated;
+ * unset: embedded PGlite under .data/pglite) behind the Neon WebSocket proxy; the Upstash REST
+ * stand-in on UPSTASH_PORT (REDIS_URL: in front of that Redis; unset: embedded store); the origin
+ * on ORIGIN_PORT; the Worker under `wrangler dev` on WORKER_PORT, wired to the local pieces.
+ * Settings and secrets come from the environment, else .dev.vars, else .dev.vars.example.
+ *
+ * Ctrl-C (SIGINT), SIGTERM or SIGHUP stops everything it started; a second Ctrl-C kills at once.
+ * If a child dies, the rest keeps running and the command to restart it is printed.
+ * @module
+ */
+import { relative } from 'node:path'
+import { loadDevVars } from './dev-vars'
+import { redact } from './redact'
+import {
+  type DatabaseLayer,
+  type OriginHandle,
+  REPO_ROOT,
+  type RedisLayer,
+  type Stoppable,
+  startDatabaseLayer,
+  startOrigin,
+  startRedisLayer,
+  startWorkerDev,
+  type WorkerDevHandle,
+} from './stack'
+import { readWranglerConfig } from './wrangler-config'
+
+/** Settings for the stack itself: never passed to the Worker as bindings. */
+const STACK_SETTINGS = [
+  'DATABASE_URL',
+  'REDIS_URL',
+  'UPSTASH_PORT',
+  'ORIGIN_PORT',
+  'WORKER_PORT',
+  'DB_POOL_MAX',
+  'LOG_LEVEL',
+] as const
+
+const DEFAULT_PORTS = { UPSTASH_PORT: 8079, ORIGIN_PORT: 8788, WORKER_PORT: 8787 } as const
+
+const say = (line = '') => process.stdout.write(`${line}\n`)
+const seconds = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)}s`
+
+function port(values: Record<string, string>, name: keyof typeof DEFAULT_PORTS): number {
+  const raw = values[name]
+  if (!raw) return DEFAULT_PORTS[name]
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 1 || value > 65535) {
+    throw new Error(`${name} must be a port number from 1 to 65535`)
+  }
+  return value
+}
+
+/** Turns "address in use" into something a person can act on. */
+function explain(err: unknown, what: string, portName?: string): Error {
+  const error = err as NodeJS.ErrnoException
+  if (error.code === 'EADDRINUSE' && portName) {
+    return new Error(
+      `${what}: port in use (another \`npm run dev\`?). Stop it, or set ${portName} to a free port.`,
+    )
+  }
+  return new Error(`${what}: ${error.message}`)
+}
+
+async function main(): Promise<void> {
+  const startedAt = performance.now()
+  const config = readWranglerConfig()
+  const devVars = loadDevVars({ root: REPO_ROOT, alsoFromEnvironment: STACK_SETTINGS })
+  const values = devVars.values
+  const ports = {
+    upstash: port(values, 'UPSTASH_PORT'),
+    origin: port(values, 'ORIGIN_PORT'),
+    worker: port(values, 'WORKER_PORT'),
+  }
+  const upstashToken = values.UPSTASH_REDIS_REST_TOKEN
+  const sharedSecret = values.ORIGIN_SHARED_SECRET
+  if (!upstashToken || !sharedSecret) {
+    throw new Error(
+      'UPSTASH_REDIS_REST_TOKEN and ORIGIN_SHARED_SECRET must be set (in .dev.vars or the environment; .dev.vars.example has dev values)',
+    )
+  }
+
+  const started: Stoppable[] = []
+  let shuttingDown = false
+  const shutdown = async (reason: string, code: number) => {
+    if (shuttingDown) return
+    shuttingDown = true
+    say(`\n${reason}: stopping everything...`)
+    const bound = setTimeout(() => {
+      say('some pieces did not stop within 30 s; exiting (their process groups get SIGKILL)')
+      process.exit(1)
+    }, 30_000)
+    bound.unref()
+    for (const piece of started.reverse()) {
+      await piece.stop().catch((err: Error) => say(`  stop failed: ${err.message}`))
+    }
+    clearTimeout(bound)
+    say('stopped.')
+    process.exit(code)
+  }
+  let firstSignalAt = 0
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      if (!shuttingDown) {
+        firstSignalAt = Date.now()
+        void shutdown(signal, 0)
+        return
+      }
+      // Ctrl-C reaches us twice at once (from the terminal, and forwarded by npm): only a second
+      // press a moment later means "now". The exit hook SIGKILLs the children's groups.
+      if (Date.now() - firstSignalAt < 1_000) return
+      say('second signal: exiting now')
+      process.exit(130)
+    })
+  }
+
+  try {
+    // 1. Database.
+    let t = performance.now()
+    const pgliteDir = `${REPO_ROOT}/.data/pglite`
+    say(
+      values.DATABASE_URL
+        ? `database: Postgres at ${redact(values.DATABASE_URL)} ...`
+        : `database: embedded PGlite in ${relative(process.cwd(), pgliteDir) || '.'} (DATABASE_URL unset; first start initialises it, ~6 s) ...`,
+    )
+    const database: DatabaseLayer = await startDatabaseLayer({
+      databaseUrl: values.DATABASE_URL,
+      pgliteDir,
+    })
+    started.push(database)
+    const applied = database.migrations.match(/^Applied: .*/gm) ?? []
+    say(`  ready in ${seconds(t)}; migrations: ${applied.length ? applied.length : 'up to date'}`)
+
+    // 2. Redis (Upstash REST stand-in).
+    t = performance.now()
+    const redis: RedisLayer = await startRedisLayer({
+      redisUrl: values.REDIS_URL,
+      token: upstashToken,
+      port: ports.upstash,
+    }).catch((err) => {
+      throw explain(err, 'Upstash stand-in', 'UPSTASH_PORT')
+    })
+    started.push(redis)
+    say(
+      `upstash: ${redis.url} in front of ${values.REDIS_URL ? redact(values.REDIS_URL) : 'the embedded in-memory store (REDIS_URL unset; lost on exit)'} (${seconds(t)})`,
+    )
+
+    // 3. Origin.
+    t = performance.now()
+    const originEnv: Record<string, string> = {
+      ...database.originEnv,
+      ORIGIN_SHARED_SECRET: sharedSecret,
+    }
+    if (values.DB_POOL_MAX) originEnv.DB_POOL_MAX = values.DB_POOL_MAX
+    if (values.LOG_LEVEL) originEnv.LOG_LEVEL = values.LOG_LEVEL
+    const origin: OriginHandle = await startOrigin({
+      port: ports.origin,
+      env: originEnv,
+      onLine: (line) => say(`[origin] ${line}`),
+    }).catch((err) => {
+      throw explain(err, 'origin', 'ORIGIN_PORT')
+    })
+    started.push(origin)
+    say(`origin: ${origin.url} (${seconds(t)})`)
+
+    // 4. Worker under wrangler dev.
+    t = performance.now()
+    const wrangler = await config
+    const workerVars: Record<string, string> = {}
+    for (const [name, value] of Object.entries(values)) {
+      if (!(STACK_SETTINGS as readonly string[]).includes(name)) workerVars[name] = value
+    }
+    // [vars] from wrangler.toml stay as they are unless the environment overrides them.
+    for (const name of Object.keys(wrangler.vars)) {
+      const fromEnv = process.env[name]
+      if (fromEnv) workerVars[name] = fromEnv
+    }
+    Object.assign(workerVars, {
+      ORIGIN_URL: origin.url,
+      UPSTASH_REDIS_REST_URL: redis.url,
+      UPSTASH_REDIS_REST_TOKEN: upstashToken,
+      ORIGIN_SHARED_SECRET: sharedSecret,
+    })
+    const worker: WorkerDevHandle = await startWorkerDev({
+      port: ports.worker,
+      vars: workerVars,
+      onLine: (line) => {
+        if (line.trim()) say(`[worker] ${line}`)
+      },
+    })
+    started.push(worker)
+    say(`worker: ${worker.url} (${seconds(t)})`)
+
+    printSummary({ database, redis, origin, worker, devVars: devVars.source }, startedAt)
+    watch(origin, worker, database, devVars.fromEnvironment, () => shuttingDown)
+  } catch (err) {
+    say(`\nnpm run dev failed: ${(err as Error).message}`)
+    await shutdown('start-up failed', 1)
+  }
+}
+
+function printSummary(
+  s: {
+    database: DatabaseLayer
+    redis: RedisLayer
+    origin: OriginHandle
+    worker: WorkerDevHandle
+    devVars: string
+  },
+  startedAt: number,
+): void {
+  const db =
+    s.database.mode === 'pglite'
+      ? `${s.database.databaseUrl}  (embedded PGlite; psql works)`
+      : redact(s.database.databaseUrl)
+  say()
+  say(`inbound-dedup dev stack is up (${seconds(startedAt)}; settings from ${s.devVars})`)
+  say(`  worker    ${s.worker.url}     wrangler dev; webhooks at /webhooks/{slack,twilio,telegram}`)
+  say(`  origin    ${s.origin.url}     POST /v1/events, /healthz, /metrics`)
+  say(`  upstash   ${s.redis.url}     Upstash REST stand-in (${s.redis.mode})`)
+  say(`  neon ws   ${s.database.neonWsProxy}  Neon WebSocket proxy (NEON_WS_PROXY)`)
+  say(`  postgres  ${db}`)
+  say()
+  say(`  try:  curl -s ${s.worker.url}/healthz`)
+  say('        npx tsx local/send-webhook.ts --help   (signed vendor webhooks)')
+  say('  Ctrl-C stops everything.')
+  say()
+}
+
+/** When a child dies on its own, keep the rest running and say how to bring it back. */
+function watch(
+  origin: OriginHandle,
+  worker: WorkerDevHandle,
+  database: DatabaseLayer,
+  fromEnvironment: string[],
+  shuttingDown: () => boolean,
+): void {
+  const originExited = origin.exited
+  originExited.then((exit) => {
+    if (shuttingDown() || origin.exited !== originExited) return
+    const how = exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`
+    // Never print secret values: the command reads them where they came from.
+    const secretRef = fromEnvironment.includes('ORIGIN_SHARED_SECRET')
+      ? '"$ORIGIN_SHARED_SECRET"'
+      : `"$(sed -n 's/^ORIGIN_SHARED_SECRET=//p' ${devVarsFile()})"`
+    const dbRef =
+      database.mode === 'postgres' && fromEnvironment.includes('DATABASE_URL')
+        ? '"$DATABASE_URL"'
+        : database.databaseUrl
+    const pool = database.originEnv.DB_POOL_MAX
+      ? ` DB_POOL_MAX=${database.originEnv.DB_POOL_MAX}`
+      : ''
+    say()
+    say(`origin exited (${how}); the worker, database and Redis keep running.`)
+    say('Restart it in another terminal with:')
+    say(
+      `  ORIGIN_PORT=${origin.port} DATABASE_URL=${dbRef} NEON_WS_PROXY=${database.neonWsProxy}${pool} ORIGIN_SHARED_SECRET=${secretRef} npm run origin`,
+    )
+    say()
+  })
+  worker.exited.then((exit) => {
+    if (shuttingDown()) return
+    const how = exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`
+    say()
+    say(`wrangler dev exited (${how}); the origin, database and Redis keep running.`)
+    say('Restart the whole stack (Ctrl-C, then `npm run dev`) to bring the worker back.')
+    say()
+  })
+}
+
+function devVarsFile(): string {
+  return loadDevVars({ root: REPO_ROOT, warn: () => {} }).source === '.dev.vars'
+    ? '.dev.vars'
+    : '.dev.vars.example'
+}
+
+main().catch((err: Error) => {
+  say(`npm run dev failed: ${err.message}`)
+  process.exit(1)
+})

@@ -1,0 +1,100 @@
+/**
+ * What the local stack needs from wrangler.toml (compatibility date and flags, `[vars]`, cron
+ * triggers), read by wrangler's own parser, and the Worker bundle built by
+ * `wrangler deploy --dry-run`. Both run wrangler in a child process of its own group: importing
+ * wrangler here would add a 2 s, 10 MB module with global side effects to every caller.
+ * @module
+ */
+import { mkdirSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { GroupProcess } from './processes'
+
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+export const WRANGLER_BIN = join(REPO_ROOT, 'node_modules', '.bin', 'wrangler')
+
+/** The environment every wrangler we start gets: no telemetry, no update check, no network. */
+export function wranglerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    WRANGLER_SEND_METRICS: 'false',
+    WRANGLER_HIDE_BANNER: 'true',
+    CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+    // Wrangler writes logs and its config under $XDG_CONFIG_HOME/.wrangler; keep them in the repo.
+    XDG_CONFIG_HOME: join(REPO_ROOT, '.wrangler', 'config'),
+    // Colour codes only where a person reads them directly; captured output stays plain.
+    ...(process.stdout.isTTY ? {} : { FORCE_COLOR: '0' }),
+    ...extra,
+  }
+}
+
+export interface WranglerConfig {
+  name: string
+  main: string
+  compatibilityDate: string
+  compatibilityFlags: string[]
+  /** `[vars]`, as strings. */
+  vars: Record<string, string>
+  crons: string[]
+}
+
+const READ_SCRIPT = `
+const { unstable_readConfig } = await import('wrangler')
+const c = unstable_readConfig({ config: process.argv[1] })
+const vars = Object.fromEntries(Object.entries(c.vars ?? {}).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]))
+process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, crons: c.triggers?.crons ?? [] }) + '\\n')
+`
+
+let cached: Promise<WranglerConfig> | undefined
+
+/** Reads wrangler.toml once per process (bounded: 30 s). */
+export function readWranglerConfig(
+  configPath = join(REPO_ROOT, 'wrangler.toml'),
+): Promise<WranglerConfig> {
+  cached ??= (async () => {
+    const child = new GroupProcess({
+      name: 'wrangler config reader',
+      command: process.execPath,
+      args: ['--input-type=module', '-e', READ_SCRIPT, configPath],
+      cwd: REPO_ROOT,
+      env: wranglerEnv(),
+    })
+    try {
+      const prefix = 'WRANGLER_CONFIG '
+      const json = await child.waitForLine(
+        (line) => (line.startsWith(prefix) ? line.slice(prefix.length) : undefined),
+        30_000,
+      )
+      return JSON.parse(json) as WranglerConfig
+    } finally {
+      await child.stop({ graceMs: 1_000 })
+    }
+  })()
+  cached.catch(() => {
+    cached = undefined
+  })
+  return cached
+}
+
+/**
+ * `wrangler deploy --dry-run --outdir <outDir>`: the bundle as it would be deployed (works
+ * offline, ~1-2 s). Returns the path of the entry module.
+ */
+export async function buildWorker(outDir: string, timeoutMs = 60_000): Promise<string> {
+  mkdirSync(outDir, { recursive: true })
+  const build = new GroupProcess({
+    name: 'wrangler deploy --dry-run',
+    command: WRANGLER_BIN,
+    args: ['deploy', '--dry-run', '--outdir', outDir],
+    cwd: REPO_ROOT,
+    env: wranglerEnv(),
+  })
+  const timer = setTimeout(() => void build.stop({ signal: 'SIGKILL' }), timeoutMs)
+  const exit = await build.exited
+  clearTimeout(timer)
+  await build.stop({ graceMs: 1_000 })
+  if (exit.code !== 0) {
+    throw build.notReady(`failed (${exit.signal ?? `exit code ${exit.code}`})`)
+  }
+  return join(outDir, 'index.js')
+}

@@ -1,0 +1,120 @@
+/**
+ * The embedded database of `npm run dev` without DATABASE_URL: PGlite served over the Postgres
+ * wire protocol. dbmate migrates it over TCP, data survives a restart, one process per directory,
+ * several connections at once, and a clean stop. (Driver-level behaviour through the Neon proxy is
+ * covered by neon-ws-proxy.test.ts, which runs its whole suite against PGlite too.)
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { migrate } from '../../local/migrate'
+import { startEmbeddedPostgres } from '../../local/pglite'
+import { startDatabaseLayer } from '../../local/stack'
+
+let dir: string
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'inbound-dedup-pglite-'))
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 })
+  await client.connect()
+  try {
+    return (await client.query<T>(sql)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+describe('embedded PGlite', () => {
+  it('is migrated by dbmate over TCP, keeps its data across restarts, and refuses a second owner', async () => {
+    const first = await startEmbeddedPostgres({ dataDir: dir })
+    try {
+      expect(await migrate(first.url)).toMatch(/Applied: .*one_pending_conversation/)
+      expect(await migrate(first.url)).not.toMatch(/Applied/)
+      const indexes = await query<{ indexname: string }>(
+        first.url,
+        "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1",
+      )
+      expect(indexes.map((r) => r.indexname)).toEqual(
+        expect.arrayContaining(['messages_channel_message_key', 'conversations_one_pending_key']),
+      )
+      await query(
+        first.url,
+        "INSERT INTO customers (channel, tenant, external_id) VALUES ('sms', 'AC1', '+15550001')",
+      )
+      await expect(startEmbeddedPostgres({ dataDir: dir })).rejects.toMatchObject({
+        code: 'data_dir_locked',
+      })
+    } finally {
+      await first.stop()
+    }
+
+    const second = await startEmbeddedPostgres({ dataDir: dir })
+    try {
+      const rows = await query<{ external_id: string }>(
+        second.url,
+        'SELECT external_id FROM customers',
+      )
+      expect(rows).toEqual([{ external_id: '+15550001' }])
+    } finally {
+      await second.stop()
+    }
+  })
+
+  it('takes many connections at once (pglite-socket allows only one by default)', async () => {
+    const server = await startEmbeddedPostgres({ dataDir: dir })
+    const clients = Array.from(
+      { length: 12 },
+      () => new pg.Client({ connectionString: server.url }),
+    )
+    try {
+      await Promise.all(clients.map((c) => c.connect()))
+      expect(server.stats().activeConnections).toBe(12)
+      const results = await Promise.all(clients.map((c, i) => c.query('SELECT $1::int AS i', [i])))
+      expect(results.map((r) => r.rows[0]?.i)).toEqual(clients.map((_, i) => i))
+    } finally {
+      await Promise.all(clients.map((c) => c.end()))
+      await server.stop()
+    }
+  })
+
+  it('stops cleanly with a connection still open in a transaction', async () => {
+    const server = await startEmbeddedPostgres({ dataDir: dir })
+    const client = new pg.Client({ connectionString: server.url })
+    client.on('error', () => {})
+    await client.connect()
+    await client.query('BEGIN')
+    await client.query(
+      "INSERT INTO customers (channel, tenant, external_id) VALUES ('sms', 'AC1', 'uncommitted')",
+    )
+    await server.stop()
+    await client.end().catch(() => {})
+    const again = await startEmbeddedPostgres({ dataDir: dir })
+    try {
+      const rows = await query<{ n: number }>(
+        again.url,
+        "SELECT count(*)::int AS n FROM customers WHERE external_id = 'uncommitted'",
+      )
+      expect(rows[0]?.n).toBe(0)
+    } finally {
+      await again.stop()
+    }
+  })
+
+  it('as the stack’s database layer: migrated, proxied, with a small origin pool', async () => {
+    const layer = await startDatabaseLayer({ pgliteDir: dir })
+    try {
+      expect(layer.mode).toBe('pglite')
+      expect(layer.originEnv.DB_POOL_MAX).toBe('4')
+      expect(layer.originEnv.NEON_WS_PROXY).toBe(layer.neonWsProxy)
+      expect(layer.pglite?.stats().maxConnections).toBeGreaterThan(1)
+    } finally {
+      await layer.stop()
+    }
+  })
+})

@@ -1,0 +1,395 @@
+/**
+ * Key extraction, channel by channel: which deliveries become messages, under which delivery key
+ * (Redis) and message key (Postgres), and which are recorded or ignored.
+ */
+import { describe, expect, it } from 'vitest'
+import { classifySlack, parseSlack, type SlackPayload } from '../../worker/channels/slack'
+import { classifyTelegram } from '../../worker/channels/telegram'
+import { classifyTwilio } from '../../worker/channels/twilio'
+import type { Delivery } from '../../worker/channels/types'
+import { formatDeliveryKey } from '../../worker/channels/types'
+import { InvalidPayloadError } from '../../worker/errors'
+import { slackMessageEvent, TEST_SECRETS, telegramUpdate, twilioParams } from './signed-requests'
+
+const json = (body: Record<string, unknown>): SlackPayload => ({ kind: 'json', body })
+
+/** The keys and kind of a delivery, or its action when it is not forwarded. */
+function summary(delivery: Delivery) {
+  if (delivery.action === 'forward') {
+    return {
+      action: 'forward',
+      deliveryKey: formatDeliveryKey(delivery.key),
+      messageKey: delivery.draft.messageKey,
+      kind: delivery.draft.kind,
+      channel: delivery.draft.channel,
+      sender: delivery.draft.sender.externalId,
+    }
+  }
+  if (delivery.action === 'record')
+    return { action: 'record', deliveryKey: formatDeliveryKey(delivery.key) }
+  if (delivery.action === 'ignore') return { action: 'ignore', reason: delivery.reason }
+  return { action: 'challenge' }
+}
+
+const withEvent = (event: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  ...slackMessageEvent(),
+  event,
+  ...extra,
+})
+
+describe('Slack keys', () => {
+  it.each([
+    [
+      'a message',
+      slackMessageEvent({ eventId: 'Ev1', team: 'T1', channel: 'C1', ts: '1.000100', user: 'U1' }),
+      {
+        action: 'forward',
+        deliveryKey: 'dedup:slack:A123ABC456:Ev1',
+        messageKey: 'T1:C1:1.000100',
+        kind: 'message',
+        channel: 'slack',
+        sender: 'U1',
+      },
+    ],
+    [
+      'an app_mention of the same message (another event id, same message key)',
+      withEvent(
+        {
+          type: 'app_mention',
+          channel: 'C123ABC456',
+          user: 'U9',
+          ts: '1355517523.000005',
+          text: 'hi',
+        },
+        { event_id: 'Ev2' },
+      ),
+      {
+        action: 'forward',
+        deliveryKey: 'dedup:slack:A123ABC456:Ev2',
+        messageKey: 'T123ABC456:C123ABC456:1355517523.000005',
+        kind: 'message',
+        channel: 'slack',
+        sender: 'U9',
+      },
+    ],
+    [
+      'message_changed (edit of message.ts)',
+      withEvent({
+        type: 'message',
+        subtype: 'message_changed',
+        channel: 'C123ABC456',
+        ts: '1358878755.000001',
+        message: {
+          type: 'message',
+          user: 'U123ABC456',
+          text: 'Hello, world!',
+          ts: '1355517523.000005',
+          edited: { user: 'U123ABC456', ts: '1358878755.000001' },
+        },
+      }),
+      {
+        action: 'forward',
+        deliveryKey: 'dedup:slack:A123ABC456:Ev123ABC456',
+        messageKey: 'T123ABC456:C123ABC456:1355517523.000005',
+        kind: 'edit',
+        channel: 'slack',
+        sender: 'U123ABC456',
+      },
+    ],
+    [
+      'message_deleted (delete of deleted_ts)',
+      withEvent({
+        type: 'message',
+        subtype: 'message_deleted',
+        hidden: true,
+        channel: 'C123ABC456',
+        ts: '1358878755.000001',
+        deleted_ts: '1358878749.000002',
+        previous_message: { user: 'U5', ts: '1358878749.000002', text: 'old' },
+      }),
+      {
+        action: 'forward',
+        deliveryKey: 'dedup:slack:A123ABC456:Ev123ABC456',
+        messageKey: 'T123ABC456:C123ABC456:1358878749.000002',
+        kind: 'delete',
+        channel: 'slack',
+        sender: 'U5',
+      },
+    ],
+    [
+      'a bot message with bot_id only',
+      withEvent({ type: 'message', channel: 'C1', bot_id: 'B1', ts: '1.1', text: 'echo' }),
+      { action: 'ignore', reason: 'slack_bot_message' },
+    ],
+    [
+      'a bot_message subtype',
+      withEvent({
+        type: 'message',
+        subtype: 'bot_message',
+        channel: 'C1',
+        ts: '1.1',
+        text: 'x',
+        username: 'github',
+      }),
+      { action: 'ignore', reason: 'slack_bot_message' },
+    ],
+    [
+      'an edit of a bot message',
+      withEvent({
+        type: 'message',
+        subtype: 'message_changed',
+        channel: 'C1',
+        ts: '2.2',
+        message: { ts: '1.1', bot_id: 'B1', text: 'x' },
+      }),
+      { action: 'ignore', reason: 'slack_bot_message' },
+    ],
+    [
+      'a channel_join notice',
+      withEvent({ type: 'message', subtype: 'channel_join', channel: 'C1', user: 'U1', ts: '1.1' }),
+      { action: 'ignore', reason: 'slack_subtype_channel_join' },
+    ],
+    [
+      'a reaction_added event',
+      withEvent({ type: 'reaction_added', user: 'U1', reaction: 'thumbsup', event_ts: '1.1' }),
+      { action: 'ignore', reason: 'slack_event_reaction_added' },
+    ],
+    [
+      'app_rate_limited',
+      {
+        token: 'x',
+        type: 'app_rate_limited',
+        team_id: 'T1',
+        minute_rate_limited: 1518467820,
+        api_app_id: 'A1',
+      },
+      { action: 'ignore', reason: 'app_rate_limited' },
+    ],
+    [
+      'url_verification',
+      {
+        token: 'x',
+        challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P',
+        type: 'url_verification',
+      },
+      { action: 'challenge' },
+    ],
+  ])('%s', async (_name, body, expected) => {
+    expect(summary(await classifySlack(json(body)))).toEqual(expected)
+  })
+
+  it('falls back to a payload hash when event_id is missing, and marks the key', async () => {
+    const a = await classifySlack(json(slackMessageEvent({ eventId: null })))
+    const b = await classifySlack(json(slackMessageEvent({ eventId: null })))
+    const other = await classifySlack(
+      json(slackMessageEvent({ eventId: null, ts: '1355517523.000006' })),
+    )
+    expect(a.action === 'forward' && a.key).toMatchObject({ scope: 'A123ABC456', fallback: true })
+    expect(summary(a)).toEqual(summary(b))
+    expect(summary(a)).not.toEqual(summary(other))
+  })
+
+  it('records an interactivity post under its trigger_id, never as a message', async () => {
+    const payload = {
+      type: 'block_actions',
+      api_app_id: 'A1',
+      trigger_id: '398738663015.47445629121.803a',
+      user: { id: 'U1' },
+    }
+    const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`
+    const parsed = parseSlack(
+      { bytes: new Uint8Array() as never, text: body },
+      'application/x-www-form-urlencoded',
+    )
+    expect(summary(await classifySlack(parsed))).toEqual({
+      action: 'record',
+      deliveryKey: 'dedup:slack-interaction:A1:398738663015.47445629121.803a',
+    })
+  })
+
+  it.each([
+    ['not JSON', '{"type":', 'application/json'],
+    ['a JSON array', '[1,2]', 'application/json'],
+    [
+      'an interactivity payload that is not JSON',
+      'payload=%7Bnope',
+      'application/x-www-form-urlencoded',
+    ],
+  ])('refuses a body that is %s', (_name, text, contentType) => {
+    expect(() => parseSlack({ bytes: new Uint8Array() as never, text }, contentType)).toThrow(
+      InvalidPayloadError,
+    )
+  })
+
+  it('refuses an event_callback without the fields its keys need', async () => {
+    await expect(
+      classifySlack(json({ type: 'event_callback', event: { type: 'message' } })),
+    ).rejects.toThrow(InvalidPayloadError)
+  })
+})
+
+describe('Twilio keys', () => {
+  const account = 'AC0123456789abcdef0123456789abcdef'
+  const sid = 'SM0123456789abcdef0123456789abcdef'
+
+  it.each([
+    [
+      'a WhatsApp message',
+      twilioParams({ from: 'whatsapp:+14017122661' }),
+      {
+        action: 'forward',
+        deliveryKey: `dedup:whatsapp:${account}:${sid}`,
+        messageKey: `${account}:${sid}`,
+        kind: 'message',
+        channel: 'whatsapp',
+        sender: 'whatsapp:+14017122661',
+      },
+    ],
+    [
+      'an SMS',
+      twilioParams({ from: '+14158675310', to: '+18005551212' }),
+      {
+        action: 'forward',
+        deliveryKey: `dedup:sms:${account}:${sid}`,
+        messageKey: `${account}:${sid}`,
+        kind: 'message',
+        channel: 'sms',
+        sender: '+14158675310',
+      },
+    ],
+    [
+      'a status callback',
+      twilioParams({ status: 'delivered' }),
+      { action: 'record', deliveryKey: `dedup:twilio-status:${account}:${sid}:delivered` },
+    ],
+    [
+      'a failed status callback with its error code',
+      twilioParams({ status: 'undelivered', errorCode: '30003' }),
+      { action: 'record', deliveryKey: `dedup:twilio-status:${account}:${sid}:undelivered:30003` },
+    ],
+  ])('%s', (_name, params, expected) => {
+    expect(summary(classifyTwilio(new Map(params)))).toEqual(expected)
+  })
+
+  it('keys each status of one message separately, apart from the inbound key', () => {
+    const keys = ['sent', 'delivered', 'read'].map((status) =>
+      summary(classifyTwilio(new Map(twilioParams({ status })))),
+    )
+    const inbound = summary(classifyTwilio(new Map(twilioParams())))
+    expect(new Set([...keys, inbound].map((k) => JSON.stringify(k))).size).toBe(4)
+  })
+
+  it.each([
+    ['without AccountSid', twilioParams().filter(([n]) => n !== 'AccountSid')],
+    [
+      'without MessageSid',
+      twilioParams().filter(([n]) => !n.includes('Sid') || n === 'AccountSid'),
+    ],
+    ['with a MessageSid that is not an id', twilioParams({ messageSid: 'SM1:x' })],
+    ['without From', twilioParams().filter(([n]) => n !== 'From')],
+  ])('refuses a request %s', (_name, params) => {
+    expect(() => classifyTwilio(new Map(params))).toThrow(InvalidPayloadError)
+  })
+})
+
+describe('Telegram keys', () => {
+  const bot = TEST_SECRETS.telegramBotId
+
+  it.each([
+    [
+      'a private message',
+      telegramUpdate({ updateId: 10, chatId: 7, messageId: 42 }),
+      {
+        action: 'forward',
+        deliveryKey: `dedup:telegram:${bot}:10`,
+        messageKey: '7:42',
+        kind: 'message',
+        channel: 'telegram',
+        sender: '7',
+      },
+    ],
+    [
+      'the same message id in another chat',
+      telegramUpdate({ updateId: 11, chatId: 8, messageId: 42 }),
+      {
+        action: 'forward',
+        deliveryKey: `dedup:telegram:${bot}:11`,
+        messageKey: '8:42',
+        kind: 'message',
+        channel: 'telegram',
+        sender: '8',
+      },
+    ],
+    [
+      'an edit (same message key, kind edit)',
+      telegramUpdate({
+        updateId: 12,
+        chatId: 7,
+        messageId: 42,
+        field: 'edited_message',
+        editDate: 1700000100,
+      }),
+      {
+        action: 'forward',
+        deliveryKey: `dedup:telegram:${bot}:12`,
+        messageKey: '7:42',
+        kind: 'edit',
+        channel: 'telegram',
+        sender: '7',
+      },
+    ],
+    [
+      'a channel post signed by the channel',
+      {
+        update_id: 13,
+        channel_post: {
+          message_id: 5,
+          date: 1700000000,
+          chat: { id: -1001, type: 'channel' },
+          sender_chat: { id: -1001, title: 'News' },
+          text: 'x',
+        },
+      },
+      {
+        action: 'forward',
+        deliveryKey: `dedup:telegram:${bot}:13`,
+        messageKey: '-1001:5',
+        kind: 'message',
+        channel: 'telegram',
+        sender: '-1001',
+      },
+    ],
+    [
+      'a callback query',
+      { update_id: 14, callback_query: { id: '4382bfdwdsb323b2d9', from: { id: 7 }, data: 'x' } },
+      { action: 'ignore', reason: 'telegram_not_a_message' },
+    ],
+  ])('%s', (_name, update, expected) => {
+    expect(summary(classifyTelegram(update, bot))).toEqual(expected)
+  })
+
+  it('uses edit_date as the time of an edit', () => {
+    const delivery = classifyTelegram(
+      telegramUpdate({ field: 'edited_message', date: 1700000000, editDate: 1700000100 }),
+      bot,
+    )
+    expect(delivery.action === 'forward' && delivery.draft.occurredAt).toBe(
+      '2023-11-14T22:15:00.000Z',
+    )
+  })
+
+  it('keys a lower update_id after a higher one as its own delivery (ids can restart randomly)', () => {
+    const high = summary(classifyTelegram(telegramUpdate({ updateId: 900, messageId: 1 }), bot))
+    const low = summary(classifyTelegram(telegramUpdate({ updateId: 3, messageId: 2 }), bot))
+    expect(low).toMatchObject({ action: 'forward', deliveryKey: `dedup:telegram:${bot}:3` })
+    expect(low).not.toEqual(high)
+  })
+
+  it.each([
+    ['without update_id', { message: telegramUpdate().message }],
+    ['with a string update_id', { ...telegramUpdate(), update_id: '10' }],
+    ['with a message without chat', { update_id: 1, message: { message_id: 1, date: 1 } }],
+  ])('refuses an update %s', (_name, update) => {
+    expect(() => classifyTelegram(update, bot)).toThrow(InvalidPayloadError)
+  })
+})

@@ -1,0 +1,179 @@
+/**
+ * The routes in workerd: what each answers before any dedup work (config, size, signature,
+ * parsing), and that nothing is claimed or forwarded when a request is refused.
+ */
+import { SELF } from 'cloudflare:test'
+import { describe, expect, it } from 'vitest'
+import {
+  slackMessageEvent,
+  slackRequest,
+  TEST_SECRETS,
+  telegramRequest,
+  telegramUpdate,
+  twilioParams,
+  twilioRequest,
+} from '../unit/signed-requests'
+import { GATEWAY, harness } from './support/harness'
+
+const slackUrl = `${GATEWAY}/webhooks/slack`
+const twilioUrl = `${GATEWAY}/webhooks/twilio`
+const telegramUrl = `${GATEWAY}/webhooks/telegram`
+
+describe('routes', () => {
+  it('serves /healthz without secrets, with Redis answering', async () => {
+    const response = await SELF.fetch(`${GATEWAY}/healthz`)
+    expect(response.status).toBe(200)
+    const body = await response.json()
+    expect(body).toEqual({
+      status: 'ok',
+      channels: { slack: true, twilio: true, telegram: true },
+      origin: true,
+      redis: 'ok',
+      redisMs: expect.any(Number),
+    })
+    expect(JSON.stringify(body)).not.toContain(TEST_SECRETS.slack)
+  })
+
+  it('reports Redis unavailable on /healthz when it does not answer', async () => {
+    const h = harness({ UPSTASH_REDIS_REST_URL: (await import('vitest')).inject('deadRedisUrl') })
+    const response = await h.deliver(new Request(`${GATEWAY}/healthz`))
+    expect(await response.json()).toMatchObject({ status: 'degraded', redis: 'unavailable' })
+  })
+
+  it('answers 404 as JSON elsewhere', async () => {
+    const response = await SELF.fetch(`${GATEWAY}/nope`)
+    expect(response.status).toBe(404)
+    expect(await response.json()).toEqual({ error: { code: 'not_found', message: 'not found' } })
+  })
+
+  it('forwards a signed Slack message through the configured bindings (SELF)', async () => {
+    const eventId = `Ev${crypto.randomUUID().slice(0, 8)}`
+    const response = await SELF.fetch(await slackRequest(slackUrl, slackMessageEvent({ eventId })))
+    expect(response.status).toBe(200)
+    const calls = await (
+      await fetch(`${(await import('vitest')).inject('originUrl')}/ns/self/calls`)
+    ).json()
+    expect(calls).toMatchObject({
+      calls: expect.arrayContaining([
+        expect.objectContaining({ deliveryKey: `dedup:slack:A123ABC456:${eventId}` }),
+      ]),
+    })
+  })
+
+  it('answers url_verification with the challenge, after verifying it', async () => {
+    const h = harness()
+    const challenge = '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P'
+    const payload = { token: 'x', challenge, type: 'url_verification' }
+    const ok = await h.deliver(await slackRequest(slackUrl, payload))
+    expect(ok.status).toBe(200)
+    expect(await ok.text()).toBe(challenge)
+    const forged = await h.deliver(await slackRequest(slackUrl, payload, { secret: 'wrong' }))
+    expect(forged.status).toBe(401)
+    expect(await forged.text()).not.toContain(challenge)
+  })
+
+  describe.each([
+    [
+      'slack',
+      () => slackRequest(slackUrl, slackMessageEvent(), { secret: 'wrong' }),
+      'dedup:slack:A123ABC456:Ev123ABC456',
+    ],
+    [
+      'twilio',
+      () => twilioRequest(twilioUrl, twilioParams(), { token: 'wrong' }),
+      'dedup:whatsapp:AC0123456789abcdef0123456789abcdef:SM0123456789abcdef0123456789abcdef',
+    ],
+    [
+      'telegram',
+      async () => telegramRequest(telegramUrl, telegramUpdate(), 'wrong'),
+      `dedup:telegram:${TEST_SECRETS.telegramBotId}:123456789`,
+    ],
+  ])('%s with a bad signature', (_channel, makeRequest, deliveryKey) => {
+    it('gets an opaque 401; no Redis key, no origin call', async () => {
+      const h = harness()
+      const response = await h.deliver(await makeRequest())
+      expect(response.status).toBe(401)
+      expect(await response.json()).toEqual({
+        error: { code: 'unauthorized', message: 'unauthorized' },
+      })
+      expect(await h.redisGet(deliveryKey)).toBeNull()
+      expect((await h.originCalls()).calls).toHaveLength(0)
+    })
+  })
+
+  it('refuses an oversized body with 413 before verifying or claiming', async () => {
+    const h = harness({ MAX_BODY_BYTES: '2048' })
+    const big = slackMessageEvent({ text: 'x'.repeat(4096) })
+    const declared = await h.deliver(await slackRequest(slackUrl, big))
+    expect(declared.status).toBe(413)
+    expect(await declared.json()).toMatchObject({ error: { code: 'body_too_large' } })
+    // Without a content-length (streamed), counted while reading.
+    const signed = await slackRequest(slackUrl, big)
+    const stream = new Response(JSON.stringify(big)).body
+    const chunked = new Request(slackUrl, { method: 'POST', headers: signed.headers, body: stream })
+    chunked.headers.delete('content-length')
+    expect((await h.deliver(chunked)).status).toBe(413)
+    expect(await h.redisGet('dedup:slack:A123ABC456:Ev123ABC456')).toBeNull()
+    expect((await h.originCalls()).calls).toHaveLength(0)
+  })
+
+  it.each([
+    ['slack', () => slackRequest(slackUrl, '{"type":"event_callback",')],
+    ['telegram', async () => telegramRequest(telegramUrl, '{"update_id": 1, "message": ')],
+    ['twilio (form without AccountSid)', () => twilioRequest(twilioUrl, [['Body', 'hi']])],
+  ])(
+    'answers 400 to an unparseable %s body after a valid signature; nothing claimed',
+    async (_name, makeRequest) => {
+      const h = harness()
+      const response = await h.deliver(await makeRequest())
+      expect(response.status).toBe(400)
+      expect(await response.json()).toMatchObject({ error: { code: 'invalid_payload' } })
+      expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
+      expect((await h.originCalls()).calls).toHaveLength(0)
+    },
+  )
+
+  it('answers 503 channel_not_configured for a channel without its secret; the others work', async () => {
+    const h = harness({ TWILIO_AUTH_TOKEN: '' })
+    const twilio = await h.deliver(await twilioRequest(twilioUrl, twilioParams()))
+    expect(twilio.status).toBe(503)
+    expect(await twilio.json()).toMatchObject({ error: { code: 'channel_not_configured' } })
+    const slack = await h.deliver(await slackRequest(slackUrl, slackMessageEvent()))
+    expect(slack.status).toBe(200)
+    const telegram = await h.deliver(telegramRequest(telegramUrl, telegramUpdate()))
+    expect(telegram.status).toBe(200)
+    expect((await h.originCalls()).calls.map((c) => c.channel)).toEqual(['slack', 'telegram'])
+  })
+
+  it('answers Twilio with empty TwiML', async () => {
+    const h = harness()
+    const response = await h.deliver(await twilioRequest(twilioUrl, twilioParams()))
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toMatch(/^text\/xml/)
+    expect(await response.text()).toContain('<Response/>')
+  })
+
+  it('verifies Twilio against PUBLIC_BASE_URL when set', async () => {
+    const h = harness({ PUBLIC_BASE_URL: 'https://hooks.example.com' })
+    const params = twilioParams()
+    const viaProxy = await twilioRequest(twilioUrl, params, {
+      signedUrl: 'https://hooks.example.com/webhooks/twilio',
+    })
+    expect((await h.deliver(viaProxy)).status).toBe(200)
+    const direct = await twilioRequest(twilioUrl, params)
+    expect((await h.deliver(direct)).status).toBe(401)
+  })
+
+  it('acknowledges ignored deliveries (bot echoes, other updates) with 200 and no claim', async () => {
+    const h = harness()
+    const bot = {
+      ...slackMessageEvent(),
+      event: { type: 'message', channel: 'C1', bot_id: 'B1', ts: '1.1', text: 'x' },
+    }
+    expect((await h.deliver(await slackRequest(slackUrl, bot))).status).toBe(200)
+    const callback = { update_id: 77, callback_query: { id: 'q', from: { id: 1 }, data: 'x' } }
+    expect((await h.deliver(telegramRequest(telegramUrl, callback))).status).toBe(200)
+    expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
+    expect((await h.originCalls()).calls).toHaveLength(0)
+  })
+})

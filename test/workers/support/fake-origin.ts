@@ -1,0 +1,150 @@
+/**
+ * A stand-in origin for the worker tests in workerd (Node side, started by the global setup): a
+ * real HTTP server that checks the forward signature and the event schema the way the real
+ * origin must, records every call, emulates the messages table's unique key, and can be told to
+ * fail. It proves what the Worker sends and when; it is not what proves end-to-end dedup (that
+ * is test/e2e with the real origin and Postgres).
+ *
+ * Each test uses its own namespace (`{url}/ns/{id}` as ORIGIN_URL), so files can run at once.
+ * @module
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { parseInboundEvent } from '../../../contract/event'
+import { verifyForward } from '../../../contract/forward-signature'
+
+/** How the origin of one namespace answers. */
+export type OriginMode =
+  | { kind: 'ok' }
+  | { kind: 'fail'; status: number; delayMs?: number }
+  | { kind: 'delay'; ms: number }
+  | { kind: 'reject' }
+
+export interface OriginCall {
+  deliveryKey: string
+  messageKey: string
+  channel: string
+  kind: string
+  payloadHash: string
+  answered: number
+}
+
+interface Namespace {
+  mode: OriginMode
+  calls: OriginCall[]
+  rows: Map<string, string>
+}
+
+export interface FakeOrigin {
+  url: string
+  close(): Promise<void>
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    req.on('error', reject)
+  })
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' })
+  res.end(JSON.stringify(body))
+}
+
+export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
+  const namespaces = new Map<string, Namespace>()
+  const ns = (id: string): Namespace => {
+    const n = namespaces.get(id) ?? { mode: { kind: 'ok' }, calls: [], rows: new Map() }
+    namespaces.set(id, n)
+    return n
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const match = /^\/ns\/([\w-]+)\/(v1\/events|mode|calls)$/.exec(req.url ?? '')
+    if (!match) return send(res, 404, { error: { code: 'not_found' } })
+    const [, id = '', route] = match
+    const space = ns(id)
+    const body = await readBody(req)
+    if (route === 'mode' && req.method === 'PUT') {
+      space.mode = JSON.parse(body) as OriginMode
+      return send(res, 200, space.mode)
+    }
+    if (route === 'calls' && req.method === 'GET') {
+      return send(res, 200, { calls: space.calls, rows: space.rows.size })
+    }
+    if (route !== 'v1/events' || req.method !== 'POST') return send(res, 405, {})
+
+    const verdict = await verifyForward(secrets, body, {
+      timestamp: req.headers['x-dedup-timestamp'] as string | undefined,
+      signature: req.headers['x-dedup-signature'] as string | undefined,
+    })
+    if (!verdict.ok)
+      return send(res, 401, { error: { code: 'unauthorized', message: 'unauthorized' } })
+    const parsed = parseInboundEvent(JSON.parse(body))
+    if (!parsed.ok)
+      return send(res, 400, { error: { code: 'invalid_event', message: parsed.message } })
+    const event = parsed.event
+    const call: OriginCall = {
+      deliveryKey: event.deliveryKey,
+      messageKey: event.messageKey,
+      channel: event.channel,
+      kind: event.kind,
+      payloadHash: event.payloadHash,
+      answered: 0,
+    }
+    space.calls.push(call)
+    const mode = space.mode
+    if (mode.kind === 'fail') {
+      if (mode.delayMs) await new Promise((r) => setTimeout(r, mode.delayMs))
+      call.answered = mode.status
+      return send(res, mode.status, { error: { code: 'database_unavailable' } })
+    }
+    if (mode.kind === 'reject') {
+      call.answered = 400
+      return send(res, 400, { error: { code: 'invalid_event', message: 'rejected by test' } })
+    }
+    if (mode.kind === 'delay') await new Promise((r) => setTimeout(r, mode.ms))
+    const rowKey = `${event.channel}:${event.messageKey}`
+    const existing = space.rows.get(rowKey)
+    if (existing !== undefined && event.kind === 'message') {
+      call.answered = 200
+      return send(res, 200, {
+        outcome: 'duplicate',
+        duplicate: true,
+        messageId: '1',
+        conversationId: '1',
+        customerId: '1',
+        ...(existing === event.payloadHash ? {} : { payloadMismatch: true }),
+      })
+    }
+    if (event.kind === 'message') space.rows.set(rowKey, event.payloadHash)
+    call.answered = event.kind === 'message' ? 201 : 200
+    return send(res, call.answered, {
+      outcome: event.kind === 'message' ? 'created' : 'updated',
+      duplicate: false,
+      messageId: '1',
+      conversationId: '1',
+      customerId: '1',
+    })
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: Error) => {
+      if (!res.headersSent)
+        send(res, 500, { error: { code: 'internal_error', message: err.message } })
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}

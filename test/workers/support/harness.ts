@@ -1,0 +1,67 @@
+/**
+ * One test's view of the gateway inside workerd: its own env (own origin namespace, own Redis key
+ * prefix, any overrides), a way to deliver requests to the real Worker module and wait for its
+ * `waitUntil` work, and read access to what the origin saw and what Redis holds.
+ * @module
+ */
+
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
+import { env } from 'cloudflare:workers'
+import { Redis } from '@upstash/redis/cloudflare'
+import { inject } from 'vitest'
+import type { Env } from '../../../worker/env'
+import worker from '../../../worker/index'
+import type { OriginCall, OriginMode } from './fake-origin'
+
+export const GATEWAY = 'https://gateway.test'
+
+export interface Harness {
+  env: Env
+  /** Full Redis key of a delivery key (`dedup:...`). */
+  redisKey(deliveryKey: string): string
+  deliver(request: Request): Promise<Response>
+  originCalls(): Promise<{ calls: OriginCall[]; rows: number }>
+  setOriginMode(mode: OriginMode): Promise<void>
+  redisGet(deliveryKey: string): Promise<string | null>
+  redisTtl(deliveryKey: string): Promise<number>
+  redis: Redis
+}
+
+export function harness(overrides: Partial<Env> = {}): Harness {
+  const id = crypto.randomUUID().slice(0, 12)
+  const originNs = `${inject('originUrl')}/ns/${id}`
+  const prefix = `${inject('keyPrefix')}${id}:`
+  const testEnv: Env = {
+    ...(env as Env),
+    ORIGIN_URL: originNs,
+    REDIS_KEY_PREFIX: prefix,
+    ...overrides,
+  }
+  const redis = new Redis({
+    url: inject('redisUrl'),
+    token: inject('redisToken'),
+    automaticDeserialization: false,
+    enableAutoPipelining: false,
+    enableTelemetry: false,
+  })
+  return {
+    env: testEnv,
+    redis,
+    redisKey: (deliveryKey) => `${prefix}${deliveryKey}`,
+    async deliver(request) {
+      const ctx = createExecutionContext()
+      const response = await worker.fetch(request, testEnv, ctx)
+      await waitOnExecutionContext(ctx)
+      return response
+    },
+    async originCalls() {
+      const response = await fetch(`${originNs}/calls`)
+      return (await response.json()) as { calls: OriginCall[]; rows: number }
+    },
+    async setOriginMode(mode) {
+      await fetch(`${originNs}/mode`, { method: 'PUT', body: JSON.stringify(mode) })
+    },
+    redisGet: (deliveryKey) => redis.get<string>(`${prefix}${deliveryKey}`),
+    redisTtl: (deliveryKey) => redis.ttl(`${prefix}${deliveryKey}`),
+  }
+}

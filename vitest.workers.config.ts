@@ -1,0 +1,50 @@
+import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
+import { defineConfig } from 'vitest/config'
+
+/**
+ * Tests that run inside workerd (the Workers runtime) with the real Worker module: its routes, the
+ * vendor vectors again in that runtime, and the claim protocol against real Redis through the
+ * Upstash stand-in. The global setup starts the Node-side servers and hands their URLs over.
+ */
+/**
+ * The secrets the test fixtures sign with (test/unit/test-secrets.ts; written out here because the
+ * config loader should not import TypeScript modules). A drift fails every signed-request test.
+ */
+const TEST_SECRETS = {
+  slack: 'test-slack-signing-secret',
+  twilio: 'test-twilio-auth-token',
+  telegram: 'test-telegram-secret-token',
+  telegramBotId: '424242',
+  origin: 'test-origin-shared-secret',
+}
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest(({ inject }) => ({
+      main: './worker/index.ts',
+      wrangler: { configPath: './wrangler.toml' },
+      miniflare: {
+        bindings: {
+          SLACK_SIGNING_SECRET: TEST_SECRETS.slack,
+          TWILIO_AUTH_TOKEN: TEST_SECRETS.twilio,
+          TELEGRAM_SECRET_TOKEN: TEST_SECRETS.telegram,
+          TELEGRAM_BOT_ID: TEST_SECRETS.telegramBotId,
+          ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
+          ORIGIN_URL: `${inject('originUrl')}/ns/self`,
+          UPSTASH_REDIS_REST_URL: inject('redisUrl'),
+          UPSTASH_REDIS_REST_TOKEN: inject('redisToken'),
+          REDIS_KEY_PREFIX: `${inject('keyPrefix')}self:`,
+        },
+      },
+    })),
+  ],
+  test: {
+    include: ['test/workers/**/*.test.ts'],
+    globalSetup: ['test/workers/global-setup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    maxWorkers: 1,
+    // Decision logs only for tests that fail.
+    silent: 'passed-only',
+  },
+})

@@ -1,0 +1,48 @@
+/**
+ * Reads a request body with a hard byte bound, before any other work: a declared
+ * `content-length` over the bound is refused at once, and a body without one (chunked) is
+ * counted while it streams and abandoned the moment it passes the bound.
+ * @module
+ */
+import type { Bytes } from '../contract/crypto'
+import { BodyTooLargeError } from './errors'
+
+export interface RawBody {
+  /** The exact bytes received: what vendor signatures are computed over. */
+  bytes: Bytes
+  /** The same bytes decoded as UTF-8 (invalid sequences replaced), for parsing after verification. */
+  text: string
+}
+
+const decoder = new TextDecoder()
+
+export async function readBoundedBody(request: Request, maxBytes: number): Promise<RawBody> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
+    // Do not read it at all; cancelling tells the runtime the rest can be dropped.
+    await request.body?.cancel().catch(() => {})
+    throw new BodyTooLargeError(maxBytes, Number(declared))
+  }
+  if (!request.body) return { bytes: new Uint8Array(0) as Bytes, text: '' }
+
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {})
+      throw new BodyTooLargeError(maxBytes, size)
+    }
+    chunks.push(value)
+  }
+  const bytes = new Uint8Array(size) as Bytes
+  let offset = 0
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return { bytes, text: decoder.decode(bytes) }
+}

@@ -1,0 +1,224 @@
+/**
+ * Slack: Events API callbacks and interactivity posts.
+ *
+ * Keys (see README's key table):
+ * - delivery: `dedup:slack:{api_app_id}:{event_id}`; Slack retries carry the same `event_id`.
+ *   Without an `event_id` (old payloads did that) a hash of team|type|channel|event_ts|ts stands in.
+ * - message: `{team_id}:{channel}:{ts}` (`message.ts` for edits, `deleted_ts` for deletes): Slack
+ *   may send one message under several event ids (`message` + `app_mention`, incidents), which
+ *   Postgres catches on this key.
+ * - interactions: `dedup:slack-interaction:{api_app_id}:{trigger_id}`, recorded, never a message.
+ * @module
+ */
+import { type Bytes, hmac, sha256Hex, timingSafeEqual, toHex, utf8 } from '../../contract/crypto'
+import type { InboundEventDraft } from '../../contract/event'
+import type { RawBody } from '../body'
+import { InvalidPayloadError } from '../errors'
+import {
+  type Delivery,
+  type DeliveryKey,
+  formatDeliveryKey,
+  isoFromUnixSeconds,
+  obj,
+  type RequestParts,
+  str,
+  systemClock,
+  type Verdict,
+  type VerifyOptions,
+} from './types'
+
+/** Slack's documented replay window, applied both ways. */
+export const SLACK_TOLERANCE_SECONDS = 5 * 60
+
+/** `v0=` + hex HMAC-SHA256(secret, `v0:{timestamp}:{raw body}`), Slack's recipe. */
+export async function slackSignature(
+  secret: string,
+  timestamp: string,
+  body: Bytes | string,
+): Promise<string> {
+  const raw = typeof body === 'string' ? utf8(body) : body
+  const prefix = utf8(`v0:${timestamp}:`)
+  const base = new Uint8Array(prefix.length + raw.length) as Bytes
+  base.set(prefix, 0)
+  base.set(raw, prefix.length)
+  return `v0=${toHex(await hmac(secret, 'SHA-256', base))}`
+}
+
+export async function verifySlack(
+  parts: RequestParts,
+  secrets: readonly string[],
+  options: VerifyOptions = {},
+): Promise<Verdict> {
+  const timestamp = parts.headers.get('x-slack-request-timestamp')
+  const signature = parts.headers.get('x-slack-signature')
+  // Rule 1: both headers, the timestamp as whole seconds.
+  if (!timestamp || !signature) return { ok: false, reason: 'missing_headers' }
+  if (!/^\d{1,12}$/.test(timestamp)) return { ok: false, reason: 'malformed_timestamp' }
+  // Rule 2: freshness, both ways, before any HMAC work (a captured request cannot be replayed).
+  const now = (options.nowSeconds ?? systemClock)()
+  const skew = now - Number(timestamp)
+  if (skew > SLACK_TOLERANCE_SECONDS) return { ok: false, reason: 'stale_timestamp' }
+  if (skew < -SLACK_TOLERANCE_SECONDS) return { ok: false, reason: 'future_timestamp' }
+  // Rule 3: only the documented version.
+  if (!signature.startsWith('v0=')) return { ok: false, reason: 'unknown_signature_version' }
+  // Rule 4: any configured secret may match (rotation); constant-time compare over the raw bytes.
+  for (const secret of secrets) {
+    const expected = await slackSignature(secret, timestamp, parts.body.bytes)
+    if (timingSafeEqual(expected, signature)) return { ok: true }
+  }
+  return { ok: false, reason: 'signature_mismatch' }
+}
+
+/** A parsed Slack body: Events API JSON, or a form post (interactivity `payload=`, commands). */
+export type SlackPayload =
+  | { kind: 'json'; body: Record<string, unknown> }
+  | { kind: 'interaction'; payload: Record<string, unknown> }
+  | { kind: 'form'; form: URLSearchParams }
+
+export function parseSlack(body: RawBody, contentType: string | null): SlackPayload {
+  if ((contentType ?? '').toLowerCase().includes('application/x-www-form-urlencoded')) {
+    const form = new URLSearchParams(body.text)
+    const payload = form.get('payload')
+    if (payload === null) return { kind: 'form', form }
+    const parsed = obj(parseJson(payload, 'interactivity payload'))
+    if (!parsed) throw new InvalidPayloadError('slack interactivity payload is not an object')
+    return { kind: 'interaction', payload: parsed }
+  }
+  const parsed = obj(parseJson(body.text, 'slack body'))
+  if (!parsed) throw new InvalidPayloadError('slack body is not a JSON object')
+  return { kind: 'json', body: parsed }
+}
+
+function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw new InvalidPayloadError(`${what} is not valid JSON`, { cause: err })
+  }
+}
+
+/** Message subtypes that are a person's message; other subtypes are system notices. */
+const USER_MESSAGE_SUBTYPES = new Set(['file_share', 'thread_broadcast', 'me_message'])
+
+export async function classifySlack(payload: SlackPayload): Promise<Delivery> {
+  if (payload.kind === 'form') return { action: 'ignore', reason: 'slack_form_post' }
+  if (payload.kind === 'interaction') return classifyInteraction(payload.payload)
+
+  const body = payload.body
+  const type = str(body.type)
+  if (type === 'url_verification') {
+    const challenge = str(body.challenge)
+    if (!challenge) throw new InvalidPayloadError('url_verification without a challenge')
+    return { action: 'challenge', challenge }
+  }
+  if (type === 'app_rate_limited') return { action: 'ignore', reason: 'app_rate_limited' }
+  if (type !== 'event_callback') return { action: 'ignore', reason: `slack_type_${type ?? 'none'}` }
+
+  const event = obj(body.event)
+  const appId = str(body.api_app_id)
+  const teamId = str(body.team_id)
+  if (!event || !appId || !teamId) {
+    throw new InvalidPayloadError('event_callback without event, api_app_id or team_id')
+  }
+  const eventType = str(event.type)
+  if (eventType !== 'message' && eventType !== 'app_mention') {
+    return { action: 'ignore', reason: `slack_event_${eventType ?? 'none'}` }
+  }
+
+  const draft = messageDraft(teamId, event)
+  if ('ignore' in draft) return { action: 'ignore', reason: draft.ignore }
+
+  const eventId = str(body.event_id)
+  const key: DeliveryKey = eventId
+    ? { namespace: 'slack', scope: appId, id: eventId }
+    : {
+        namespace: 'slack',
+        scope: appId,
+        id: `h${await fallbackId(teamId, event)}`,
+        fallback: true,
+      }
+  return {
+    action: 'forward',
+    key,
+    draft: { ...draft, deliveryKey: formatDeliveryKey(key) },
+  }
+}
+
+type DraftWithoutDelivery = Omit<InboundEventDraft, 'deliveryKey'>
+
+/** The message an inner event describes, or why it is not one we store. */
+function messageDraft(
+  teamId: string,
+  event: Record<string, unknown>,
+): DraftWithoutDelivery | { ignore: string } {
+  const channel = str(event.channel)
+  const subtype = str(event.subtype)
+  if (!channel) return { ignore: 'slack_no_channel' }
+  // Bots (ours included) post with bot_id, with or without subtype bot_message.
+  if (str(event.bot_id) || subtype === 'bot_message') return { ignore: 'slack_bot_message' }
+
+  if (subtype === 'message_changed') {
+    const message = obj(event.message)
+    const ts = str(message?.ts)
+    if (!message || !ts) return { ignore: 'slack_edit_without_message' }
+    if (str(message.bot_id)) return { ignore: 'slack_bot_message' }
+    const user = str(message.user)
+    if (!user) return { ignore: 'slack_no_sender' }
+    const edited = obj(message.edited)
+    return {
+      kind: 'edit',
+      channel: 'slack',
+      tenant: teamId,
+      messageKey: `${teamId}:${channel}:${ts}`,
+      sender: { externalId: user },
+      body: typeof message.text === 'string' ? message.text : '',
+      occurredAt: isoFromUnixSeconds(edited?.ts ?? event.ts) ?? isoFromUnixSeconds(ts) ?? '',
+    }
+  }
+  if (subtype === 'message_deleted') {
+    const deletedTs = str(event.deleted_ts)
+    if (!deletedTs) return { ignore: 'slack_delete_without_ts' }
+    const previous = obj(event.previous_message)
+    return {
+      kind: 'delete',
+      channel: 'slack',
+      tenant: teamId,
+      messageKey: `${teamId}:${channel}:${deletedTs}`,
+      // A delete names no actor; the author of the deleted message is the best we have.
+      sender: { externalId: str(previous?.user) ?? str(event.user) ?? 'unknown' },
+      body: '',
+      occurredAt: isoFromUnixSeconds(event.event_ts ?? event.ts) ?? '',
+    }
+  }
+  if (subtype && !USER_MESSAGE_SUBTYPES.has(subtype)) return { ignore: `slack_subtype_${subtype}` }
+
+  const ts = str(event.ts)
+  const user = str(event.user)
+  if (!ts) return { ignore: 'slack_no_ts' }
+  if (!user) return { ignore: 'slack_no_sender' }
+  return {
+    kind: 'message',
+    channel: 'slack',
+    tenant: teamId,
+    messageKey: `${teamId}:${channel}:${ts}`,
+    sender: { externalId: user },
+    body: typeof event.text === 'string' ? event.text : '',
+    occurredAt: isoFromUnixSeconds(ts) ?? '',
+  }
+}
+
+/** Slack's recommended stand-in for a missing event_id: sha256(team|type|channel|event_ts|ts). */
+async function fallbackId(teamId: string, event: Record<string, unknown>): Promise<string> {
+  const parts = [teamId, event.type, event.channel, event.event_ts, event.ts].map((p) =>
+    typeof p === 'string' ? p : '',
+  )
+  return (await sha256Hex(parts.join('|'))).slice(0, 32)
+}
+
+function classifyInteraction(payload: Record<string, unknown>): Delivery {
+  const triggerId = str(payload.trigger_id)
+  const appId = str(payload.api_app_id) ?? str(obj(payload.team)?.id) ?? 'unknown'
+  // Some interactions (view_closed, block_suggestion) carry no trigger_id: acknowledge only.
+  if (!triggerId) return { action: 'ignore', reason: 'slack_interaction_without_trigger_id' }
+  return { action: 'record', key: { namespace: 'slack-interaction', scope: appId, id: triggerId } }
+}

@@ -1,0 +1,191 @@
+/**
+ * Twilio Programmable Messaging: inbound WhatsApp / SMS messages and status callbacks.
+ *
+ * Keys (see README's key table):
+ * - inbound delivery: `dedup:{whatsapp|sms}:{AccountSid}:{MessageSid}`; message key
+ *   `{AccountSid}:{MessageSid}` (a MessageSid is unique within its account).
+ * - status callback: `dedup:twilio-status:{AccountSid}:{MessageSid}:{MessageStatus}[:{ErrorCode}]`,
+ *   its own namespace: an outbound message's statuses share its MessageSid, so keying them like
+ *   inbound messages would swallow the later statuses (and they are never message rows).
+ * @module
+ */
+import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
+import type { RawBody } from '../body'
+import { InvalidPayloadError } from '../errors'
+import {
+  type ChannelDelivery,
+  type DeliveryKey,
+  formatDeliveryKey,
+  isKeyPart,
+  type RequestParts,
+  str,
+  systemClock,
+  type Verdict,
+  type VerifyOptions,
+} from './types'
+
+/** Parameters as received: a name may repeat. */
+export type TwilioParams = ReadonlyArray<readonly [string, string]>
+
+/**
+ * base64 HMAC-SHA1(token, url + every param name+value), names in Unix (code unit) order. Values
+ * of a repeated name are de-duplicated and sorted, as twilio-node and twilio-python do.
+ */
+export async function twilioSignature(
+  authToken: string,
+  url: string,
+  params: TwilioParams,
+): Promise<string> {
+  const byName = new Map<string, Set<string>>()
+  for (const [name, value] of params) {
+    const values = byName.get(name) ?? new Set<string>()
+    values.add(value)
+    byName.set(name, values)
+  }
+  let data = url
+  for (const name of [...byName.keys()].sort()) {
+    for (const value of [...(byName.get(name) ?? [])].sort()) data += name + value
+  }
+  return toBase64(await hmac(authToken, 'SHA-1', data))
+}
+
+export interface TwilioVerifyOptions extends VerifyOptions {
+  /** PUBLIC_BASE_URL: when set, the URL Twilio signed is this + the request's path and query. */
+  publicBaseUrl?: string | null
+}
+
+/** The URL Twilio signed, as configured: the public base when one is set, else `request.url`. */
+export function signedUrl(requestUrl: string, publicBaseUrl?: string | null): string {
+  if (!publicBaseUrl) return requestUrl
+  const url = new URL(requestUrl)
+  return `${publicBaseUrl.replace(/\/+$/, '')}${url.pathname}${url.search}`
+}
+
+/**
+ * Twilio keeps the port for some products and drops it for others, so (like twilio-node) both
+ * forms are tried: with an explicit port (the scheme's default when none is given) and without.
+ */
+export function portVariants(url: string): string[] {
+  const parsed = new URL(url)
+  const withoutPort = new URL(url)
+  withoutPort.port = ''
+  const userInfo = parsed.username
+    ? `${parsed.username}${parsed.password ? `:${parsed.password}` : ''}@`
+    : ''
+  const port = parsed.port || (parsed.protocol === 'https:' ? '443' : '80')
+  const withPort = `${parsed.protocol}//${userInfo}${parsed.hostname}:${port}${parsed.pathname}${parsed.search}`
+  return [withoutPort.toString(), withPort]
+}
+
+export async function verifyTwilio(
+  parts: RequestParts,
+  authTokens: readonly string[],
+  options: TwilioVerifyOptions = {},
+): Promise<Verdict> {
+  // Rule 1: the signature header.
+  const signature = parts.headers.get('x-twilio-signature')
+  if (!signature) return { ok: false, reason: 'missing_headers' }
+  // Rule 2: the URL Twilio signed (public base behind a proxy), with and without the port.
+  let url: string
+  try {
+    url = signedUrl(parts.url, options.publicBaseUrl)
+  } catch {
+    return { ok: false, reason: 'unparseable_url' }
+  }
+  // Rule 3: a JSON body is bound by `bodySHA256` in the signed URL, and the signature covers the
+  // URL alone; a form body is bound by signing every parameter (never a whitelist).
+  const bodyHash = new URL(url).searchParams.get('bodySHA256')
+  let params: TwilioParams
+  if (bodyHash !== null) {
+    if (!timingSafeEqual(await sha256Hex(parts.body.bytes), bodyHash.toLowerCase())) {
+      return { ok: false, reason: 'body_hash_mismatch' }
+    }
+    params = []
+  } else {
+    params = [...new URLSearchParams(parts.body.text)]
+  }
+  // Rule 4: any configured token may match (rotation), compared in constant time.
+  for (const token of authTokens) {
+    for (const candidate of portVariants(url)) {
+      if (timingSafeEqual(await twilioSignature(token, candidate, params), signature)) {
+        return { ok: true }
+      }
+    }
+  }
+  return { ok: false, reason: 'signature_mismatch' }
+}
+
+/** Parameters by name (the first value of a repeated name). */
+export type TwilioPayload = ReadonlyMap<string, string>
+
+export function parseTwilio(body: RawBody, requestUrl: string): TwilioPayload {
+  const isJson = new URL(requestUrl).searchParams.has('bodySHA256')
+  const entries: Array<[string, string]> = []
+  if (isJson) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(body.text)
+    } catch (err) {
+      throw new InvalidPayloadError('twilio body is not valid JSON', { cause: err })
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new InvalidPayloadError('twilio JSON body is not an object')
+    }
+    for (const [name, value] of Object.entries(parsed)) {
+      if (typeof value === 'string' || typeof value === 'number')
+        entries.push([name, String(value)])
+    }
+  } else {
+    entries.push(...new URLSearchParams(body.text))
+  }
+  const params = new Map<string, string>()
+  for (const [name, value] of entries) if (!params.has(name)) params.set(name, value)
+  return params
+}
+
+export interface TwilioClassifyOptions {
+  /** Twilio sends no message time; the receive time stands in. */
+  nowSeconds?: () => number
+}
+
+export function classifyTwilio(
+  params: TwilioPayload,
+  options: TwilioClassifyOptions = {},
+): ChannelDelivery {
+  const accountSid = str(params.get('AccountSid'))
+  const messageSid = str(params.get('MessageSid')) ?? str(params.get('SmsSid'))
+  if (!isKeyPart(accountSid) || !isKeyPart(messageSid)) {
+    throw new InvalidPayloadError('twilio request without a valid AccountSid / MessageSid')
+  }
+
+  const status = str(params.get('MessageStatus'))
+  if (status !== null) {
+    const errorCode = str(params.get('ErrorCode'))
+    if (!isKeyPart(status) || (errorCode !== null && !isKeyPart(errorCode))) {
+      throw new InvalidPayloadError('twilio status callback with an invalid status / error code')
+    }
+    const id = [messageSid, status, ...(errorCode ? [errorCode] : [])].join(':')
+    return { action: 'record', key: { namespace: 'twilio-status', scope: accountSid, id } }
+  }
+
+  const from = str(params.get('From'))
+  if (!from) throw new InvalidPayloadError('twilio message without From')
+  const channel = from.startsWith('whatsapp:') ? 'whatsapp' : 'sms'
+  const key: DeliveryKey = { namespace: channel, scope: accountSid, id: messageSid }
+  const now = (options.nowSeconds ?? systemClock)()
+  const profileName = str(params.get('ProfileName'))
+  return {
+    action: 'forward',
+    key,
+    draft: {
+      kind: 'message',
+      channel,
+      tenant: accountSid,
+      deliveryKey: formatDeliveryKey(key),
+      messageKey: `${accountSid}:${messageSid}`,
+      sender: { externalId: from, ...(profileName ? { displayName: profileName } : {}) },
+      body: params.get('Body') ?? '',
+      occurredAt: new Date(now * 1000).toISOString(),
+    },
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Forwards one normalized event to the origin (`POST {ORIGIN_URL}/v1/events`), signed with the
+ * first `ORIGIN_SHARED_SECRET`, within a timeout, and sorts the answer into three outcomes:
+ * - accepted: any 2xx. The origin took responsibility (new row, duplicate, edit applied).
+ * - permanent: 400 / 413 / 422. The event itself is bad and will never be accepted; retrying it
+ *   forever helps no one.
+ * - failed: everything else: 5xx, timeout, network, 408 / 429, and the other 4xx (401, 403, 404,
+ *   ...). Those say our configuration is wrong (secret, URL), not the event: once fixed, a retry
+ *   succeeds, so they must not drop the message.
+ * @module
+ */
+import type { InboundEvent, IngestOutcome } from '../contract/event'
+import { signForward } from '../contract/forward-signature'
+import type { OriginConfig } from './config'
+
+export type ForwardResult =
+  | {
+      kind: 'accepted'
+      status: number
+      outcome: IngestOutcome | null
+      duplicate: boolean
+      payloadMismatch: boolean
+    }
+  | { kind: 'permanent'; status: number; code: string | null }
+  | { kind: 'failed'; status: number | null; reason: 'timeout' | 'network' | 'status' }
+
+const PERMANENT_STATUSES = new Set([400, 413, 422])
+/** The origin's answers are small JSON objects; never read more than this of one. */
+const MAX_ANSWER_BYTES = 16 * 1024
+
+export async function forwardEvent(
+  origin: OriginConfig,
+  event: InboundEvent,
+  timeoutMs: number,
+): Promise<ForwardResult> {
+  const body = JSON.stringify(event)
+  const secret = origin.secrets[0] as string
+  let response: Response
+  try {
+    response = await fetch(`${origin.url}/v1/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(await signForward(secret, body)) },
+      body,
+      signal: AbortSignal.timeout(timeoutMs),
+    })
+  } catch (err) {
+    const timedOut =
+      err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
+    return { kind: 'failed', status: null, reason: timedOut ? 'timeout' : 'network' }
+  }
+  let answer: Record<string, unknown> = {}
+  try {
+    const text = await response.text()
+    if (text.length <= MAX_ANSWER_BYTES)
+      answer = (JSON.parse(text) as Record<string, unknown>) ?? {}
+  } catch {
+    // A body that is not JSON (or a timeout while reading it) changes nothing below: the status
+    // decides. Only 2xx bodies carry details we log.
+  }
+  if (response.ok) {
+    return {
+      kind: 'accepted',
+      status: response.status,
+      outcome: typeof answer.outcome === 'string' ? (answer.outcome as IngestOutcome) : null,
+      duplicate: answer.duplicate === true,
+      payloadMismatch: answer.payloadMismatch === true,
+    }
+  }
+  if (PERMANENT_STATUSES.has(response.status)) {
+    const error = answer.error as { code?: unknown } | undefined
+    return {
+      kind: 'permanent',
+      status: response.status,
+      code: typeof error?.code === 'string' ? error.code : null,
+    }
+  }
+  return { kind: 'failed', status: response.status, reason: 'status' }
+}

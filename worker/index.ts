@@ -1,0 +1,50 @@
+/**
+ * The edge gateway Worker: vendor webhooks in (verified, keyed, claimed), one normalized event per
+ * logical message out to the origin. Routes: POST /webhooks/{slack,twilio,telegram}, GET /healthz.
+ * Errors are mapped to responses in one place, `app.onError`.
+ * @module
+ */
+import { Hono } from 'hono'
+import { settingsFor } from './config'
+import type { Env } from './env'
+import { GatewayError } from './errors'
+import { health } from './health'
+import { describeError, logProblem } from './log'
+import { webhooks } from './routes'
+
+export const app = new Hono<{ Bindings: Env }>()
+
+app.route('/webhooks', webhooks)
+
+app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env))))
+
+app.notFound((c) => c.json({ error: { code: 'not_found', message: 'not found' } }, 404))
+
+app.onError((err, c) => {
+  if (err instanceof GatewayError) {
+    // The caller gets the code and a fixed message; why (which rule, which variable) is logged.
+    logProblem(err.status >= 500 ? 'error' : 'warn', err.code, {
+      path: c.req.path,
+      detail: err.detail,
+    })
+    return c.json({ error: { code: err.code, message: err.publicMessage } }, err.status)
+  }
+  logProblem('error', 'internal_error', { path: c.req.path, detail: describeError(err) })
+  return c.json({ error: { code: 'internal_error', message: 'internal error' } }, 500)
+})
+
+/**
+ * Cron trigger (wrangler.toml, every minute). Issue 5 drains the spool of events the origin could
+ * not take from here; until then there is nothing to drain.
+ */
+async function scheduled(
+  _controller: ScheduledController,
+  _env: Env,
+  _ctx: ExecutionContext,
+): Promise<void> {}
+
+export default {
+  fetch: app.fetch,
+  scheduled,
+  // email: the Cloudflare Email Routing handler (worker/channels/email.ts, issue 4) goes here.
+} satisfies ExportedHandler<Env>

@@ -1,0 +1,58 @@
+/**
+ * Structured JSON log lines: one per delivery decision, plus problems. Never bodies, message text
+ * or secrets: keys, codes, statuses and timings only.
+ * @module
+ */
+
+/** What the gateway did with a delivery. */
+export type Decision =
+  /** The origin took it as a new message (or applied the edit / delete). */
+  | 'forwarded'
+  /** Already taken earlier: by Redis (`done`) or, after a forward, by Postgres. */
+  | 'duplicate'
+  /** Remembered, never forwarded (status callbacks, interactions). */
+  | 'recorded'
+  /** Verified, nothing to do (bot echo, other event types). */
+  | 'ignored'
+  /** Slack url_verification answered. */
+  | 'challenge'
+  /** The vendor was asked to retry (origin failed, or another attempt still in flight). */
+  | 'retry'
+  /** The origin refused the event as invalid: acknowledged so the vendor stops, logged loudly. */
+  | 'rejected'
+
+export interface DecisionLog {
+  channel: string
+  deliveryKey?: string
+  decision: Decision
+  /** Which layer decided: Redis (claim state), Postgres (the origin), or the gateway itself. */
+  decidedBy: 'redis' | 'postgres' | 'gateway'
+  status: number
+  ms: number
+  redis?: 'ok' | 'unavailable' | 'not_configured'
+  /** The origin's outcome, status or failure, when it was called. */
+  origin?: string
+  reason?: string
+  payloadMismatch?: boolean
+  fallbackKey?: boolean
+}
+
+export function logDecision(entry: DecisionLog): void {
+  const level =
+    entry.decision === 'rejected' ? 'error' : entry.decision === 'retry' ? 'warn' : 'info'
+  console.log(JSON.stringify({ level, msg: 'decision', ...entry }))
+}
+
+export function logProblem(
+  level: 'warn' | 'error',
+  code: string,
+  fields: Record<string, string | number | boolean | undefined> = {},
+): void {
+  console.log(JSON.stringify({ level, msg: code, ...fields }))
+}
+
+/** An error's name and message, for the log (Redis / fetch errors carry no secrets). */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`.slice(0, 300)
+  return String(err).slice(0, 300)
+}

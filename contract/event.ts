@@ -55,6 +55,13 @@ export type InboundEvent = v.InferOutput<typeof InboundEventSchema>
 export type InboundEventDraft = Omit<InboundEvent, 'v' | 'payloadHash'>
 
 /**
+ * Channels whose webhooks carry no message time: Twilio sends none, so the gateway's receive time
+ * stands in for `occurredAt`, and it differs on every redelivery. It stays out of their hash, or
+ * every replay would read as a payload mismatch.
+ */
+const RECEIVE_TIME_CHANNELS: ReadonlySet<Channel> = new Set(['sms', 'whatsapp'])
+
+/**
  * The payload hash covers what a user would see (kind, sender, text, subject, time), not the vendor's
  * envelope: a retry with other envelope fields (Slack `X-Slack-Retry-Num`, JSON key order) is the
  * same payload; a different text under the same message key is a mismatch worth an alert.
@@ -68,7 +75,7 @@ export async function payloadHashOf(event: InboundEventDraft): Promise<string> {
     event.sender.externalId,
     event.body,
     event.subject ?? null,
-    event.occurredAt,
+    RECEIVE_TIME_CHANNELS.has(event.channel) ? null : event.occurredAt,
   ])
   return (await sha256Hex(material)).slice(0, 16)
 }

@@ -55,7 +55,8 @@ function firstSecret(vars: Record<string, string>, name: string): string {
 }
 
 async function buildSlack(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
-  const ts = String(o.ts ?? `${Math.floor(Date.now() / 1000)}.${hex(3)}`)
+  const micros = String(Math.floor(Math.random() * 1e6)).padStart(6, '0')
+  const ts = String(o.ts ?? `${Math.floor(Date.now() / 1000)}.${micros}`)
   const payload = {
     token: 'send-webhook',
     team_id: 'T0LOCAL',

@@ -3,6 +3,7 @@
  * (Redis) and message key (Postgres), and which are recorded or ignored.
  */
 import { describe, expect, it } from 'vitest'
+import { finalizeEvent } from '../../contract/event'
 import { classifySlack, parseSlack, type SlackPayload } from '../../worker/channels/slack'
 import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
@@ -391,5 +392,27 @@ describe('Telegram keys', () => {
     ['with a message without chat', { update_id: 1, message: { message_id: 1, date: 1 } }],
   ])('refuses an update %s', (_name, update) => {
     expect(() => classifyTelegram(update, bot)).toThrow(InvalidPayloadError)
+  })
+})
+
+describe('payload hash', () => {
+  it('is the same for a Twilio redelivery received at another time (Twilio sends no time)', async () => {
+    const params = new Map(twilioParams())
+    const at = (seconds: number) => classifyTwilio(params, { nowSeconds: () => seconds })
+    const [first, later] = [at(1_700_000_000), at(1_700_000_090)]
+    if (first.action !== 'forward' || later.action !== 'forward') throw new Error('not forwarded')
+    expect(first.draft.occurredAt).not.toBe(later.draft.occurredAt)
+    expect((await finalizeEvent(first.draft)).payloadHash).toBe(
+      (await finalizeEvent(later.draft)).payloadHash,
+    )
+  })
+
+  it('differs when the text under the same key differs', async () => {
+    const hash = async (body: string) => {
+      const d = classifyTwilio(new Map(twilioParams({ body })))
+      if (d.action !== 'forward') throw new Error('not forwarded')
+      return (await finalizeEvent(d.draft)).payloadHash
+    }
+    expect(await hash('one')).not.toBe(await hash('two'))
   })
 })

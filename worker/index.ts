@@ -12,7 +12,7 @@ import { health } from './health'
 import { describeError, logProblem } from './log'
 import { webhooks } from './routes'
 
-export const app = new Hono<{ Bindings: Env }>()
+const app = new Hono<{ Bindings: Env }>()
 
 app.route('/webhooks', webhooks)
 

@@ -222,6 +222,12 @@ describe('Slack keys', () => {
     )
   })
 
+  it('refuses an event_id that cannot be part of a Redis key', async () => {
+    await expect(classifySlack(json(slackMessageEvent({ eventId: 'Ev1:other' })))).rejects.toThrow(
+      InvalidPayloadError,
+    )
+  })
+
   it('refuses an event_callback without the fields its keys need', async () => {
     await expect(
       classifySlack(json({ type: 'event_callback', event: { type: 'message' } })),

@@ -18,6 +18,7 @@ import {
   type Delivery,
   type DeliveryKey,
   formatDeliveryKey,
+  isKeyPart,
   isoFromUnixSeconds,
   obj,
   type RequestParts,
@@ -117,8 +118,8 @@ export async function classifySlack(payload: SlackPayload): Promise<Delivery> {
   const event = obj(body.event)
   const appId = str(body.api_app_id)
   const teamId = str(body.team_id)
-  if (!event || !appId || !teamId) {
-    throw new InvalidPayloadError('event_callback without event, api_app_id or team_id')
+  if (!event || !isKeyPart(appId) || !teamId) {
+    throw new InvalidPayloadError('event_callback without event, a valid api_app_id or team_id')
   }
   const eventType = str(event.type)
   if (eventType !== 'message' && eventType !== 'app_mention') {
@@ -129,6 +130,7 @@ export async function classifySlack(payload: SlackPayload): Promise<Delivery> {
   if ('ignore' in draft) return { action: 'ignore', reason: draft.ignore }
 
   const eventId = str(body.event_id)
+  if (eventId !== null && !isKeyPart(eventId)) throw new InvalidPayloadError('invalid event_id')
   const key: DeliveryKey = eventId
     ? { namespace: 'slack', scope: appId, id: eventId }
     : {
@@ -220,5 +222,8 @@ function classifyInteraction(payload: Record<string, unknown>): Delivery {
   const appId = str(payload.api_app_id) ?? str(obj(payload.team)?.id) ?? 'unknown'
   // Some interactions (view_closed, block_suggestion) carry no trigger_id: acknowledge only.
   if (!triggerId) return { action: 'ignore', reason: 'slack_interaction_without_trigger_id' }
+  if (!isKeyPart(triggerId) || !isKeyPart(appId)) {
+    throw new InvalidPayloadError('slack interaction with an invalid trigger_id / api_app_id')
+  }
   return { action: 'record', key: { namespace: 'slack-interaction', scope: appId, id: triggerId } }
 }

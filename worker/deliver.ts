@@ -20,6 +20,11 @@ export interface ChannelReplies {
   ok(): Response
   /** "Not taken; send it again." Slack and Telegram retry on it; Twilio does not (issue 5's spool). */
   retryLater(): Response
+  /**
+   * "Refused for good": the origin will never accept this event. @default ok(), which stops the
+   * vendor's retries; email answers a permanent SMTP error instead (`setReject`).
+   */
+  rejected?(): Response
 }
 
 export interface DeliveryContext {
@@ -229,22 +234,23 @@ function onOriginFailure(
 
 /**
  * The origin refused the event itself (400 / 413 / 422): it will never be accepted, so the vendor
- * gets its "ok" (a retry loop helps no one and counts against the app's health with Slack) and the
- * log says so at error level, with the origin's error code.
+ * gets its "ok" (a retry loop helps no one and counts against the app's health with Slack), or the
+ * channel's `rejected` reply, and the log says so at error level, with the origin's error code.
  */
 function onOriginRejected(
   ctx: DeliveryContext,
   result: Extract<ForwardResult, { kind: 'permanent' }>,
   fields: LogFields,
 ): Response {
+  const reply = ctx.replies.rejected ? ctx.replies.rejected() : ctx.replies.ok()
   log(ctx, {
     ...fields,
     decision: 'rejected',
     decidedBy: 'postgres',
-    status: 200,
+    status: reply.status,
     origin: `${result.status} ${result.code ?? ''}`.trim(),
   })
-  return ctx.replies.ok()
+  return reply
 }
 
 async function releaseQuietly(claims: ClaimStore, rkey: string, token: string, hash: string) {

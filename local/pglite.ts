@@ -1,13 +1,14 @@
 /**
  * The embedded database for `npm run dev` when `DATABASE_URL` is unset: PGlite (Postgres 18
  * compiled to WebAssembly) persisted in a directory, served over the Postgres wire protocol on a
- * loopback port by `@electric-sql/pglite-socket`, so dbmate and the Neon proxy reach it like any
- * Postgres.
+ * loopback port (local/pglite-wire.ts), so dbmate and the Neon proxy reach it like any Postgres.
  *
  * Limits, all from PGlite being ONE backend that every connection shares:
- * - statements from all connections run one at a time; an open transaction makes every other
- *   connection wait until it ends, so a client that opens a transaction and then waits for a second
- *   connection deadlocks. Use a small pool (DB_POOL_MAX 4): more connections add no parallelism.
+ * - sessions take turns: a connection has the backend from its first message until the backend
+ *   is idle again (after Sync/Query, outside a transaction). So an open transaction makes every
+ *   other connection wait; a client that opens a transaction and then waits for a second
+ *   connection waits until its hold times out (30 s) and is disconnected. Use a small pool
+ *   (DB_POOL_MAX 4): more connections add no parallelism.
  * - session state leaks between connections (SET, temp tables, named prepared statements: 42P05).
  * - one database: the name in the URL is ignored; CREATE DATABASE is not supported.
  * - one process per data directory (enforced here with a lock file).
@@ -18,7 +19,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { type PgliteWireServer, servePgliteWire } from './pglite-wire'
 
 export interface EmbeddedPostgresOptions {
   /** Where the database files live; created if missing. `npm run dev` uses `.data/pglite`. */
@@ -27,12 +28,13 @@ export interface EmbeddedPostgresOptions {
   port?: number
   /** @default '127.0.0.1' */
   host?: string
-  /**
-   * pglite-socket's default is 1: a pool's second connection is dropped ("Connection terminated
-   * unexpectedly") and reconnects race for the slot.
-   * @default 64
-   */
+  /** Connections beyond this are refused. @default 64 */
   maxConnections?: number
+  /**
+   * A connection holding the shared backend (in a transaction, or mid-batch) and silent this long
+   * is disconnected and rolled back, so one stuck client cannot stall everyone. @default 30000
+   */
+  holdTimeoutMs?: number
 }
 
 export interface EmbeddedPostgres {
@@ -96,19 +98,18 @@ export async function startEmbeddedPostgres(
   mkdirSync(options.dataDir, { recursive: true })
   const unlock = lockDataDir(options.dataDir)
   let db: PGlite | undefined
-  let server: PGLiteSocketServer | undefined
+  let server: PgliteWireServer | undefined
   try {
     db = await PGlite.create({ dataDir: join(options.dataDir, 'pgdata') })
-    const maxConnections = options.maxConnections ?? 64
-    server = new PGLiteSocketServer({
+    server = await servePgliteWire({
       db,
       port: options.port ?? 0,
       host: options.host ?? '127.0.0.1',
-      maxConnections,
+      maxConnections: options.maxConnections ?? 64,
+      holdTimeoutMs: options.holdTimeoutMs,
     })
-    await server.start()
   } catch (err) {
-    await server?.stop().catch(() => {})
+    await server?.close().catch(() => {})
     await db?.close().catch(() => {})
     unlock()
     if (err instanceof EmbeddedPostgresError) throw err
@@ -118,8 +119,7 @@ export async function startEmbeddedPostgres(
       { cause: err },
     )
   }
-  const [host = '127.0.0.1', portText = '0'] = server.getServerConn().split(':')
-  const port = Number(portText)
+  const { host, port } = server
   const running = { db, server }
   let stopped: Promise<void> | undefined
   return {
@@ -127,10 +127,10 @@ export async function startEmbeddedPostgres(
     host,
     port,
     dataDir: options.dataDir,
-    stats: () => running.server.getStats(),
+    stats: () => running.server.stats(),
     stop() {
       stopped ??= (async () => {
-        await running.server.stop()
+        await running.server.close()
         await running.db.close()
         unlock()
       })()

@@ -1,0 +1,224 @@
+/**
+ * The embedded mode (what `npm run dev` runs without DATABASE_URL and REDIS_URL): PGlite behind
+ * the Neon proxy, the embedded Upstash store, a real origin process, and the built Worker in
+ * Miniflare. One logical message delivered twice is one row, seen through the origin's answers,
+ * through the Worker, and in the database itself.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Pool } from '@neondatabase/serverless'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  finalizeEvent,
+  type InboundEvent,
+  type InboundEventDraft,
+  type IngestResult,
+} from '../../contract/event'
+import { signForward } from '../../contract/forward-signature'
+import { configureNeonForLocalProxy } from '../../local/neon-local'
+import {
+  type DatabaseLayer,
+  type OriginHandle,
+  type RedisLayer,
+  startDatabaseLayer,
+  startOrigin,
+  startRedisLayer,
+  startWorkerMiniflare,
+  type WorkerMiniflareHandle,
+} from '../../local/stack'
+import { runId } from '../support/services'
+
+const ORIGIN_SECRET = `smoke-origin-${runId()}`
+const UPSTASH_TOKEN = `smoke-upstash-${runId()}`
+const TELEGRAM_TOKEN = `smoke-telegram-${runId()}`
+const TELEGRAM_BOT_ID = '4242'
+
+let dataDir: string
+let database: DatabaseLayer
+let redis: RedisLayer
+let origin: OriginHandle
+let pool: Pool
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'inbound-dedup-smoke-'))
+  ;[database, redis] = await Promise.all([
+    startDatabaseLayer({ pgliteDir: dataDir }),
+    startRedisLayer({ token: UPSTASH_TOKEN }),
+  ])
+  origin = await startOrigin({
+    env: { ...database.originEnv, ORIGIN_SHARED_SECRET: ORIGIN_SECRET, LOG_LEVEL: 'warn' },
+  })
+  configureNeonForLocalProxy(database.neonWsProxy)
+  pool = new Pool({ connectionString: database.databaseUrl, max: 2 })
+})
+
+afterAll(async () => {
+  await pool?.end()
+  await origin?.stop()
+  await redis?.stop()
+  await database?.stop()
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+})
+
+async function postEvent(event: InboundEvent): Promise<{ status: number; body: IngestResult }> {
+  const body = JSON.stringify(event)
+  const res = await fetch(`${origin.url}/v1/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(await signForward(ORIGIN_SECRET, body)) },
+    body,
+    signal: AbortSignal.timeout(15_000),
+  })
+  return { status: res.status, body: (await res.json()) as IngestResult }
+}
+
+function draft(messageKey: string, text: string, kind: InboundEventDraft['kind'] = 'message') {
+  return {
+    kind,
+    channel: 'sms',
+    tenant: 'AC-smoke',
+    deliveryKey: `dedup:sms:AC-smoke:${messageKey}:${kind}`,
+    messageKey: `AC-smoke:${messageKey}`,
+    sender: { externalId: '+15550100' },
+    body: text,
+    occurredAt: new Date('2026-11-30T10:00:00Z').toISOString(),
+  } satisfies InboundEventDraft
+}
+
+async function count(sql: string, params: unknown[] = []): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(sql, params)
+  return rows[0]?.n ?? -1
+}
+
+describe('embedded mode: PGlite + embedded store + origin process', () => {
+  it('a message delivered twice is one row; a second message joins the pending conversation', async () => {
+    const first = await finalizeEvent(draft('SM1', 'hello'))
+    const created = await postEvent(first)
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({ outcome: 'created', duplicate: false })
+    expect(created.body.messageId).toBeTruthy()
+
+    const again = await postEvent(first)
+    expect(again.status).toBe(200)
+    expect(again.body).toMatchObject({
+      outcome: 'duplicate',
+      duplicate: true,
+      messageId: created.body.messageId,
+      conversationId: created.body.conversationId,
+    })
+
+    const second = await postEvent(await finalizeEvent(draft('SM2', 'second')))
+    expect(second.status).toBe(201)
+    expect(second.body.conversationId).toBe(created.body.conversationId)
+    expect(second.body.messageId).not.toBe(created.body.messageId)
+
+    expect(
+      await count('SELECT count(*)::int AS n FROM messages WHERE channel_message_id = $1', [
+        'AC-smoke:SM1',
+      ]),
+    ).toBe(1)
+    expect(
+      await count(
+        'SELECT count(*)::int AS n FROM outbox o JOIN messages m ON m.id = o.message_id WHERE m.channel = $1',
+        ['sms'],
+      ),
+    ).toBe(2)
+  })
+
+  it('concurrent deliveries of one message: one row, every answer names it', async () => {
+    const event = await finalizeEvent(draft('SM-race', 'race'))
+    const answers = await Promise.all(Array.from({ length: 10 }, () => postEvent(event)))
+    const ids = new Set(answers.map((a) => a.body.messageId))
+    expect(answers.every((a) => a.status === 200 || a.status === 201)).toBe(true)
+    expect(answers.filter((a) => a.body.outcome === 'created')).toHaveLength(1)
+    expect(ids.size).toBe(1)
+    expect(
+      await count('SELECT count(*)::int AS n FROM messages WHERE channel_message_id = $1', [
+        'AC-smoke:SM-race',
+      ]),
+    ).toBe(1)
+  })
+
+  it('an edit updates the row and adds none', async () => {
+    const edit = await finalizeEvent(draft('SM1', 'hello, edited', 'edit'))
+    const res = await postEvent(edit)
+    expect(res.status).toBe(200)
+    expect(res.body.outcome).toBe('updated')
+    const { rows } = await pool.query<{ body: string }>(
+      'SELECT body FROM messages WHERE channel_message_id = $1',
+      ['AC-smoke:SM1'],
+    )
+    expect(rows).toEqual([{ body: 'hello, edited' }])
+  })
+
+  it('an unsigned request writes nothing', async () => {
+    const before = await count('SELECT count(*)::int AS n FROM messages')
+    const res = await fetch(`${origin.url}/v1/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(await finalizeEvent(draft('SM-unsigned', 'x'))),
+    })
+    expect(res.status).toBe(401)
+    expect(await count('SELECT count(*)::int AS n FROM messages')).toBe(before)
+  })
+
+  describe('through the Worker (Miniflare, built bundle)', () => {
+    let worker: WorkerMiniflareHandle
+
+    beforeAll(async () => {
+      worker = await startWorkerMiniflare({
+        vars: {
+          ORIGIN_URL: origin.url,
+          ORIGIN_SHARED_SECRET: ORIGIN_SECRET,
+          UPSTASH_REDIS_REST_URL: redis.url,
+          UPSTASH_REDIS_REST_TOKEN: UPSTASH_TOKEN,
+          TELEGRAM_SECRET_TOKEN: TELEGRAM_TOKEN,
+          TELEGRAM_BOT_ID,
+        },
+      })
+    })
+    afterAll(async () => {
+      await worker?.stop()
+    })
+
+    it('a Telegram update delivered twice becomes one message row', async () => {
+      const update = JSON.stringify({
+        update_id: 9001,
+        message: {
+          message_id: 77,
+          date: 1_764_496_800,
+          chat: { id: 31337, type: 'private' },
+          from: { id: 31337, is_bot: false, first_name: 'Smoke' },
+          text: 'via the worker',
+        },
+      })
+      const deliver = () =>
+        fetch(`${worker.url}/webhooks/telegram`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-telegram-bot-api-secret-token': TELEGRAM_TOKEN,
+          },
+          body: update,
+          signal: AbortSignal.timeout(15_000),
+        })
+      const first = await deliver()
+      expect(first.status).toBe(200)
+      const second = await deliver()
+      expect(second.status).toBe(200)
+      expect(
+        await count(
+          "SELECT count(*)::int AS n FROM messages WHERE channel = 'telegram' AND body = $1",
+          ['via the worker'],
+        ),
+      ).toBe(1)
+      const wrongToken = await fetch(`${worker.url}/webhooks/telegram`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'no' },
+        body: update.replace('9001', '9002'),
+      })
+      expect(wrongToken.status).toBeGreaterThanOrEqual(400)
+      expect(wrongToken.status).toBeLessThan(500)
+    })
+  })
+})

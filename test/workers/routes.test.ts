@@ -3,7 +3,7 @@
  * parsing), and that nothing is claimed or forwarded when a request is refused.
  */
 import { SELF } from 'cloudflare:test'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, inject, it } from 'vitest'
 import {
   slackMessageEvent,
   slackRequest,
@@ -35,7 +35,7 @@ describe('routes', () => {
   })
 
   it('reports Redis unavailable on /healthz when it does not answer', async () => {
-    const h = harness({ UPSTASH_REDIS_REST_URL: (await import('vitest')).inject('deadRedisUrl') })
+    const h = harness({ UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
     const response = await h.deliver(new Request(`${GATEWAY}/healthz`))
     expect(await response.json()).toMatchObject({ status: 'degraded', redis: 'unavailable' })
   })
@@ -50,9 +50,7 @@ describe('routes', () => {
     const eventId = `Ev${crypto.randomUUID().slice(0, 8)}`
     const response = await SELF.fetch(await slackRequest(slackUrl, slackMessageEvent({ eventId })))
     expect(response.status).toBe(200)
-    const calls = await (
-      await fetch(`${(await import('vitest')).inject('originUrl')}/ns/self/calls`)
-    ).json()
+    const calls = await (await fetch(`${inject('originUrl')}/ns/self/calls`)).json()
     expect(calls).toMatchObject({
       calls: expect.arrayContaining([
         expect.objectContaining({ deliveryKey: `dedup:slack:A123ABC456:${eventId}` }),

@@ -5,6 +5,7 @@
  * @module
  */
 import { Hono } from 'hono'
+import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
 import type { Env } from './env'
 import { GatewayError } from './errors'
@@ -46,5 +47,6 @@ async function scheduled(
 export default {
   fetch: app.fetch,
   scheduled,
-  // email: the Cloudflare Email Routing handler (worker/channels/email.ts, issue 4) goes here.
+  /** Cloudflare Email Routing (worker/channels/email.ts): a throw is a temporary SMTP error. */
+  email: handleEmail,
 } satisfies ExportedHandler<Env>

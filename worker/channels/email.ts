@@ -1,0 +1,123 @@
+/**
+ * Cloudflare Email Routing → the Worker's `email()` handler. The same claim / forward path as the
+ * webhooks (deliver.ts), with SMTP's two ways to say no instead of HTTP statuses:
+ * - returning normally accepts the email (new, or a duplicate already taken);
+ * - throwing gives the sending server a temporary SMTP error, and it retries on its own schedule
+ *   (minutes to days): for "not now" (origin down or 5xx, another attempt in flight, our config);
+ * - `message.setReject(reason)` is a permanent SMTP error (a bounce): for an email that can never
+ *   be taken (over 25 MiB, unparseable, no From, refused by the origin as invalid).
+ * The log line says which, with the keys; never the body or the sender's address.
+ *
+ * Keys come from contract/email.ts, the parser the Gmail poller uses too: delivery key
+ * `dedup:email:{RCPT TO}:{Message-ID or content hash}`, so an email that arrives both ways is
+ * claimed once in Redis and stored once in Postgres.
+ * @module
+ */
+import {
+  EmailParseError,
+  type EmailParseErrorCode,
+  MAX_EMAIL_BYTES,
+  parseEmail,
+} from '../../contract/email'
+import { settingsFor } from '../config'
+import { type ChannelReplies, handleDelivery } from '../deliver'
+import type { Env } from '../env'
+import { claimStoreFor } from '../gateway'
+import { logDecision, logProblem } from '../log'
+
+/**
+ * How long one delivery may take. SMTP gives a handler minutes, but a slow attempt only delays
+ * the sender's retry; the origin call itself is bounded by ORIGIN_TIMEOUT_MS.
+ */
+export const EMAIL_BUDGET_MS = 10_000
+
+/** SMTP-flavoured statuses for the decision log (the webhooks log HTTP statuses). */
+const SMTP_ACCEPTED = 250
+const SMTP_TEMPORARY = 451
+const SMTP_REJECTED = 550
+
+/** What the sender's server reads in the bounce: short, fixed, nothing from the message. */
+const REJECT_REASONS: Record<EmailParseErrorCode | 'refused', string> = {
+  too_large: 'Message too large (the limit is 25 MiB)',
+  unparseable: 'Message could not be parsed',
+  no_sender: 'Message has no From address',
+  bad_mailbox: 'Recipient address not accepted',
+  refused: 'Message refused by the receiving system',
+}
+
+/** Thrown to ask the sending server to try again later (temporary SMTP error). */
+export class EmailRetryLaterError extends Error {
+  readonly code = 'email_retry_later'
+  constructor(reason: string) {
+    super(`email not taken now, the sender will retry: ${reason}`)
+    this.name = 'EmailRetryLaterError'
+  }
+}
+
+const replies: ChannelReplies = {
+  ok: () => new Response(null, { status: SMTP_ACCEPTED }),
+  retryLater: () => new Response(null, { status: SMTP_TEMPORARY }),
+  rejected: () => new Response(null, { status: SMTP_REJECTED }),
+}
+
+export async function handleEmail(
+  message: ForwardableEmailMessage,
+  env: Env,
+  ctx: ExecutionContext,
+): Promise<void> {
+  const startedAt = Date.now()
+  // Rule 1: the size the runtime measured, before a byte is read.
+  if (message.rawSize > MAX_EMAIL_BYTES) return reject(message, 'too_large', startedAt)
+  const settings = settingsFor(env)
+  if (!settings.origin) {
+    logProblem('error', 'channel_not_configured', {
+      channel: 'email',
+      detail: 'set ORIGIN_URL, ORIGIN_SHARED_SECRET',
+    })
+    throw new EmailRetryLaterError('channel_not_configured')
+  }
+  // Rule 2: `raw` is a single-use stream; read it once, then parse the buffer.
+  const raw = new Uint8Array(await new Response(message.raw).arrayBuffer())
+  let parsed: Awaited<ReturnType<typeof parseEmail>>
+  try {
+    parsed = await parseEmail(raw, { mailbox: message.to })
+  } catch (err) {
+    if (err instanceof EmailParseError) return reject(message, err.code, startedAt)
+    throw err
+  }
+
+  const reply = await handleDelivery(
+    {
+      channel: 'email',
+      settings,
+      origin: settings.origin,
+      claims: claimStoreFor(settings),
+      replies,
+      waitUntil: (promise) => ctx.waitUntil(promise),
+      startedAt,
+      deadline: startedAt + EMAIL_BUDGET_MS,
+    },
+    { action: 'forward', key: parsed.key, draft: parsed.draft },
+    '',
+  )
+  // handleDelivery has logged the decision; here it only becomes SMTP.
+  if (reply.status === SMTP_TEMPORARY)
+    throw new EmailRetryLaterError('origin_unavailable_or_inflight')
+  if (reply.status === SMTP_REJECTED) message.setReject(REJECT_REASONS.refused)
+}
+
+function reject(
+  message: ForwardableEmailMessage,
+  code: EmailParseErrorCode,
+  startedAt: number,
+): void {
+  message.setReject(REJECT_REASONS[code])
+  logDecision({
+    channel: 'email',
+    decision: 'rejected',
+    decidedBy: 'gateway',
+    status: SMTP_REJECTED,
+    reason: code,
+    ms: Date.now() - startedAt,
+  })
+}

@@ -16,7 +16,11 @@ export interface RawBody {
 
 const decoder = new TextDecoder()
 
-export async function readBoundedBody(request: Request, maxBytes: number): Promise<RawBody> {
+/** Takes a Request, or anything with its headers and body (a fetch Response: the Gmail poller). */
+export async function readBoundedBody(
+  request: Pick<Request, 'headers' | 'body'>,
+  maxBytes: number,
+): Promise<RawBody> {
   const declared = request.headers.get('content-length')
   if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
     // Do not read it at all; cancelling tells the runtime the rest can be dropped.

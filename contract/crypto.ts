@@ -51,7 +51,11 @@ export function hmacKey(secret: string, hash: HmacHash): Promise<CryptoKey> {
   return key
 }
 
-export async function hmac(secret: string, hash: HmacHash, message: string | Bytes): Promise<Bytes> {
+export async function hmac(
+  secret: string,
+  hash: HmacHash,
+  message: string | Bytes,
+): Promise<Bytes> {
   const key = await hmacKey(secret, hash)
   const data = typeof message === 'string' ? utf8(message) : message
   return new Uint8Array(await crypto.subtle.sign('HMAC', key, data)) as Bytes

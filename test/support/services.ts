@@ -13,9 +13,8 @@ export const ADMIN_DATABASE_URL =
   process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
 
 const HOW_TO_START = {
-  postgres: "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start",
-  redis:
-    'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no',
+  postgres: 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start',
+  redis: 'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no',
 }
 
 export function runId(): string {
@@ -24,7 +23,10 @@ export function runId(): string {
 
 /** Fails at once, naming the server and how to start it, instead of timing out test by test. */
 export async function assertServicesUp(): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL, connectionTimeoutMillis: 3000 })
+  const client = new pg.Client({
+    connectionString: ADMIN_DATABASE_URL,
+    connectionTimeoutMillis: 3000,
+  })
   try {
     await client.connect()
     await client.query('select 1')
@@ -36,7 +38,11 @@ export async function assertServicesUp(): Promise<void> {
   } finally {
     await client.end().catch(() => {})
   }
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 0 })
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 3000,
+    maxRetriesPerRequest: 0,
+  })
   redis.on('error', () => {})
   try {
     await redis.connect()

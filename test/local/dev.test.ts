@@ -1,0 +1,133 @@
+/**
+ * `npm run dev` itself, end to end: with DATABASE_URL naming a database that does not exist yet and
+ * REDIS_URL set, on free ports, it creates and migrates the database, brings up the stand-in, the
+ * origin and wrangler dev, prints its URLs, serves a webhook, and on SIGINT stops everything.
+ */
+import { connect } from 'node:net'
+import pg from 'pg'
+import { afterAll, describe, expect, it } from 'vitest'
+import { freePort, GroupProcess, signalGroup } from '../../local/processes'
+import { REPO_ROOT } from '../../local/stack'
+import { ADMIN_DATABASE_URL, deleteRedisPrefix, REDIS_URL, runId } from '../support/services'
+
+const id = runId()
+const dbName = `inbound_dedup_t_dev_${id}`
+const prefix = `test:dev:${id}:`
+
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+  await client.connect()
+  try {
+    return await fn(client)
+  } finally {
+    await client.end()
+  }
+}
+
+afterAll(async () => {
+  await admin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`))
+  await deleteRedisPrefix(prefix)
+})
+
+describe('npm run dev', () => {
+  it('comes up on the given ports, serves a webhook, and leaves nothing behind on SIGINT', async () => {
+    const ports = { UPSTASH_PORT: 0, ORIGIN_PORT: 0, WORKER_PORT: 0 }
+    for (const name of Object.keys(ports) as Array<keyof typeof ports>) {
+      ports[name] = await freePort()
+    }
+    const databaseUrl = new URL(ADMIN_DATABASE_URL)
+    databaseUrl.pathname = `/${dbName}`
+    const telegramToken = `dev-test-telegram-${id}`
+    const dev = new GroupProcess({
+      name: 'npm run dev',
+      command: process.execPath,
+      args: ['--import', 'tsx', 'local/dev.ts'],
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl.toString(),
+        REDIS_URL,
+        UPSTASH_PORT: String(ports.UPSTASH_PORT),
+        ORIGIN_PORT: String(ports.ORIGIN_PORT),
+        WORKER_PORT: String(ports.WORKER_PORT),
+        TELEGRAM_SECRET_TOKEN: telegramToken,
+        REDIS_KEY_PREFIX: prefix,
+        LOG_LEVEL: 'warn',
+      },
+      secrets: [telegramToken],
+      keepLines: 400,
+    })
+    try {
+      await dev.waitForLine(
+        (line) => (line.includes('dev stack is up') ? true : undefined),
+        120_000,
+      )
+      const summary = dev.output(400)
+      expect(summary).toContain(`http://127.0.0.1:${ports.WORKER_PORT}`)
+      expect(summary).toContain(`http://127.0.0.1:${ports.ORIGIN_PORT}`)
+      expect(summary).toContain(`http://127.0.0.1:${ports.UPSTASH_PORT}`)
+      // The values from .dev.vars(.example) and the environment never show up in the output.
+      expect(summary).not.toContain(telegramToken)
+      expect(summary).not.toMatch(/dev-origin-shared-secret|dev-upstash-token/)
+
+      const update = JSON.stringify({
+        update_id: 5150,
+        message: {
+          message_id: 8,
+          date: 1_764_496_800,
+          chat: { id: 9, type: 'private' },
+          from: { id: 9, is_bot: false, first_name: 'Dev' },
+          text: 'through npm run dev',
+        },
+      })
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(`http://127.0.0.1:${ports.WORKER_PORT}/webhooks/telegram`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-telegram-bot-api-secret-token': telegramToken,
+          },
+          body: update,
+          signal: AbortSignal.timeout(30_000),
+        })
+        expect(res.status).toBe(200)
+      }
+      const dbUrl = databaseUrl.toString()
+      const client = new pg.Client({ connectionString: dbUrl })
+      await client.connect()
+      try {
+        const { rows } = await client.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM messages WHERE body = 'through npm run dev'",
+        )
+        expect(rows[0]?.n).toBe(1)
+      } finally {
+        await client.end()
+      }
+
+      // Ctrl-C: SIGINT to the group, as a terminal does.
+      signalGroup(dev.pid, 'SIGINT')
+      const exit = await Promise.race([
+        dev.exited,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('npm run dev did not stop within 40 s')), 40_000),
+        ),
+      ])
+      expect(exit.code).toBe(0)
+      expect(dev.output(10)).toMatch(/stopped\./)
+      for (const port of Object.values(ports)) expect(await listening(port)).toBe(false)
+    } finally {
+      await dev.stop({ graceMs: 5_000 })
+    }
+  })
+})

@@ -34,7 +34,12 @@ import {
 
 export { REPO_ROOT } from './wrangler-config'
 
-const TSX_BIN = join(REPO_ROOT, 'node_modules', '.bin', 'tsx')
+/**
+ * `node --import tsx`, not the `tsx` binary: that one runs the code in a second node process and
+ * relays signals to it, SIGKILLing it when it does not acknowledge within 30 ms (a busy event loop
+ * under load), which would turn a graceful SIGTERM into a crash. One process, one signal.
+ */
+const ORIGIN_COMMAND = [process.execPath, '--import', 'tsx', 'origin/main.ts'] as const
 
 /** A piece of the stack that can be stopped; stopping twice is harmless. */
 export interface Stoppable {
@@ -252,7 +257,7 @@ export interface OriginHandle extends Stoppable {
   /** http://host:port (stable across restarts). */
   readonly url: string
   readonly port: number
-  /** Process group id (= pid of the tsx leader) of the current run. */
+  /** Process id (and process group id) of the current run. */
   readonly pid: number
   /** Whether the current run is up (false after kill/stop, or if it died by itself). */
   readonly running: boolean
@@ -300,7 +305,7 @@ function listeningUrl(line: string): string | undefined {
 }
 
 /**
- * Starts `tsx origin/main.ts` in its own process group and waits for its listening line.
+ * Starts `origin/main.ts` (through tsx) in its own process group and waits for its listening line.
  * @example
  * const origin = await startOrigin({ env: { ...db.originEnv, ORIGIN_SHARED_SECRET: secret } })
  * await origin.kill('SIGKILL') // crash a pod
@@ -320,8 +325,8 @@ export async function startOrigin(options: OriginOptions): Promise<OriginHandle>
   async function launch(): Promise<void> {
     const child = new GroupProcess({
       name,
-      command: TSX_BIN,
-      args: ['origin/main.ts'],
+      command: ORIGIN_COMMAND[0],
+      args: ORIGIN_COMMAND.slice(1),
       cwd: REPO_ROOT,
       env: originProcessEnv({ ...options.env, ORIGIN_PORT: String(port), ORIGIN_HOST: host }),
       secrets,

@@ -141,6 +141,9 @@ describe('startOrigin', () => {
       expect(origin.pid).not.toBe(firstPid)
       expect(origin.running).toBe(true)
       expect((await fetch(`${origin.url}/healthz`)).status).toBe(200)
+
+      // SIGTERM is a graceful close: the origin exits 0 by itself, nothing is SIGKILLed.
+      expect(await origin.kill('SIGTERM')).toEqual({ code: 0, signal: null })
     } finally {
       await origin.stop()
     }

@@ -7,6 +7,7 @@
  */
 import { secretList } from '../contract/crypto'
 import type { Env } from './env'
+import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
 /** A channel is either ready, or names what is missing (variable names, never values). */
 export type ChannelConfig<T> = { ok: true; value: T } | { ok: false; missing: string[] }
@@ -54,6 +55,8 @@ export interface Settings {
   slack: ChannelConfig<SlackConfig>
   twilio: ChannelConfig<TwilioConfig>
   telegram: ChannelConfig<TelegramConfig>
+  /** Where events go when the origin cannot take them (worker/spool/). */
+  spool: SpoolSettings
   /** Settings that were invalid and replaced by a default, for the log. */
   warnings: string[]
 }
@@ -168,6 +171,7 @@ export function parseSettings(env: Env): Settings {
       { TELEGRAM_SECRET_TOKEN: telegramSecrets.length > 0, TELEGRAM_BOT_ID: botIdValid },
       () => ({ secretTokens: telegramSecrets, botId: botId as string }),
     ),
+    spool: parseSpoolSettings(env, int, warnings),
     warnings,
   }
 }

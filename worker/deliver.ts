@@ -10,10 +10,12 @@ import type { ChannelDelivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
 import type { OriginConfig, Settings } from './config'
 import type { ClaimOutcome, ClaimStore } from './dedup/claims'
-import { newClaimToken } from './dedup/claims'
+import { decodeValue, inflightValue, newClaimToken, settledValue } from './dedup/claims'
 import { InvalidPayloadError } from './errors'
 import { type ForwardResult, forwardEvent } from './forward'
-import { type DecisionLog, describeError, logDecision } from './log'
+import { type DecisionLog, describeError, logDecision, logProblem } from './log'
+import { encodeEntry, entryBytes } from './spool/entry'
+import { spoolStoreFor } from './spool/index'
 
 export interface ChannelReplies {
   /** "Got it, do not send again." */
@@ -137,6 +139,7 @@ async function claimAndForward(
       return ctx.replies.retryLater()
     case 'unavailable':
       return forwardUnclaimed(ctx, event, 'unavailable', base, {
+        key,
         rkey,
         token,
         error: outcome.error,
@@ -160,9 +163,11 @@ async function claimAndForward(
     })
     return ctx.replies.ok()
   }
-  await releaseQuietly(claims, rkey, token, event.payloadHash)
-  if (result.kind === 'permanent') return onOriginRejected(ctx, result, { ...base, redis: 'ok' })
-  return onOriginFailure(ctx, result, { ...base, redis: 'ok' })
+  if (result.kind === 'permanent') {
+    await releaseQuietly(claims, rkey, token, event.payloadHash)
+    return onOriginRejected(ctx, result, { ...base, redis: 'ok' })
+  }
+  return onOriginFailure(ctx, event, result, { ...base, redis: 'ok' }, { key, rkey, token })
 }
 
 /**
@@ -175,7 +180,7 @@ async function forwardUnclaimed(
   event: InboundEvent,
   redis: 'unavailable' | 'not_configured',
   base: Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
-  claim?: { rkey: string; token: string; error: unknown },
+  claim?: HeldClaim & { error: unknown },
 ): Promise<Response> {
   const reason = claim ? describeError(claim.error) : undefined
   const result = await forwardWithinBudget(ctx, event)
@@ -195,10 +200,14 @@ async function forwardUnclaimed(
     })
     return ctx.replies.ok()
   }
-  if (claim && ctx.claims)
-    await releaseQuietly(ctx.claims, claim.rkey, claim.token, event.payloadHash)
-  if (result.kind === 'permanent') return onOriginRejected(ctx, result, { ...base, redis, reason })
-  return onOriginFailure(ctx, result, { ...base, redis, reason })
+  if (result.kind === 'permanent') {
+    if (claim && ctx.claims)
+      await releaseQuietly(ctx.claims, claim.rkey, claim.token, event.payloadHash)
+    return onOriginRejected(ctx, result, { ...base, redis, reason })
+  }
+  // Redis was slow or down for the claim; the spool may still take the event (its script
+  // accepts a claim that is ours or absent), else the claim, if it landed, is released.
+  return onOriginFailure(ctx, event, result, { ...base, redis, reason }, claim ?? null)
 }
 
 /** Forwards with what is left of the vendor's deadline (keeping room to release the claim). */
@@ -212,24 +221,113 @@ async function forwardWithinBudget(
   return forwardEvent(ctx.origin, event, timeoutMs)
 }
 
+/** A claim this attempt took (or tried to take, when Redis did not answer in time). */
+interface HeldClaim {
+  key: DeliveryKey
+  rkey: string
+  token: string
+}
+
 /**
- * The origin could not take the event now (5xx, timeout, network, or a configuration 4xx). The
- * claim is already released; ask the vendor to retry. The one place a durable spool (issue 5)
- * slots in: keep the event, mark the claim `spooled`, answer ok.
+ * The origin could not take the event now (5xx, timeout, network, or a configuration 4xx). Keep
+ * it in the spool (worker/spool/), mark the claim `spooled` and answer "ok": the cron drain
+ * forwards it once the origin is back. When it cannot be spooled (Redis down, no Redis, a channel
+ * left to its vendor's retries, spool full, entry too large) the claim is released and the vendor
+ * asked to retry, which Slack and Telegram do and Twilio does not.
  */
-function onOriginFailure(
+async function onOriginFailure(
   ctx: DeliveryContext,
+  event: InboundEvent,
   result: Extract<ForwardResult, { kind: 'failed' }>,
   fields: LogFields,
-): Response {
+  held: HeldClaim | null,
+): Promise<Response> {
+  const origin = result.status === null ? result.reason : String(result.status)
+  const spool = held ? await spoolEvent(ctx, event, held) : { status: 'not_spooled' as const }
+  if (spool.status === 'spooled' || spool.status === 'settled') {
+    log(ctx, {
+      ...fields,
+      decision: spool.status === 'spooled' ? 'spooled' : 'duplicate',
+      decidedBy: 'redis',
+      status: 200,
+      origin,
+    })
+    return ctx.replies.ok()
+  }
+  if (held && spool.status !== 'not_ours' && ctx.claims) {
+    await releaseQuietly(ctx.claims, held.rkey, held.token, event.payloadHash)
+  }
   log(ctx, {
     ...fields,
     decision: 'retry',
     decidedBy: 'gateway',
     status: 503,
-    origin: result.status === null ? result.reason : String(result.status),
+    origin,
+    reason: 'reason' in spool ? spool.reason : fields.reason,
   })
   return ctx.replies.retryLater()
+}
+
+type SpoolAttempt =
+  | { status: 'spooled' }
+  /** The claim moved on meanwhile to done / spooled by another attempt: the event is safe. */
+  | { status: 'settled' }
+  /** Another attempt holds the claim now: leave it alone, ask the vendor to retry. */
+  | { status: 'not_ours'; reason: string }
+  | { status: 'not_spooled'; reason?: string }
+
+async function spoolEvent(
+  ctx: DeliveryContext,
+  event: InboundEvent,
+  held: HeldClaim,
+): Promise<SpoolAttempt> {
+  const { spool } = ctx.settings
+  if (!spool.channels.has(event.channel)) return { status: 'not_spooled', reason: 'not_spooled' }
+  const store = spoolStoreFor(ctx.settings)
+  if (!store) return { status: 'not_spooled', reason: 'redis_not_configured' }
+  const entry = encodeEntry(formatDeliveryKey(held.key), event)
+  const bytes = entryBytes(entry)
+  if (bytes > spool.maxEntryBytes) {
+    logProblem('error', 'spool_entry_too_large', {
+      channel: event.channel,
+      deliveryKey: event.deliveryKey,
+      bytes,
+      limit: spool.maxEntryBytes,
+    })
+    return { status: 'not_spooled', reason: 'spool_entry_too_large' }
+  }
+  try {
+    const write = await store.spool(
+      event.channel,
+      held.rkey,
+      inflightValue(held.token, event.payloadHash),
+      settledValue('spooled', event.payloadHash),
+      ctx.settings.dedupTtlSeconds,
+      entry,
+      spool.maxEntries,
+    )
+    if (write.status === 'spooled') return write
+    if (write.status === 'full') {
+      logProblem('error', 'spool_full', {
+        channel: event.channel,
+        deliveryKey: event.deliveryKey,
+        limit: spool.maxEntries,
+      })
+      return { status: 'not_spooled', reason: 'spool_full' }
+    }
+    return decodeValue(write.value).status === 'settled'
+      ? { status: 'settled' }
+      : { status: 'not_ours', reason: 'inflight' }
+  } catch (err) {
+    // Unknown whether the script ran: if it did, the claim says `spooled` and the entry is
+    // there (the release below then finds no claim of ours and does nothing).
+    logProblem('error', 'spool_unavailable', {
+      channel: event.channel,
+      deliveryKey: event.deliveryKey,
+      error: describeError(err),
+    })
+    return { status: 'not_spooled', reason: 'spool_unavailable' }
+  }
 }
 
 /**

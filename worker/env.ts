@@ -22,4 +22,10 @@ export interface Env {
   INFLIGHT_WAIT_MS?: string
   MAX_BODY_BYTES?: string
   REDIS_KEY_PREFIX?: string
+  // The spool (worker/spool/config.ts).
+  SPOOL_CHANNELS?: string
+  SPOOL_MAX_ENTRIES?: string
+  SPOOL_MAX_ENTRY_BYTES?: string
+  SPOOL_DRAIN_MAX_PER_RUN?: string
+  SPOOL_DRAIN_BUDGET_MS?: string
 }

@@ -28,12 +28,23 @@ const PERMANENT_STATUSES = new Set([400, 413, 422])
 /** The origin's answers are small JSON objects; never read more than this of one. */
 const MAX_ANSWER_BYTES = 16 * 1024
 
-export async function forwardEvent(
+export function forwardEvent(
   origin: OriginConfig,
   event: InboundEvent,
   timeoutMs: number,
 ): Promise<ForwardResult> {
-  const body = JSON.stringify(event)
+  return forwardBody(origin, JSON.stringify(event), timeoutMs)
+}
+
+/**
+ * Forwards an already serialized event (the spool keeps the exact body), signed now: the origin
+ * refuses signatures older than five minutes, so a body is re-signed on every attempt.
+ */
+export async function forwardBody(
+  origin: OriginConfig,
+  body: string,
+  timeoutMs: number,
+): Promise<ForwardResult> {
   const secret = origin.secrets[0] as string
   let response: Response
   try {

@@ -6,6 +6,8 @@
  */
 import type { Settings } from './config'
 import { claimStoreFor } from './gateway'
+import { spoolStoreFor } from './spool/index'
+import type { SpoolDepth } from './spool/store'
 
 export interface Health {
   status: 'ok' | 'degraded'
@@ -13,6 +15,8 @@ export interface Health {
   origin: boolean
   redis: 'ok' | 'unavailable' | 'not_configured'
   redisMs?: number
+  /** Events waiting in the spool for the origin, and dead ones; absent when Redis is not there. */
+  spool?: SpoolDepth
 }
 
 export async function health(settings: Settings): Promise<Health> {
@@ -32,6 +36,12 @@ export async function health(settings: Settings): Promise<Health> {
     )
     redisMs = Date.now() - started
   }
+  const spool =
+    redis === 'ok'
+      ? await spoolStoreFor(settings)
+          ?.depth()
+          .catch(() => undefined)
+      : undefined
   const allConfigured = Object.values(channels).every(Boolean) && settings.origin !== null
   return {
     status: redis === 'ok' && allConfigured ? 'ok' : 'degraded',
@@ -39,5 +49,6 @@ export async function health(settings: Settings): Promise<Health> {
     origin: settings.origin !== null,
     redis,
     ...(redisMs === undefined ? {} : { redisMs }),
+    ...(spool === undefined ? {} : { spool }),
   }
 }

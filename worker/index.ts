@@ -12,6 +12,7 @@ import { GatewayError } from './errors'
 import { health } from './health'
 import { describeError, logProblem } from './log'
 import { webhooks } from './routes'
+import { runSpoolDrain } from './spool/index'
 
 const app = new Hono<{ Bindings: Env }>()
 
@@ -35,14 +36,16 @@ app.onError((err, c) => {
 })
 
 /**
- * Cron trigger (wrangler.toml, every minute). Issue 5 drains the spool of events the origin could
- * not take from here; until then there is nothing to drain.
+ * Cron trigger (wrangler.toml, every minute; locally GET /cdn-cgi/handler/scheduled): drains the
+ * spool of events the origin could not take (worker/spool/drain.ts), one bounded run.
  */
 async function scheduled(
   _controller: ScheduledController,
-  _env: Env,
+  env: Env,
   _ctx: ExecutionContext,
-): Promise<void> {}
+): Promise<void> {
+  await runSpoolDrain(env)
+}
 
 export default {
   fetch: app.fetch,

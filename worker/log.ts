@@ -18,6 +18,8 @@ export type Decision =
   | 'challenge'
   /** The vendor was asked to retry (origin failed, or another attempt still in flight). */
   | 'retry'
+  /** The origin failed; the event was kept in the spool for the cron drain, the vendor told ok. */
+  | 'spooled'
   /** The origin refused the event as invalid: acknowledged so the vendor stops, logged loudly. */
   | 'rejected'
 
@@ -39,7 +41,11 @@ export interface DecisionLog {
 
 export function logDecision(entry: DecisionLog): void {
   const level =
-    entry.decision === 'rejected' ? 'error' : entry.decision === 'retry' ? 'warn' : 'info'
+    entry.decision === 'rejected'
+      ? 'error'
+      : entry.decision === 'retry' || entry.decision === 'spooled'
+        ? 'warn'
+        : 'info'
   console.log(JSON.stringify({ level, msg: 'decision', ...entry }))
 }
 

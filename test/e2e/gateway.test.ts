@@ -65,6 +65,9 @@ beforeAll(async () => {
       UPSTASH_REDIS_REST_URL: redisLayer.url,
       UPSTASH_REDIS_REST_TOKEN: UPSTASH_TOKEN,
       REDIS_KEY_PREFIX: KEY_PREFIX,
+      // These cases are the gateway without the spool (origin down = vendor told to retry);
+      // test/spool/ runs the same stack with it.
+      SPOOL_CHANNELS: 'none',
     },
   })
   sql = new pg.Pool({ connectionString: db.url, max: 2 })

@@ -87,7 +87,8 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
   })
 
   it('origin failing: claim released, vendor told to retry; the retry after recovery forwards', async () => {
-    const h = harness()
+    // The path without the spool (test/workers/spool.test.ts has the spooled one).
+    const h = harness({ SPOOL_CHANNELS: 'none' })
     const { make, deliveryKey } = delivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })
     const failed = await h.deliver(await make())
@@ -149,7 +150,7 @@ describe('in flight', () => {
   })
 
   it('a replay takes over when the first attempt fails and releases, and forwards itself', async () => {
-    const h = harness({ INFLIGHT_WAIT_MS: '1500' })
+    const h = harness({ INFLIGHT_WAIT_MS: '1500', SPOOL_CHANNELS: 'none' })
     const { make, deliveryKey } = CHANNELS[1]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'fail', status: 500, delayMs: 400 })
     const first = h.deliver(await make())
@@ -163,7 +164,7 @@ describe('in flight', () => {
   })
 
   it('an origin slower than its timeout: released within Slack budget, retryable answer', async () => {
-    const h = harness({ ORIGIN_TIMEOUT_MS: '500' })
+    const h = harness({ ORIGIN_TIMEOUT_MS: '500', SPOOL_CHANNELS: 'none' })
     const { make, deliveryKey } = CHANNELS[0]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'delay', ms: 2_000 })
     const response = await h.deliver(await make())
@@ -182,7 +183,7 @@ describe('origin refuses the event itself', () => {
   })
 
   it('treats a 401 from the origin (our secret is wrong) as retryable, not as a bad event', async () => {
-    const h = harness({ ORIGIN_SHARED_SECRET: 'not-the-origins-secret' })
+    const h = harness({ ORIGIN_SHARED_SECRET: 'not-the-origins-secret', SPOOL_CHANNELS: 'none' })
     const { make, deliveryKey } = CHANNELS[2]?.delivery() ?? ({} as never)
     expect((await h.deliver(await make())).status).toBe(503)
     expect(await h.redisGet(deliveryKey)).toBeNull()

@@ -30,6 +30,7 @@ describe('routes', () => {
       origin: true,
       redis: 'ok',
       redisMs: expect.any(Number),
+      spool: expect.objectContaining({ total: expect.any(Number) }),
     })
     expect(JSON.stringify(body)).not.toContain(TEST_SECRETS.slack)
   })

@@ -14,7 +14,7 @@
  * nothing listening.
  * @module
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Miniflare } from 'miniflare'
@@ -466,6 +466,12 @@ export async function startWorkerDev(options: WorkerOptions): Promise<WorkerDevH
 export interface WorkerMiniflareOptions extends WorkerOptions {
   /** Where the bundle goes. @default a fresh temporary directory, removed on stop */
   outDir?: string
+  /**
+   * Source of an ES module served instead of the bundle, which it imports as `./index.js`
+   * unchanged: tests wrap the Worker to call a handler Miniflare cannot trigger as they need
+   * (`email()` with a message of their own). @default the bundle itself
+   */
+  entrySource?: string
 }
 
 export interface WorkerMiniflareHandle extends WorkerHandle {
@@ -488,10 +494,15 @@ export async function startWorkerMiniflare(
       buildWorker(outDir),
       import('miniflare'),
     ])
+    const entryPath = join(outDir, 'entry.js')
+    if (options.entrySource !== undefined) writeFileSync(entryPath, options.entrySource)
+    const { onLine } = options
     const miniflare = new Miniflare({
       name: config.name,
-      scriptPath,
+      scriptPath: options.entrySource === undefined ? scriptPath : entryPath,
       modules: true,
+      // The bundle is an ES module; by default Miniflare reads an imported .js as CommonJS.
+      modulesRules: [{ type: 'ESModule', include: ['**/*.js'] }],
       modulesRoot: outDir,
       compatibilityDate: config.compatibilityDate,
       compatibilityFlags: config.compatibilityFlags,
@@ -500,6 +511,15 @@ export async function startWorkerMiniflare(
       host: '127.0.0.1',
       cf: false,
       unsafeTriggerHandlers: true,
+      // The Worker's log lines go to `onLine` when given (else Miniflare prints them). The
+      // handler must return nothing: Miniflare checks, and fails the request otherwise.
+      ...(onLine
+        ? {
+            handleStructuredLogs: ({ message }: { message: string }) => {
+              onLine(message)
+            },
+          }
+        : {}),
     })
     let url: URL
     try {

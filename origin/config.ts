@@ -55,16 +55,8 @@ const DEFAULTS = {
 /** @throws {ConfigError} listing every problem found, not just the first. */
 export function loadConfig(env: OriginEnv = process.env): OriginConfig {
   const problems: string[] = []
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name]?.trim()
-    if (!raw) return fallback
-    const value = Number(raw)
-    if (!Number.isInteger(value) || value < min || value > max) {
-      problems.push(`${name} must be an integer from ${min} to ${max} (default ${fallback})`)
-      return fallback
-    }
-    return value
-  }
+  const int = (name: string, fallback: number, min: number, max: number): number =>
+    intSetting(env, problems, name, fallback, min, max)
 
   const databaseUrl = env.DATABASE_URL?.trim() ?? ''
   if (!databaseUrl) {
@@ -108,7 +100,26 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
   return config
 }
 
-function isPostgresUrl(value: string): boolean {
+/** Reads an integer setting within bounds; records a problem (name, range, default) if it is not. */
+export function intSetting(
+  env: OriginEnv,
+  problems: string[],
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const raw = env[name]?.trim()
+  if (!raw) return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    problems.push(`${name} must be an integer from ${min} to ${max} (default ${fallback})`)
+    return fallback
+  }
+  return value
+}
+
+export function isPostgresUrl(value: string): boolean {
   try {
     return ['postgres:', 'postgresql:'].includes(new URL(value).protocol)
   } catch {

@@ -16,8 +16,19 @@
  * It runs in the caller's process, so a long query also stalls whatever else that process serves.
  * @module
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
 import { type PgliteWireServer, servePgliteWire } from './pglite-wire'
 
@@ -35,6 +46,12 @@ export interface EmbeddedPostgresOptions {
    * is disconnected and rolled back, so one stuck client cannot stall everyone. @default 30000
    */
   holdTimeoutMs?: number
+  /**
+   * A new directory starts as a copy of a freshly initialised one, kept in the system's temp
+   * directory per PGlite version: initdb in WebAssembly costs ~6 s of CPU, a copy a fraction of a
+   * second (tests make many databases on two cores). @default true
+   */
+  fromTemplate?: boolean
 }
 
 export interface EmbeddedPostgres {
@@ -77,6 +94,39 @@ function lockDataDir(dataDir: string): () => void {
   return () => rmSync(lockFile, { force: true })
 }
 
+/**
+ * The path of an initialised, cleanly closed PGlite data directory for this PGlite version, made
+ * on first use. Concurrent makers each build their own and the first rename wins.
+ */
+export async function preparePgliteTemplate(): Promise<string> {
+  // Its package.json is not in its exports map: read the file.
+  const manifest = join(
+    fileURLToPath(import.meta.url),
+    '..',
+    '..',
+    'node_modules',
+    '@electric-sql',
+    'pglite',
+    'package.json',
+  )
+  const { version } = JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }
+  const template = join(tmpdir(), `inbound-dedup-pglite-template-${version}`)
+  if (existsSync(join(template, 'PG_VERSION'))) return template
+  const building = mkdtempSync(join(tmpdir(), 'inbound-dedup-pglite-building-'))
+  const db = await PGlite.create({ dataDir: building })
+  await db.close()
+  try {
+    renameSync(building, template)
+  } catch {
+    // Someone else finished first (or the directory is in the way): use theirs.
+    rmSync(building, { recursive: true, force: true })
+    if (!existsSync(join(template, 'PG_VERSION'))) {
+      throw new Error(`could not prepare the PGlite template in ${template}`)
+    }
+  }
+  return template
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
@@ -100,7 +150,11 @@ export async function startEmbeddedPostgres(
   let db: PGlite | undefined
   let server: PgliteWireServer | undefined
   try {
-    db = await PGlite.create({ dataDir: join(options.dataDir, 'pgdata') })
+    const pgdata = join(options.dataDir, 'pgdata')
+    if (!existsSync(pgdata) && options.fromTemplate !== false) {
+      cpSync(await preparePgliteTemplate(), pgdata, { recursive: true })
+    }
+    db = await PGlite.create({ dataDir: pgdata })
     server = await servePgliteWire({
       db,
       port: options.port ?? 0,

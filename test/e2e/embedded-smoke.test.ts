@@ -51,7 +51,7 @@ beforeAll(async () => {
   })
   configureNeonForLocalProxy(database.neonWsProxy)
   pool = new Pool({ connectionString: database.databaseUrl, max: 2 })
-})
+}, 240_000)
 
 afterAll(async () => {
   await pool?.end()
@@ -176,7 +176,7 @@ describe('embedded mode: PGlite + embedded store + origin process', () => {
           TELEGRAM_BOT_ID,
         },
       })
-    })
+    }, 120_000)
     afterAll(async () => {
       await worker?.stop()
     })

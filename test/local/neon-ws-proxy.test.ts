@@ -87,7 +87,7 @@ describe.each([
     const url = new URL(target.url)
     proxy = await startNeonWsProxy({ target: { host: url.hostname, port: Number(url.port) } })
     configureNeonForLocalProxy(proxy.wsProxy)
-  })
+  }, 240_000)
 
   afterAll(async () => {
     await proxy?.close()

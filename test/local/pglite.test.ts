@@ -13,14 +13,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrate } from '../../local/migrate'
 import { configureNeonForLocalProxy } from '../../local/neon-local'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
-import { startEmbeddedPostgres } from '../../local/pglite'
+import { preparePgliteTemplate, startEmbeddedPostgres } from '../../local/pglite'
 import { startDatabaseLayer } from '../../local/stack'
 
 let dir: string
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'inbound-dedup-pglite-'))
-})
+  // initdb in WebAssembly: seconds when idle, most of a minute on two busy cores. Once per machine.
+  await preparePgliteTemplate()
+}, 240_000)
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {

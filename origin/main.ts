@@ -6,17 +6,39 @@
  */
 import { ConfigError, loadConfig } from './config'
 import { describeError } from './errors'
+import { loadGmailConfig, startGmailPolling } from './gmail'
 import { formatListeningLine } from './listening-line'
 import { createLogger } from './log'
+import { createMetrics } from './metrics'
+import { loadRelayConfig, startOutboxRelay } from './outbox'
 import { startOrigin } from './server'
 
 /** Upper bound on the whole shutdown, in case something in it hangs. */
 const SHUTDOWN_TIMEOUT_MS = 15_000
 
+/** The origin's, the Gmail poller's and the outbox relay's settings, every problem listed at once. */
+function loadSettings(env: NodeJS.ProcessEnv) {
+  const problems: string[] = []
+  const read = <T>(load: () => T): T | undefined => {
+    try {
+      return load()
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err
+      problems.push(...err.problems)
+      return undefined
+    }
+  }
+  const config = read(() => loadConfig(env))
+  const gmail = read(() => loadGmailConfig(env))
+  const relay = read(() => loadRelayConfig(env))
+  if (!config || gmail === undefined || relay === undefined) throw new ConfigError(problems)
+  return { config, gmail, relay }
+}
+
 async function main(): Promise<void> {
-  let config: ReturnType<typeof loadConfig>
+  let settings: ReturnType<typeof loadSettings>
   try {
-    config = loadConfig(process.env)
+    settings = loadSettings(process.env)
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     process.stderr.write(
@@ -24,8 +46,30 @@ async function main(): Promise<void> {
     )
     process.exit(2)
   }
+  const { config, gmail: gmailConfig, relay: relayConfig } = settings
   const logger = createLogger({ level: config.logLevel })
-  const origin = await startOrigin(config, { logger })
+  const metrics = createMetrics()
+  const origin = await startOrigin(config, { logger, metrics })
+  // Off unless GMAIL_* are set; a failing poll is logged and retried, it never stops the origin.
+  const gmail = gmailConfig
+    ? startGmailPolling({
+        gmail: gmailConfig,
+        origin: config,
+        env: process.env,
+        logger,
+        registry: metrics.registry,
+      })
+    : null
+  // Off unless DOWNSTREAM_URL is set: then outbox rows stay unprocessed for another consumer.
+  const relay = relayConfig
+    ? startOutboxRelay({
+        relay: relayConfig,
+        origin: config,
+        logger,
+        registry: metrics.registry,
+      })
+    : null
+  if (!relay) logger.info('outbox relay off: DOWNSTREAM_URL is not set')
   process.stdout.write(`${formatListeningLine(origin.url)}\n`)
 
   const shutdown = (signal: NodeJS.Signals) => {
@@ -34,7 +78,7 @@ async function main(): Promise<void> {
       logger.error('origin did not stop in time', { timeoutMs: SHUTDOWN_TIMEOUT_MS })
       process.exit(1)
     }, SHUTDOWN_TIMEOUT_MS).unref()
-    origin.close().then(
+    Promise.all([gmail?.stop(), relay?.stop(), origin.close()]).then(
       () => {
         logger.info('origin stopped', { signal })
         process.exit(0)

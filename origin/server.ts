@@ -10,13 +10,15 @@ import { createOriginApp } from './app'
 import type { OriginConfig } from './config'
 import { createDatabase } from './db'
 import { createLogger, type Logger } from './log'
-import { createMetrics } from './metrics'
+import { createMetrics, type OriginMetrics } from './metrics'
 
 export interface StartOriginOptions {
   /** @default a JSON logger at `config.logLevel` */
   logger?: Logger
   /** How long close() lets requests in flight finish before cutting connections. @default 10000 */
   drainTimeoutMs?: number
+  /** Served on /metrics; pass one to add counters of your own (the Gmail poller's). @default fresh */
+  metrics?: OriginMetrics
 }
 
 export interface RunningOrigin {
@@ -51,7 +53,7 @@ export async function startOrigin(
     secrets: config.sharedSecrets,
     maxEventBytes: config.maxEventBytes,
     logger,
-    metrics: createMetrics(),
+    metrics: options.metrics ?? createMetrics(),
   })
 
   const server = serve({

@@ -1,0 +1,88 @@
+/**
+ * Wiring for `origin/main.ts` (and tests that start the poller like a pod does): from the
+ * origin's configuration and environment to a running Gmail poller with its own small database
+ * pool and, when UPSTASH_REDIS_REST_* are set, the worker's Redis claim store.
+ * @module
+ */
+import type { Registry } from 'prom-client'
+import { ClaimStore } from '../../worker/dedup/claims'
+import { upstashPort } from '../../worker/dedup/redis'
+import type { OriginConfig, OriginEnv } from '../config'
+import { createDatabase } from '../db'
+import type { Logger } from '../log'
+import type { GmailConfig } from './config'
+import { loadGmailRedisSettings } from './config'
+import { createGmailPoller, type GmailPoller, type PollerLimits } from './poller'
+
+export { type GmailConfig, loadGmailConfig } from './config'
+export { createGmailPoller, type GmailPoller, type PollResult } from './poller'
+
+/** The poller runs one poll at a time: a couple of connections are plenty. */
+const POLLER_POOL_MAX = 2
+
+export interface StartGmailOptions {
+  gmail: GmailConfig
+  origin: OriginConfig
+  /** Read for the Redis settings the worker shares (UPSTASH_*, REDIS_KEY_PREFIX, ...). */
+  env: OriginEnv
+  logger: Logger
+  registry?: Registry
+  owner?: string
+  limits?: Partial<PollerLimits>
+  /** Start the interval loop. @default true */
+  autoStart?: boolean
+}
+
+export interface RunningGmailPoller {
+  poller: GmailPoller
+  /** Stops polling, then closes the poller's database pool. Idempotent. */
+  stop(): Promise<void>
+}
+
+export function startGmailPolling(options: StartGmailOptions): RunningGmailPoller {
+  const { origin, logger } = options
+  const redis = loadGmailRedisSettings(options.env)
+  for (const warning of redis.warnings) logger.warn('gmail config', { warning })
+  const db = createDatabase({
+    databaseUrl: origin.databaseUrl,
+    neonWsProxy: origin.neonWsProxy,
+    poolMax: POLLER_POOL_MAX,
+    connectTimeoutMs: origin.dbConnectTimeoutMs,
+    queryTimeoutMs: origin.dbQueryTimeoutMs,
+    logger,
+  })
+  const claims = redis.redis
+    ? new ClaimStore(
+        upstashPort(redis.redis, redis.redisTimeoutMs),
+        { claimLeaseMs: redis.claimLeaseMs, dedupTtlSeconds: redis.dedupTtlSeconds },
+        `${redis.redisKeyPrefix}dedup:stats`,
+      )
+    : null
+  const poller = createGmailPoller({
+    config: options.gmail,
+    db,
+    claims,
+    redisKeyPrefix: redis.redisKeyPrefix,
+    logger,
+    registry: options.registry,
+    owner: options.owner,
+    limits: options.limits,
+  })
+  if (options.autoStart ?? true) poller.start()
+  logger.info('gmail poller started', {
+    mailbox: options.gmail.mailbox,
+    intervalMs: options.gmail.pollIntervalMs,
+    redis: claims ? 'ok' : 'not_configured',
+  })
+  let stopping: Promise<void> | undefined
+  return {
+    poller,
+    stop() {
+      stopping ??= (async () => {
+        await poller.stop()
+        await db.close()
+      })()
+      return stopping
+    },
+  }
+}

@@ -11,6 +11,7 @@ import {
   type DatabaseLayer,
   ensureDatabase,
   startDatabaseLayer,
+  startLocalStack,
   startOrigin,
   startRedisLayer,
   startWorkerDev,
@@ -205,5 +206,30 @@ describe('the Worker', () => {
       await worker.stop()
     }
     expect(await listening(worker.port)).toBe(false)
+  })
+})
+
+describe('startLocalStack', () => {
+  it('wires database, Redis and origin together, and stops all of it', async () => {
+    const name = `inbound_dedup_t_stack_${runId()}`
+    const stack = await startLocalStack({
+      databaseUrl: databaseUrl(name),
+      redisUrl: REDIS_URL,
+      upstashToken: SECRET,
+      originSharedSecret: SECRET,
+      worker: 'none',
+    })
+    try {
+      expect((await fetch(`${stack.origin.url}/healthz`)).status).toBe(200)
+      expect(stack.workerVars).toMatchObject({
+        ORIGIN_URL: stack.origin.url,
+        UPSTASH_REDIS_REST_URL: stack.redis.url,
+      })
+    } finally {
+      await stack.stop()
+      await dropDatabase(name)
+    }
+    expect(await listening(stack.origin.port)).toBe(false)
+    expect(await listening(stack.redis.port)).toBe(false)
   })
 })

@@ -11,6 +11,24 @@ export type SkipReason = (typeof SKIP_REASONS)[number]
 export const POLL_RESULTS = ['completed', 'partial', 'busy', 'failed'] as const
 export type PollStatus = (typeof POLL_RESULTS)[number]
 
+/** Why a poll failed (the `reason` of inbound_gmail_poll_errors_total and of the log line). */
+export const POLL_ERRORS = [
+  /** 429 / 5xx / network until the retries ran out. */
+  'gmail_unavailable',
+  'gmail_unauthorized',
+  /** Another 4xx, or an answer that is not the documented shape. */
+  'gmail_error',
+  /** The token endpoint refused the refresh token (invalid_grant: revoked or expired). */
+  'oauth_failed',
+  'oauth_unavailable',
+  'database_unavailable',
+  /** Another pod took the mailbox over (our lease ran out); nothing was stored. */
+  'lease_lost',
+  'stopped',
+  'internal_error',
+] as const
+export type PollError = (typeof POLL_ERRORS)[number]
+
 export interface GmailMetrics {
   /** messages.get answers with a message in them. */
   fetched: Counter<string>
@@ -60,6 +78,7 @@ export function createGmailMetrics(registry: Registry = new Registry()): GmailMe
   metrics.fetched.inc(0)
   for (const reason of SKIP_REASONS) metrics.skipped.labels(reason).inc(0)
   for (const result of POLL_RESULTS) metrics.polls.labels(result).inc(0)
+  for (const reason of POLL_ERRORS) metrics.pollErrors.labels(reason).inc(0)
   return metrics
 }
 

@@ -24,7 +24,7 @@ import { GmailApi, HistoryExpiredError } from './api'
 import type { GmailConfig } from './config'
 import { DEFAULT_RETRY, GmailHttpError, type RetryPolicy, StoppedError, sleep } from './http'
 import { hasSkippedLabel, ingestGmailMessage, type MessageDeps } from './ingest-message'
-import { createGmailMetrics, type GmailMetrics, type PollStatus } from './metrics'
+import { createGmailMetrics, type GmailMetrics, type PollError, type PollStatus } from './metrics'
 import { AccessTokens } from './oauth'
 import { type Lease, SyncState } from './sync-state'
 
@@ -241,7 +241,11 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
       }
       metrics.polls.labels(status).inc()
       const result = { status, mode, ...counts, heldFrom, heldUntil: Date.now() }
-      logger.info('gmail poll', { mailbox: config.mailbox, ...result, ms: Date.now() - started })
+      // A poll that found nothing is the common case: only worth a line when debugging.
+      const idle = mode === 'history' && counts.ingested + counts.skipped === 0
+      const line = { mailbox: config.mailbox, ...result, ms: Date.now() - started }
+      if (idle) logger.debug('gmail poll', line)
+      else logger.info('gmail poll', line)
       return result
     } catch (err) {
       // Give the lease back so the next poll (any pod) need not wait for it to run out.
@@ -296,7 +300,7 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
 }
 
 /** A stable snake_case code for the log and the error metric. */
-function errorCode(err: unknown): string {
+function errorCode(err: unknown): PollError {
   if (err instanceof StoppedError) return 'stopped'
   if (err instanceof LeaseLostError) return 'lease_lost'
   if (err instanceof GmailHttpError) {

@@ -1,0 +1,193 @@
+/**
+ * The Cloudflare path: the Worker's `email()` handler in workerd (the deployable bundle under
+ * Miniflare), with the real origin, Postgres and Redis. Assertions are on message rows, Redis
+ * keys and what the handler told the sending server (accept, temporary error, reject).
+ */
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { REDIS_URL, runId } from '../support/services'
+import { rawEmail, uniqueMessageId } from './support/emails'
+import { type EmailTestbed, startEmailTestbed } from './support/testbed'
+import type { EmailWorker } from './support/worker'
+
+let bed: EmailTestbed
+let worker: EmailWorker
+let redis: Redis
+/** Answers every event with 400 invalid_event: a permanent refusal. */
+let refusingOrigin: Server
+let refusingUrl: string
+
+beforeAll(async () => {
+  bed = await startEmailTestbed()
+  worker = await bed.startWorker()
+  redis = new Redis(REDIS_URL)
+  refusingOrigin = createServer((_req, res) => {
+    res.writeHead(400, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ error: { code: 'invalid_event', message: 'invalid event' } }))
+  })
+  await new Promise<void>((resolve) => refusingOrigin.listen(0, '127.0.0.1', resolve))
+  refusingUrl = `http://127.0.0.1:${(refusingOrigin.address() as AddressInfo).port}`
+}, 180_000)
+
+afterAll(async () => {
+  redis?.disconnect()
+  if (refusingOrigin) await new Promise((resolve) => refusingOrigin.close(resolve))
+  await bed?.close()
+})
+
+/** A fresh inbox per test, so row counts are the test's own. */
+const inbox = () => `support-${runId()}@inbound.example`
+
+const rowsFor = async (mailbox: string) =>
+  (await bed.messageRows()).filter((r) => r.channel_message_id.startsWith(`${mailbox}:`))
+
+const claimValue = (mailbox: string, id: string) =>
+  redis.get(`${bed.prefix}dedup:email:${mailbox}:${id}`)
+
+describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
+  it('stores an email once, however often it is delivered', async () => {
+    const to = inbox()
+    const id = uniqueMessageId()
+    const raw = rawEmail({ to, messageId: id })
+    for (let i = 0; i < 5; i++) {
+      const answer = await worker.deliverViaHandler(raw, { to })
+      expect(answer).toEqual({ status: 200, text: 'Worker successfully processed email' })
+    }
+    const rows = await rowsFor(to)
+    expect(rows).toHaveLength(1)
+    expect(rows[0]).toMatchObject({
+      channel_message_id: `${to}:${id}`,
+      first_delivery_key: `dedup:email:${to}:${id}`,
+    })
+    expect(await claimValue(to, id)).toMatch(/^done\|[0-9a-f]{16}$/)
+  })
+
+  it('five concurrent deliveries of one email: one row (the others wait or retry later)', async () => {
+    const to = inbox()
+    const raw = rawEmail({ to })
+    // An attempt that finds another in flight past its wait throws; its sender retries.
+    const sent = await Promise.all(Array.from({ length: 5 }, () => worker.send(raw, { to })))
+    expect(sent.map((s) => s.final)).toEqual(Array(5).fill('accepted'))
+    expect(await rowsFor(to)).toHaveLength(1)
+  })
+
+  it('ten emails from one sender in the same second, different Message-IDs: ten rows', async () => {
+    const to = inbox()
+    const sameSecond = { to, date: 'Tue, 27 Aug 2024 08:49:44 -0700', text: 'same text' }
+    const sent = await Promise.all(
+      Array.from({ length: 10 }, () => worker.send(rawEmail(sameSecond), { to }, 'handler')),
+    )
+    expect(sent.map((s) => s.final)).toEqual(Array(10).fill('accepted'))
+    expect(await rowsFor(to)).toHaveLength(10)
+  })
+})
+
+describe('keys', () => {
+  it('no Message-ID, delivered twice: one row under the content hash', async () => {
+    const to = inbox()
+    const raw = rawEmail({ to, messageId: null, text: `no id ${runId()}` })
+    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    const rows = await rowsFor(to)
+    expect(rows).toHaveLength(1)
+    expect(rows[0]?.channel_message_id).toMatch(/:content-sha256:[0-9a-f]{32}$/)
+  })
+
+  it('the same Message-ID to two inboxes (Cc): one row per inbox, each its own tenant', async () => {
+    const [a, b] = [inbox(), inbox()]
+    const raw = rawEmail({ to: `${a}, ${b}` })
+    for (const to of [a, b, a, b])
+      expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    const { rows } = await bed.db.sql.query(
+      `SELECT c.tenant, m.conversation_id::text
+         FROM messages m JOIN conversations v ON v.id = m.conversation_id
+         JOIN customers c ON c.id = v.customer_id
+        WHERE c.tenant = ANY($1) ORDER BY c.tenant`,
+      [[a, b]],
+    )
+    expect(rows.map((r) => r.tenant)).toEqual([a, b].sort())
+    expect(rows[0]?.conversation_id).not.toBe(rows[1]?.conversation_id)
+  })
+
+  it('a reply joins the conversation of the message it answers', async () => {
+    const to = inbox()
+    const original = uniqueMessageId('customer.example')
+    const unrelated = uniqueMessageId('customer.example')
+    await worker.deliver(rawEmail({ to, messageId: original, subject: 'Help' }), { to })
+    await worker.deliver(rawEmail({ to, messageId: unrelated, subject: 'Other' }), { to })
+    await worker.deliver(
+      rawEmail({
+        to,
+        subject: 'Re: Help',
+        inReplyTo: original,
+        references: [uniqueMessageId('elsewhere.example'), original],
+      }),
+      { to },
+    )
+    const rows = await rowsFor(to)
+    expect(rows).toHaveLength(3)
+    expect(rows[2]?.conversation_id).toBe(rows[0]?.conversation_id)
+    expect(rows[1]?.conversation_id).not.toBe(rows[0]?.conversation_id)
+  })
+})
+
+describe('what the sending server is told', () => {
+  it('origin down: the handler throws (temporary SMTP error) and releases its claim', async () => {
+    const to = inbox()
+    const id = uniqueMessageId()
+    const raw = rawEmail({ to, messageId: id })
+    const down = { ORIGIN_URL: 'http://127.0.0.1:9', ORIGIN_TIMEOUT_MS: '500' }
+
+    const answer = await worker.deliver(raw, { to }, { env: down })
+
+    expect(answer.outcome).toBe('threw')
+    expect(await claimValue(to, id)).toBeNull()
+    expect(await rowsFor(to)).toHaveLength(0)
+    // The sender's retry, once the origin is back, is taken.
+    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    expect(await rowsFor(to)).toHaveLength(1)
+  })
+
+  it('the origin refuses the event for good (4xx): setReject, claim released', async () => {
+    const to = inbox()
+    const id = uniqueMessageId()
+    const answer = await worker.deliver(
+      rawEmail({ to, messageId: id }),
+      { to },
+      {
+        env: { ORIGIN_URL: refusingUrl },
+      },
+    )
+    expect(answer).toEqual({
+      outcome: 'rejected',
+      reason: 'Message refused by the receiving system',
+    })
+    expect(await claimValue(to, id)).toBeNull()
+  })
+
+  it.each([
+    ['over 25 MiB (as the runtime measured it)', rawEmail(), 25 * 1024 * 1024 + 1, /too large/],
+    ['without a From address', rawEmail().replace(/^From: .*\r\n/m, ''), undefined, /no From/],
+    ['not an email at all', '\u0000\u0001\u0002', undefined, /no From/],
+  ])('%s: setReject, nothing claimed or stored', async (_, raw, rawSize, reason) => {
+    const to = inbox()
+    const answer = await worker.deliver(raw, { to }, { rawSize })
+    expect(answer.outcome).toBe('rejected')
+    expect(answer.outcome === 'rejected' && answer.reason).toMatch(reason)
+    expect(await rowsFor(to)).toHaveLength(0)
+    expect(await redis.keys(`${bed.prefix}dedup:email:${to}:*`)).toEqual([])
+  })
+
+  it('logs decisions with keys, never the body', async () => {
+    const to = inbox()
+    const secretText = `private body ${runId()}`
+    await worker.deliver(rawEmail({ to, text: secretText }), { to })
+    const logs = worker.logs()
+    expect(
+      logs.some((l) => l.includes('"channel":"email"') && l.includes(`dedup:email:${to}:`)),
+    ).toBe(true)
+    expect(logs.some((l) => l.includes(secretText))).toBe(false)
+  })
+})

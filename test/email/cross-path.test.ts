@@ -1,0 +1,138 @@
+/**
+ * One email, two ways in: the Cloudflare Email Worker (workerd, the deployable bundle) and the
+ * Gmail poller (in the origin's process, against the fake Gmail), on one Postgres and one Redis.
+ * Whatever the order, and when both run at once, the email is one message row; a reply that comes
+ * the other way joins its conversation.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { GmailPoller } from '../../origin/gmail'
+import { counterValue } from '../../origin/gmail/metrics'
+import { type FakeGmail, startFakeGmail } from '../support/fake-gmail'
+import { runId } from '../support/services'
+import {
+  CLOUDFLARE_TRACE_HEADERS,
+  GMAIL_TRACE_HEADERS,
+  rawEmail,
+  uniqueMessageId,
+} from './support/emails'
+import { type EmailTestbed, startEmailTestbed } from './support/testbed'
+import type { EmailWorker } from './support/worker'
+
+let bed: EmailTestbed
+let worker: EmailWorker
+let gmail: FakeGmail
+let poller: GmailPoller
+let mailbox: string
+
+beforeAll(async () => {
+  bed = await startEmailTestbed()
+  worker = await bed.startWorker()
+}, 180_000)
+
+afterAll(async () => {
+  await bed?.close()
+})
+
+/** Each test: its own mailbox (one key scope), fake Gmail and poller, past its first full sync. */
+async function freshMailbox(): Promise<void> {
+  mailbox = `support-${runId()}@inbound.example`
+  gmail = await startFakeGmail({ mailbox })
+  poller = bed.poller(gmail).poller
+  expect(await poller.pollOnce()).toMatchObject({ status: 'completed', mode: 'full_sync' })
+}
+afterEach(async () => {
+  await gmail?.close()
+})
+
+const rows = async () =>
+  (await bed.messageRows()).filter((r) => r.channel_message_id.startsWith(`${mailbox}:`))
+
+/** The copies each path sees: the same message, with the trace headers its relay added. */
+function copies(fixture: Parameters<typeof rawEmail>[0] = {}) {
+  const common = { to: mailbox, messageId: uniqueMessageId(), ...fixture }
+  return {
+    viaCloudflare: rawEmail({ ...common, traceHeaders: CLOUDFLARE_TRACE_HEADERS }),
+    viaGmail: rawEmail({ ...common, traceHeaders: GMAIL_TRACE_HEADERS }),
+  }
+}
+
+describe('the same email both ways', () => {
+  it('Cloudflare first, then Gmail: one row; Gmail stops at the Redis claim', async () => {
+    await freshMailbox()
+    const email = copies()
+    expect(await worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
+      outcome: 'accepted',
+    })
+    gmail.deliver(email.viaGmail)
+    expect(await poller.pollOnce()).toMatchObject({ status: 'completed', ingested: 1 })
+
+    const stored = await rows()
+    expect(stored).toHaveLength(1)
+    expect(stored[0]?.first_delivery_key).toMatch(/^dedup:email:/)
+    const redisDuplicates = { outcome: 'duplicate', decided_by: 'redis' }
+    expect(await counterValue(poller.metrics.ingested, redisDuplicates)).toBe(1)
+  })
+
+  it('Gmail first, then Cloudflare: one row; the handler accepts without a second', async () => {
+    await freshMailbox()
+    const email = copies()
+    gmail.deliver(email.viaGmail)
+    await poller.pollOnce()
+    expect(await worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
+      outcome: 'accepted',
+    })
+    const stored = await rows()
+    expect(stored).toHaveLength(1)
+    expect(stored[0]?.first_delivery_key).toMatch(/^gmail:/)
+    const decision = worker
+      .logs()
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find(
+        (l) => l.msg === 'decision' && String(l.deliveryKey).startsWith(`dedup:email:${mailbox}:`),
+      )
+    expect(decision).toMatchObject({ decision: 'duplicate', decidedBy: 'redis' })
+  })
+
+  it('both at once, ten emails: ten rows', async () => {
+    await freshMailbox()
+    const emails = Array.from({ length: 10 }, (_, i) => copies({ subject: `concurrent ${i}` }))
+    for (const email of emails) gmail.deliver(email.viaGmail)
+    // A handler that meets the poller's claim in flight past its wait throws; its sender retries.
+    const [sent] = await Promise.all([
+      Promise.all(emails.map((e) => worker.send(e.viaCloudflare, { to: mailbox }))),
+      poller.pollOnce(),
+    ])
+    expect(sent.map((s) => s.final)).toEqual(Array(10).fill('accepted'))
+    expect(await rows()).toHaveLength(10)
+  })
+
+  it('no Message-ID, both ways (other trace headers): one row', async () => {
+    await freshMailbox()
+    const email = copies({ messageId: null, text: `no id ${runId()}` })
+    gmail.deliver(email.viaGmail)
+    const [sent] = await Promise.all([
+      worker.send(email.viaCloudflare, { to: mailbox }),
+      poller.pollOnce(),
+    ])
+    expect(sent.final).toBe('accepted')
+    expect(await worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
+      outcome: 'accepted',
+    })
+    const stored = await rows()
+    expect(stored).toHaveLength(1)
+    expect(stored[0]?.channel_message_id).toMatch(/:content-sha256:/)
+  })
+
+  it('a reply that comes the other way joins the conversation', async () => {
+    await freshMailbox()
+    const original = uniqueMessageId('customer.example')
+    await worker.deliver(copies({ messageId: original, subject: 'Help' }).viaCloudflare, {
+      to: mailbox,
+    })
+    gmail.deliver(copies({ subject: 'Re: Help', inReplyTo: original }).viaGmail)
+    await poller.pollOnce()
+    const stored = await rows()
+    expect(stored).toHaveLength(2)
+    expect(stored[1]?.conversation_id).toBe(stored[0]?.conversation_id)
+  })
+})

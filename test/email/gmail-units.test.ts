@@ -1,0 +1,158 @@
+/**
+ * The Gmail poller's parts on their own: configuration, backoff, the OAuth token cache (against
+ * the fake Google token endpoint, with an injected clock), and label filtering.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ConfigError } from '../../origin/config'
+import { GMAIL_DEFAULTS, loadGmailConfig, loadGmailRedisSettings } from '../../origin/gmail/config'
+import { backoffDelay, GmailHttpError, type HttpOptions } from '../../origin/gmail/http'
+import { hasSkippedLabel } from '../../origin/gmail/ingest-message'
+import { AccessTokens } from '../../origin/gmail/oauth'
+import { type FakeGmail, startFakeGmail } from '../support/fake-gmail'
+
+const REQUIRED = {
+  GMAIL_CLIENT_ID: 'client',
+  GMAIL_CLIENT_SECRET: 'secret',
+  GMAIL_REFRESH_TOKEN: 'refresh',
+  GMAIL_MAILBOX: ' Support@Inbound.Example ',
+}
+
+describe('configuration', () => {
+  it('is off when no GMAIL_* variable is set', () => {
+    expect(loadGmailConfig({})).toBeNull()
+  })
+
+  it('has Google’s endpoints and a 30 s interval by default; the mailbox is lowercased', () => {
+    expect(loadGmailConfig(REQUIRED)).toEqual({
+      clientId: 'client',
+      clientSecret: 'secret',
+      refreshToken: 'refresh',
+      mailbox: 'support@inbound.example',
+      pollIntervalMs: 30_000,
+      tokenUrl: GMAIL_DEFAULTS.tokenUrl,
+      apiBaseUrl: GMAIL_DEFAULTS.apiBaseUrl,
+    })
+  })
+
+  it('lists every problem of a half or wrong configuration, naming variables, not values', () => {
+    let error: unknown
+    try {
+      loadGmailConfig({
+        GMAIL_CLIENT_ID: 'client',
+        GMAIL_MAILBOX: 'not-an-address',
+        GMAIL_POLL_INTERVAL_MS: 'soon',
+        GMAIL_API_BASE_URL: 'ftp://example',
+      })
+    } catch (err) {
+      error = err
+    }
+    expect(error).toBeInstanceOf(ConfigError)
+    const problems = (error as ConfigError).problems.join('\n')
+    expect(problems).toMatch(/GMAIL_CLIENT_SECRET, GMAIL_REFRESH_TOKEN/)
+    expect(problems).toMatch(/GMAIL_MAILBOX must be/)
+    expect(problems).toMatch(/GMAIL_POLL_INTERVAL_MS/)
+    expect(problems).toMatch(/GMAIL_API_BASE_URL/)
+    expect(problems).not.toMatch(/ftp:/)
+  })
+
+  it('reads the Redis variables exactly as the worker does (same prefix, same defaults)', () => {
+    expect(loadGmailRedisSettings({})).toMatchObject({ redis: null, redisKeyPrefix: '' })
+    expect(
+      loadGmailRedisSettings({
+        UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:8079/',
+        UPSTASH_REDIS_REST_TOKEN: 't',
+        REDIS_KEY_PREFIX: 'p:',
+      }),
+    ).toMatchObject({ redis: { url: 'http://127.0.0.1:8079', token: 't' }, redisKeyPrefix: 'p:' })
+  })
+})
+
+describe('backoff', () => {
+  const policy = { attempts: 6, baseDelayMs: 500, maxDelayMs: 4_000 }
+
+  it('doubles its bound per attempt up to the cap, with full jitter below it', () => {
+    expect([0, 1, 2, 3, 4].map((n) => backoffDelay(policy, n, () => 0.999_999))).toEqual([
+      499, 999, 1999, 3999, 3999,
+    ])
+    expect(backoffDelay(policy, 3, () => 0)).toBe(0)
+    for (let n = 0; n < 10; n++) {
+      const delay = backoffDelay(policy, n)
+      expect(delay).toBeGreaterThanOrEqual(0)
+      expect(delay).toBeLessThan(Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** n))
+    }
+  })
+})
+
+describe('labels', () => {
+  it.each([
+    [['INBOX', 'UNREAD'], false],
+    [['INBOX', 'SENT'], true],
+    [['DRAFT'], true],
+    [['SPAM'], true],
+    [['TRASH', 'INBOX'], true],
+    [null, false],
+  ])('%j skipped: %s', (labels, skipped) => {
+    expect(hasSkippedLabel(labels)).toBe(skipped)
+  })
+})
+
+describe('OAuth access tokens', () => {
+  let google: FakeGmail
+  const http: HttpOptions = {
+    timeoutMs: 5_000,
+    retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+  }
+
+  beforeAll(async () => {
+    google = await startFakeGmail({
+      mailbox: 'support@inbound.example',
+      tokenLifetimeSeconds: 3600,
+    })
+  })
+  afterAll(async () => {
+    await google?.close()
+  })
+
+  const client = () => ({
+    tokenUrl: `${google.url}/token`,
+    clientId: google.clientId,
+    clientSecret: google.clientSecret,
+    refreshToken: google.refreshToken,
+  })
+
+  it('is cached until a minute before it expires, then refreshed', async () => {
+    let now = 1_000_000
+    const tokens = new AccessTokens(client(), http, () => now)
+    const first = await tokens.get()
+    now += 3_539_000
+    expect(await tokens.get()).toBe(first)
+    now += 2_000
+    const second = await tokens.get()
+    expect(second).not.toBe(first)
+    expect(tokens.refreshes).toBe(2)
+  })
+
+  it('is refreshed once for concurrent callers, and again after a 401 invalidates it', async () => {
+    const tokens = new AccessTokens(client(), http)
+    const all = await Promise.all([tokens.get(), tokens.get(), tokens.get()])
+    expect(new Set(all).size).toBe(1)
+    expect(tokens.refreshes).toBe(1)
+    tokens.invalidate('some older token')
+    expect(await tokens.get()).toBe(all[0])
+    tokens.invalidate(all[0] as string)
+    expect(await tokens.get()).not.toBe(all[0])
+    expect(tokens.refreshes).toBe(2)
+  })
+
+  it('retries a token endpoint that is briefly down; an invalid grant fails at once', async () => {
+    google.fail('token', { status: 503 }, 2)
+    expect(await new AccessTokens(client(), http).get()).toMatch(/^ya29\./)
+    const before = google.requests('token').length
+    const revoked = new AccessTokens({ ...client(), refreshToken: 'revoked' }, http)
+    const error = await revoked.get().catch((err: unknown) => err)
+    expect(error).toBeInstanceOf(GmailHttpError)
+    expect(error).toMatchObject({ status: 400, reason: 'invalid_grant', endpoint: 'token' })
+    expect(String((error as Error).message)).not.toContain(google.clientSecret)
+    expect(google.requests('token').length - before).toBe(1)
+  })
+})

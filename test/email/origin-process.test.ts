@@ -1,0 +1,63 @@
+/**
+ * `origin/main.ts` as a process (a pod): with GMAIL_* set it polls the (fake) Gmail on its own,
+ * shows the poller's counters on /metrics, and stops cleanly; half a Gmail configuration stops it
+ * at start-up with the missing variables named.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { startFakeGmail } from '../support/fake-gmail'
+import { spawnOriginProcess } from '../support/origin'
+import { runId } from '../support/services'
+import { rawEmail } from './support/emails'
+import { type EmailTestbed, startEmailTestbed } from './support/testbed'
+
+let bed: EmailTestbed
+
+beforeAll(async () => {
+  bed = await startEmailTestbed()
+})
+afterAll(async () => {
+  await bed?.close()
+})
+
+it('polls Gmail when GMAIL_* are set, and exposes its metrics', async () => {
+  const mailbox = `support-${runId()}@inbound.example`
+  const gmail = await startFakeGmail({ mailbox })
+  const origin = await spawnOriginProcess(bed.originEnv(gmail, { pollIntervalMs: 100 }))
+  try {
+    gmail.deliver(rawEmail({ to: mailbox }))
+    const stored = async () =>
+      (await bed.messageRows()).filter((r) => r.channel_message_id.startsWith(`${mailbox}:`))
+    const metrics = async () => (await fetch(`${origin.url}/metrics`)).text()
+    // The row is committed before its poll ends and is counted: wait for both.
+    const completedPoll = /inbound_gmail_polls_total\{result="completed"\} [1-9]/
+    const until = Date.now() + 20_000
+    while (Date.now() < until) {
+      if ((await stored()).length > 0 && completedPoll.test(await metrics())) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(await stored()).toHaveLength(1)
+    const text = await metrics()
+    expect(text).toMatch(completedPoll)
+    expect(text).toMatch(
+      /inbound_gmail_messages_ingested_total\{outcome="created",decided_by="postgres"\} 1/,
+    )
+  } finally {
+    expect(await origin.stop()).toEqual({ code: 0, signal: null })
+    await gmail.close()
+  }
+})
+
+it('refuses to start with half a Gmail configuration, naming what is missing', async () => {
+  const env = {
+    DATABASE_URL: bed.db.databaseUrl,
+    NEON_WS_PROXY: bed.db.wsProxy,
+    ORIGIN_SHARED_SECRET: bed.db.secret,
+    GMAIL_CLIENT_ID: 'client-only',
+  }
+  const error = await spawnOriginProcess(env, { startTimeoutMs: 20_000 }).then(
+    () => null,
+    (err: Error) => err,
+  )
+  expect(error?.message).toMatch(/"code":2/)
+  expect(error?.message).toMatch(/GMAIL_CLIENT_SECRET, GMAIL_REFRESH_TOKEN, GMAIL_MAILBOX/)
+})

@@ -1,0 +1,224 @@
+/**
+ * contract/email.ts, the one parser both email paths use: keys, normalisation, the fallback hash,
+ * references, bounds and the permanent errors. Pure logic (postal-mime and Web Crypto only).
+ */
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import {
+  EmailParseError,
+  htmlToText,
+  MAX_EMAIL_BYTES,
+  messageIdsIn,
+  normalizeMessageId,
+  parseEmail,
+  UNKNOWN_DATE,
+} from '../../contract/email'
+import { finalizeEvent, LIMITS, parseInboundEvent } from '../../contract/event'
+import { CLOUDFLARE_TRACE_HEADERS, GMAIL_TRACE_HEADERS, rawEmail } from './support/emails'
+
+const mailbox = 'support@inbound.example'
+
+async function parse(raw: string, box = mailbox) {
+  return parseEmail(raw, { mailbox: box })
+}
+
+async function parseError(raw: string | Uint8Array, box = mailbox): Promise<EmailParseError> {
+  const error = await parseEmail(raw, { mailbox: box }).then(
+    () => null,
+    (err: unknown) => err,
+  )
+  if (!(error instanceof EmailParseError)) throw new Error(`expected EmailParseError, got ${error}`)
+  return error
+}
+
+describe('Message-ID normalisation', () => {
+  it.each([
+    ['<abc@Example.COM>', 'abc@example.com'],
+    ['  <abc@example.com>  ', 'abc@example.com'],
+    ['abc@EXAMPLE.com', 'abc@example.com'],
+    ['<CaseKept.XyZ@Mail.Example>', 'CaseKept.XyZ@mail.example'],
+    ['<a@b> (a comment)', 'a@b'],
+    ['<left@with@two.AT>', 'left@with@two.at'],
+    ['<no-at-sign>', 'no-at-sign'],
+    ['<a\u0000b@c>', 'ab@c'],
+    ['<>', null],
+    ['   ', null],
+  ])('%j → %j', (input, expected) => {
+    expect(normalizeMessageId(input)).toBe(expected)
+  })
+
+  it('reads every id of a References header, bracketed or bare', () => {
+    expect(messageIdsIn('<a@X.com>\r\n <b@y.com>  <c@Z>')).toEqual(['a@x.com', 'b@y.com', 'c@z'])
+    expect(messageIdsIn('a@x.com b@Y.com')).toEqual(['a@x.com', 'b@y.com'])
+    expect(messageIdsIn(undefined)).toEqual([])
+  })
+})
+
+describe('parseEmail: keys and fields', () => {
+  it('keys a message by the receiving mailbox and the normalised Message-ID', async () => {
+    const { key, draft } = await parse(
+      rawEmail({ messageId: 'Order.42@Shop.EXAMPLE', from: '"Ada" <Ada@Customer.Example>' }),
+      'Support@Inbound.Example',
+    )
+    expect(key).toEqual({
+      namespace: 'email',
+      scope: 'support@inbound.example',
+      id: 'Order.42@shop.example',
+      fallback: false,
+    })
+    expect(draft).toMatchObject({
+      kind: 'message',
+      channel: 'email',
+      tenant: 'support@inbound.example',
+      deliveryKey: 'dedup:email:support@inbound.example:Order.42@shop.example',
+      messageKey: 'support@inbound.example:Order.42@shop.example',
+      sender: { externalId: 'ada@customer.example', displayName: 'Ada' },
+      subject: 'Order 1234 has not arrived',
+      occurredAt: '2024-08-27T15:49:44.000Z',
+      body: 'Hello, my order has not arrived yet.\nCan you help?',
+    })
+  })
+
+  it('gives the same email the same key and payload hash whatever relay carried it', async () => {
+    const common = { messageId: 'same@relay.example' }
+    const viaGmail = await parse(rawEmail({ ...common, traceHeaders: GMAIL_TRACE_HEADERS }))
+    const viaCloudflare = await parse(
+      rawEmail({ ...common, traceHeaders: CLOUDFLARE_TRACE_HEADERS }),
+    )
+    expect(viaGmail.draft.messageKey).toBe(viaCloudflare.draft.messageKey)
+    expect((await finalizeEvent(viaGmail.draft)).payloadHash).toBe(
+      (await finalizeEvent(viaCloudflare.draft)).payloadHash,
+    )
+  })
+
+  it('uses the same Message-ID in two inboxes as two keys (one per inbox: the Cc choice)', async () => {
+    const raw = rawEmail({ messageId: 'cc@customer.example', to: 'a@inbound.example' })
+    const first = await parse(raw, 'a@inbound.example')
+    const second = await parse(raw, 'b@inbound.example')
+    expect(first.draft.messageKey).toBe('a@inbound.example:cc@customer.example')
+    expect(second.draft.messageKey).toBe('b@inbound.example:cc@customer.example')
+    expect(first.draft.tenant).not.toBe(second.draft.tenant)
+  })
+
+  it('turns HTML-only mail into text', async () => {
+    const { draft } = await parse(
+      rawEmail({
+        html: '<html><head><style>p{}</style></head><body><p>Hi &amp; hello</p><p>Line&nbsp;2<br>3 &#x263A;</p><script>x()</script></body></html>',
+      }),
+    )
+    expect(draft.body).toBe('Hi & hello\nLine 2\n3 \u263a')
+    expect(htmlToText('<div>a</div><!-- c --><div>b</div>')).toBe('a\nb')
+  })
+
+  it('falls back to the epoch (never the receive time) without a valid Date', async () => {
+    expect((await parse(rawEmail({ date: null }))).draft.occurredAt).toBe(UNKNOWN_DATE)
+    expect((await parse(rawEmail({ date: 'not a date' }))).draft.occurredAt).toBe(UNKNOWN_DATE)
+  })
+
+  it('lists references nearest first, scoped like message keys, without itself or repeats', async () => {
+    const { draft } = await parse(
+      rawEmail({
+        messageId: 'reply-2@customer.example',
+        inReplyTo: 'Parent@Support.Example',
+        references: ['root@customer.example', 'parent@support.example', 'reply-2@customer.example'],
+      }),
+    )
+    expect(draft.references).toEqual([
+      `${mailbox}:Parent@support.example`,
+      `${mailbox}:parent@support.example`,
+      `${mailbox}:root@customer.example`,
+    ])
+  })
+
+  it('bounds body, subject, references and id length to the contract', async () => {
+    const ids = Array.from({ length: 300 }, (_, i) => `ref-${i}@customer.example`)
+    const longId = `${'x'.repeat(400)}@customer.example`
+    const { draft, key } = await parse(
+      rawEmail({
+        messageId: longId,
+        subject: 's'.repeat(5000),
+        text: `${'\u{1F600}'.repeat(LIMITS.body)}`,
+        references: ids,
+      }),
+    )
+    expect(key.id).toMatch(/^msgid-sha256:[0-9a-f]{32}$/)
+    expect(draft.body.length).toBeLessThanOrEqual(LIMITS.body)
+    // A cut never leaves half a surrogate pair.
+    expect(draft.body.at(-1)).toBe('\ude00')
+    expect(draft.subject?.length).toBe(LIMITS.subject)
+    expect(draft.references).toHaveLength(LIMITS.references)
+    expect(draft.references?.[0]).toBe(`${mailbox}:ref-299@customer.example`)
+    expect(parseInboundEvent(await finalizeEvent(draft)).ok).toBe(true)
+    // The reply to that long id finds it under the same hashed key.
+    const reply = await parse(rawEmail({ inReplyTo: longId }))
+    expect(reply.draft.references).toEqual([draft.messageKey])
+  })
+
+  it('drops characters Postgres text cannot hold', async () => {
+    const { draft } = await parse(rawEmail({ text: 'nul\u0000here', subject: 'a\u0001b' }))
+    expect(draft.body).toBe('nulhere')
+    expect(draft.subject).toBe('ab')
+  })
+})
+
+describe('parseEmail: no Message-ID', () => {
+  const noId = { messageId: null }
+
+  it('keys by a content hash that a redelivered copy (other trace headers) matches', async () => {
+    const first = await parse(rawEmail({ ...noId, traceHeaders: CLOUDFLARE_TRACE_HEADERS }))
+    const again = await parse(rawEmail({ ...noId, traceHeaders: GMAIL_TRACE_HEADERS }))
+    expect(first.key.fallback).toBe(true)
+    expect(first.key.id).toMatch(/^content-sha256:[0-9a-f]{32}$/)
+    expect(again.draft.messageKey).toBe(first.draft.messageKey)
+  })
+
+  it.each([
+    ['the sender', { from: 'other@customer.example' }],
+    ['the recipients', { to: 'support@inbound.example, cc@inbound.example' }],
+    [
+      'the date (10 emails in one second still differ by text)',
+      { date: 'Tue, 27 Aug 2024 08:49:45 -0700' },
+    ],
+    ['the subject', { subject: 'Another subject' }],
+    ['the body', { text: 'Different text' }],
+  ])('changes with %s', async (_, change) => {
+    const base = await parse(rawEmail(noId))
+    const changed = await parse(rawEmail({ ...noId, ...change }))
+    expect(changed.draft.messageKey).not.toBe(base.draft.messageKey)
+  })
+
+  it('is the same for any header case and line-end style (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), fc.boolean(), async (upper, lf) => {
+        let raw = rawEmail(noId)
+        if (upper) raw = raw.replace(/^(From|To|Subject|Date):/gm, (h) => h.toUpperCase())
+        if (lf) raw = raw.replace(/\r\n/g, '\n')
+        const base = await parse(rawEmail(noId))
+        expect((await parse(raw)).draft.messageKey).toBe(base.draft.messageKey)
+      }),
+      { numRuns: 8 },
+    )
+  })
+})
+
+describe('parseEmail: permanent errors', () => {
+  it('refuses more than 25 MiB before parsing', async () => {
+    const error = await parseError(new Uint8Array(MAX_EMAIL_BYTES + 1))
+    expect(error.code).toBe('too_large')
+  })
+
+  it('refuses an email without a From address', async () => {
+    const raw = rawEmail().replace(/^From: .*\r\n/m, '')
+    expect((await parseError(raw)).code).toBe('no_sender')
+    expect((await parseError('\u0000\u0001 not an email at all')).code).toBe('no_sender')
+  })
+
+  it('refuses a header block postal-mime will not parse', async () => {
+    const huge = `X-Filler: ${'a'.repeat(3 * 1024 * 1024)}\r\n${rawEmail()}`
+    expect((await parseError(huge)).code).toBe('unparseable')
+  })
+
+  it('refuses a receiving mailbox that is not an address', async () => {
+    expect((await parseError(rawEmail(), 'not an address')).code).toBe('bad_mailbox')
+  })
+})

@@ -1,0 +1,63 @@
+/**
+ * Raw RFC 822 test emails. Each fixture gets a unique Message-ID unless told otherwise
+ * (`messageId: null` leaves the header out, as some real senders do).
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+
+export interface EmailFixture {
+  from?: string
+  to?: string
+  subject?: string
+  /** Without angle brackets; null = no Message-ID header. */
+  messageId?: string | null
+  date?: string | null
+  text?: string
+  html?: string
+  inReplyTo?: string
+  references?: string[]
+  /** Extra header lines placed on top, like relays add them (Received, ARC, ...). */
+  traceHeaders?: string[]
+}
+
+export function uniqueMessageId(domain = 'mail.example.com'): string {
+  return `${randomBytes(8).toString('hex')}.${Date.now()}@${domain}`
+}
+
+/** A raw message with CRLF line ends, as it travels over SMTP. */
+export function rawEmail(fixture: EmailFixture = {}): string {
+  const messageId = fixture.messageId === undefined ? uniqueMessageId() : fixture.messageId
+  const headers = [
+    ...(fixture.traceHeaders ?? []),
+    `From: ${fixture.from ?? '"Ada Customer" <ada@customer.example>'}`,
+    `To: ${fixture.to ?? 'support@inbound.example'}`,
+    `Subject: ${fixture.subject ?? 'Order 1234 has not arrived'}`,
+    ...(fixture.date === null
+      ? []
+      : [`Date: ${fixture.date ?? 'Tue, 27 Aug 2024 08:49:44 -0700'}`]),
+    ...(messageId === null ? [] : [`Message-ID: <${messageId}>`]),
+    ...(fixture.inReplyTo ? [`In-Reply-To: <${fixture.inReplyTo}>`] : []),
+    ...(fixture.references
+      ? [`References: ${fixture.references.map((r) => `<${r}>`).join(' ')}`]
+      : []),
+    'MIME-Version: 1.0',
+  ]
+  if (fixture.html !== undefined) {
+    headers.push('Content-Type: text/html; charset="utf-8"')
+    return `${headers.join('\r\n')}\r\n\r\n${fixture.html}\r\n`
+  }
+  headers.push('Content-Type: text/plain; charset="utf-8"')
+  const text = fixture.text ?? 'Hello, my order has not arrived yet.\r\nCan you help?'
+  return `${headers.join('\r\n')}\r\n\r\n${text}\r\n`
+}
+
+/** Trace headers a different relay would add (Gmail's copy carries others than Cloudflare's). */
+export const GMAIL_TRACE_HEADERS = [
+  'Delivered-To: support@inbound.example',
+  'Received: by 2002:a05:6a10:1234 with SMTP id abc123; Tue, 27 Aug 2024 08:49:50 -0700 (PDT)',
+  'X-Google-Smtp-Source: AGHT+IEexample',
+  'ARC-Seal: i=1; a=rsa-sha256; t=1724773790; cv=none; d=google.com; s=arc-20160816; b=abc',
+]
+export const CLOUDFLARE_TRACE_HEADERS = [
+  'Received: from smtp.customer.example (127.0.0.1) by cloudflare-email.com (unknown) id 4fwwffRXOpyR for <support@inbound.example>; Tue, 27 Aug 2024 15:49:48 +0000',
+]

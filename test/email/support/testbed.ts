@@ -1,0 +1,133 @@
+/**
+ * One email test file's stack on the real services: a fresh migrated database behind the Neon
+ * proxy with an origin on port 0 (test/support/origin.ts), the Upstash stand-in on the real Redis
+ * with a key prefix of its own, the Worker in workerd wired to both, and Gmail pollers started
+ * the way `origin/main.ts` starts them (`startGmailPolling` from an environment), against a fake
+ * Gmail. Everything is removed on close.
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { type RunningUpstashRest, realRedis, startUpstashRest } from '../../../local/upstash-rest'
+import { loadConfig } from '../../../origin/config'
+import {
+  type GmailConfig,
+  loadGmailConfig,
+  type RunningGmailPoller,
+  startGmailPolling,
+} from '../../../origin/gmail'
+import type { PollerLimits } from '../../../origin/gmail/poller'
+import { silentLogger } from '../../../origin/log'
+import type { FakeGmail } from '../../support/fake-gmail'
+import { type OriginTestbed, startOriginTestbed } from '../../support/origin'
+import { deleteRedisPrefix, REDIS_URL, runId } from '../../support/services'
+import { type EmailWorker, startEmailWorker } from './worker'
+
+/** Fast retries: the tests check that backoff happens, not how long it takes. */
+export const TEST_LIMITS: Partial<PollerLimits> = {
+  retry: { attempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
+  httpTimeoutMs: 5_000,
+}
+
+export interface PollerOptions {
+  /** Leave Redis out: the poller goes straight to Postgres. */
+  withoutRedis?: boolean
+  owner?: string
+  limits?: Partial<PollerLimits>
+  pollIntervalMs?: number
+}
+
+export interface EmailTestbed {
+  db: OriginTestbed
+  redis: RunningUpstashRest
+  redisToken: string
+  /** This file's Redis key prefix (REDIS_KEY_PREFIX for the worker and the pollers). */
+  prefix: string
+  /** The origin's environment as a pod would have it, for a given fake Gmail. */
+  originEnv(gmail: FakeGmail, options?: PollerOptions): Record<string, string>
+  /** The Worker in workerd, wired to this origin and Redis prefix (stopped on close). */
+  startWorker(): Promise<EmailWorker>
+  /** A poller like `origin/main.ts` starts, not polling on its own unless `start()` is called. */
+  poller(gmail: FakeGmail, options?: PollerOptions): RunningGmailPoller
+  /** Email message rows, by message key when given. */
+  messageRows(messageKey?: string): Promise<
+    Array<{
+      id: string
+      conversation_id: string
+      channel_message_id: string
+      first_delivery_key: string
+    }>
+  >
+  close(): Promise<void>
+}
+
+export async function startEmailTestbed(): Promise<EmailTestbed> {
+  const db = await startOriginTestbed()
+  const redisToken = `email-${randomBytes(6).toString('hex')}`
+  const redis = await startUpstashRest({ backend: realRedis(REDIS_URL), token: redisToken })
+  const prefix = `test:email:${runId()}:`
+  const pollers: RunningGmailPoller[] = []
+  const workers: EmailWorker[] = []
+
+  const originEnv = (gmail: FakeGmail, options: PollerOptions = {}) => ({
+    DATABASE_URL: db.databaseUrl,
+    NEON_WS_PROXY: db.wsProxy,
+    ORIGIN_SHARED_SECRET: db.secret,
+    ...gmail.env,
+    GMAIL_POLL_INTERVAL_MS: String(options.pollIntervalMs ?? 30_000),
+    REDIS_KEY_PREFIX: prefix,
+    ...(options.withoutRedis
+      ? {}
+      : { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: redisToken }),
+  })
+
+  return {
+    db,
+    redis,
+    redisToken,
+    prefix,
+    originEnv,
+    async startWorker() {
+      const worker = await startEmailWorker({
+        ORIGIN_URL: db.origin.url,
+        ORIGIN_SHARED_SECRET: db.secret,
+        UPSTASH_REDIS_REST_URL: redis.url,
+        UPSTASH_REDIS_REST_TOKEN: redisToken,
+        REDIS_KEY_PREFIX: prefix,
+        // Generous: other test files load the same two cores; no test here measures speed.
+        ORIGIN_TIMEOUT_MS: '8000',
+        CLAIM_LEASE_MS: '10000',
+      })
+      workers.push(worker)
+      return worker
+    },
+    poller(gmail, options = {}) {
+      const env = originEnv(gmail, options)
+      const running = startGmailPolling({
+        gmail: loadGmailConfig(env) as GmailConfig,
+        origin: loadConfig(env),
+        env,
+        logger: silentLogger,
+        owner: options.owner,
+        limits: { ...TEST_LIMITS, ...options.limits },
+        autoStart: false,
+      })
+      pollers.push(running)
+      return running
+    },
+    async messageRows(messageKey) {
+      const { rows } = await db.sql.query(
+        `SELECT id::text, conversation_id::text, channel_message_id, first_delivery_key
+           FROM messages WHERE channel = 'email' ${messageKey ? 'AND channel_message_id = $1' : ''}
+          ORDER BY id`,
+        messageKey ? [messageKey] : [],
+      )
+      return rows
+    },
+    async close() {
+      await Promise.all([...pollers.map((p) => p.stop()), ...workers.map((w) => w.close())])
+      await redis.close()
+      await db.close()
+      await deleteRedisPrefix(prefix)
+    },
+  }
+}

@@ -15,25 +15,27 @@ import type { EmailWorker } from './support/worker'
 let bed: EmailTestbed
 let worker: EmailWorker
 let redis: Redis
-/** Answers every event with 400 invalid_event: a permanent refusal. */
-let refusingOrigin: Server
-let refusingUrl: string
+/** An origin that answers every event with the status named first in its path (`/400/...`). */
+let statusOrigin: Server
+let statusOriginUrl: string
 
 beforeAll(async () => {
   bed = await startEmailTestbed()
   worker = await bed.startWorker()
   redis = new Redis(REDIS_URL)
-  refusingOrigin = createServer((_req, res) => {
-    res.writeHead(400, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ error: { code: 'invalid_event', message: 'invalid event' } }))
+  statusOrigin = createServer((req, res) => {
+    const status = Number(/^\/(\d{3})\//.exec(req.url ?? '')?.[1] ?? 500)
+    const code = status === 400 ? 'invalid_event' : 'database_unavailable'
+    res.writeHead(status, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ error: { code, message: code } }))
   })
-  await new Promise<void>((resolve) => refusingOrigin.listen(0, '127.0.0.1', resolve))
-  refusingUrl = `http://127.0.0.1:${(refusingOrigin.address() as AddressInfo).port}`
+  await new Promise<void>((resolve) => statusOrigin.listen(0, '127.0.0.1', resolve))
+  statusOriginUrl = `http://127.0.0.1:${(statusOrigin.address() as AddressInfo).port}`
 }, 180_000)
 
 afterAll(async () => {
   redis?.disconnect()
-  if (refusingOrigin) await new Promise((resolve) => refusingOrigin.close(resolve))
+  if (statusOrigin) await new Promise((resolve) => statusOrigin.close(resolve))
   await bed?.close()
 })
 
@@ -134,21 +136,31 @@ describe('keys', () => {
 })
 
 describe('what the sending server is told', () => {
-  it('origin down: the handler throws (temporary SMTP error) and releases its claim', async () => {
-    const to = inbox()
-    const id = uniqueMessageId()
-    const raw = rawEmail({ to, messageId: id })
-    const down = { ORIGIN_URL: 'http://127.0.0.1:9', ORIGIN_TIMEOUT_MS: '500' }
+  it.each([
+    ['down', 'http://127.0.0.1:9'],
+    ['answering 503', '/503'],
+  ])(
+    'origin %s: the handler throws (temporary SMTP error) and releases its claim',
+    async (_, origin) => {
+      const to = inbox()
+      const id = uniqueMessageId()
+      const raw = rawEmail({ to, messageId: id })
+      const ORIGIN_URL = origin.startsWith('/') ? `${statusOriginUrl}${origin}` : origin
 
-    const answer = await worker.deliver(raw, { to }, { env: down })
+      const answer = await worker.deliver(
+        raw,
+        { to },
+        { env: { ORIGIN_URL, ORIGIN_TIMEOUT_MS: '500' } },
+      )
 
-    expect(answer.outcome).toBe('threw')
-    expect(await claimValue(to, id)).toBeNull()
-    expect(await rowsFor(to)).toHaveLength(0)
-    // The sender's retry, once the origin is back, is taken.
-    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
-    expect(await rowsFor(to)).toHaveLength(1)
-  })
+      expect(answer.outcome).toBe('threw')
+      expect(await claimValue(to, id)).toBeNull()
+      expect(await rowsFor(to)).toHaveLength(0)
+      // The sender's retry, once the origin is back, is taken.
+      expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+      expect(await rowsFor(to)).toHaveLength(1)
+    },
+  )
 
   it('the origin refuses the event for good (4xx): setReject, claim released', async () => {
     const to = inbox()
@@ -157,7 +169,7 @@ describe('what the sending server is told', () => {
       rawEmail({ to, messageId: id }),
       { to },
       {
-        env: { ORIGIN_URL: refusingUrl },
+        env: { ORIGIN_URL: `${statusOriginUrl}/400` },
       },
     )
     expect(answer).toEqual({

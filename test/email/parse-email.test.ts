@@ -175,10 +175,7 @@ describe('parseEmail: no Message-ID', () => {
   it.each([
     ['the sender', { from: 'other@customer.example' }],
     ['the recipients', { to: 'support@inbound.example, cc@inbound.example' }],
-    [
-      'the date (10 emails in one second still differ by text)',
-      { date: 'Tue, 27 Aug 2024 08:49:45 -0700' },
-    ],
+    ['the date', { date: 'Tue, 27 Aug 2024 08:49:45 -0700' }],
     ['the subject', { subject: 'Another subject' }],
     ['the body', { text: 'Different text' }],
   ])('changes with %s', async (_, change) => {

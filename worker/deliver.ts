@@ -255,7 +255,11 @@ async function onOriginFailure(
     return ctx.replies.ok()
   }
   if (held && spool.status !== 'not_ours' && ctx.claims) {
-    await releaseQuietly(ctx.claims, held.rkey, held.token, event.payloadHash)
+    const release = releaseQuietly(ctx.claims, held.rkey, held.token, event.payloadHash)
+    // Before the answer when the vendor's deadline allows (its immediate retry can then claim at
+    // once), else after it: a retry meanwhile finds the key in flight and waits for it to go.
+    if (ctx.deadline - Date.now() >= ctx.settings.redisTimeoutMs) await release
+    else ctx.waitUntil(release)
   }
   log(ctx, {
     ...fields,

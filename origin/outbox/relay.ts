@@ -51,9 +51,9 @@ export async function relayPass(deps: RelayDeps): Promise<PassResult> {
   const { db, config } = deps
   const result: PassResult = { relayed: 0, failed: 0, retried: 0, resolved: 0, dead: 0 }
   const fresh = await claimNewRows(db, config.batchSize, leaseMs(config))
-  await Promise.all(fresh.map((row) => relayNewRow(deps, row, result)))
+  await settleAll(fresh.map((row) => relayNewRow(deps, row, result)))
   const due = await claimDueFailures(db, config.batchSize, leaseMs(config))
-  await Promise.all(
+  await settleAll(
     due.map(async (claimed) => {
       result.retried++
       const outcome = await replayClaimed(
@@ -99,6 +99,16 @@ export async function relayPass(deps: RelayDeps): Promise<PassResult> {
     }),
   )
   return result
+}
+
+/**
+ * Waits for every hand-off of a batch (none is left running behind the pass, so `stop()` never
+ * closes the pool under one), then throws the first failure, if any (Postgres unavailable).
+ */
+async function settleAll(work: Array<Promise<void>>): Promise<void> {
+  const results = await Promise.allSettled(work)
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) throw failed.reason
 }
 
 async function relayNewRow(deps: RelayDeps, row: OutboxRow, result: PassResult): Promise<void> {

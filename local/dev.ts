@@ -39,6 +39,37 @@ const STACK_SETTINGS = [
   'LOG_LEVEL',
 ] as const
 
+/**
+ * Origin-only settings: passed to the origin process when set (file or environment), never to the
+ * Worker (the Gmail OAuth secrets have no business at the edge).
+ */
+const ORIGIN_SETTINGS = [
+  'GMAIL_CLIENT_ID',
+  'GMAIL_CLIENT_SECRET',
+  'GMAIL_REFRESH_TOKEN',
+  'GMAIL_MAILBOX',
+  'GMAIL_POLL_INTERVAL_MS',
+  'GMAIL_OAUTH_TOKEN_URL',
+  'GMAIL_API_BASE_URL',
+  'DOWNSTREAM_URL',
+  'DOWNSTREAM_TIMEOUT_MS',
+  'OUTBOX_POLL_INTERVAL_MS',
+  'OUTBOX_BATCH_SIZE',
+  'FAILURE_MAX_ATTEMPTS',
+  'FAILURE_BACKOFF_BASE_MS',
+  'FAILURE_BACKOFF_MAX_MS',
+  'DB_QUERY_TIMEOUT_MS',
+  'DB_CONNECT_TIMEOUT_MS',
+] as const
+
+/** Claim settings both sides read: the Gmail poller claims with the Worker's keys and budgets. */
+const SHARED_SETTINGS = [
+  'REDIS_KEY_PREFIX',
+  'DEDUP_TTL_SECONDS',
+  'CLAIM_LEASE_MS',
+  'REDIS_TIMEOUT_MS',
+] as const
+
 const DEFAULT_PORTS = { UPSTASH_PORT: 8079, ORIGIN_PORT: 8788, WORKER_PORT: 8787 } as const
 
 const say = (line = '') => process.stdout.write(`${line}\n`)
@@ -65,10 +96,17 @@ function explain(err: unknown, what: string, portName?: string): Error {
   return new Error(`${what}: ${error.message}`)
 }
 
+function isOriginOnly(name: string): boolean {
+  return (ORIGIN_SETTINGS as readonly string[]).includes(name)
+}
+
 async function main(): Promise<void> {
   const startedAt = performance.now()
   const config = readWranglerConfig()
-  const devVars = loadDevVars({ root: REPO_ROOT, alsoFromEnvironment: STACK_SETTINGS })
+  const devVars = loadDevVars({
+    root: REPO_ROOT,
+    alsoFromEnvironment: [...STACK_SETTINGS, ...ORIGIN_SETTINGS, ...SHARED_SETTINGS],
+  })
   const values = devVars.values
   const ports = {
     upstash: port(values, 'UPSTASH_PORT'),
@@ -156,6 +194,13 @@ async function main(): Promise<void> {
     }
     if (values.DB_POOL_MAX) originEnv.DB_POOL_MAX = values.DB_POOL_MAX
     if (values.LOG_LEVEL) originEnv.LOG_LEVEL = values.LOG_LEVEL
+    for (const name of [...ORIGIN_SETTINGS, ...SHARED_SETTINGS]) {
+      const value = values[name]
+      if (value) originEnv[name] = value
+    }
+    // The Gmail poller claims in the same Redis as the Worker, through the same stand-in.
+    originEnv.UPSTASH_REDIS_REST_URL = redis.url
+    originEnv.UPSTASH_REDIS_REST_TOKEN = upstashToken
     const origin: OriginHandle = await startOrigin({
       port: ports.origin,
       env: originEnv,
@@ -171,7 +216,9 @@ async function main(): Promise<void> {
     const wrangler = await config
     const workerVars: Record<string, string> = {}
     for (const [name, value] of Object.entries(values)) {
-      if (!(STACK_SETTINGS as readonly string[]).includes(name)) workerVars[name] = value
+      if (!(STACK_SETTINGS as readonly string[]).includes(name) && !isOriginOnly(name)) {
+        workerVars[name] = value
+      }
     }
     // [vars] from wrangler.toml stay as they are unless the environment overrides them.
     for (const name of Object.keys(wrangler.vars)) {

@@ -1,0 +1,115 @@
+/**
+ * What one `npm run bench` does, in numbers: step length, concurrencies, pool sizes. Every value
+ * has a default that keeps the whole run under 5 minutes on a 2-core machine; a few can be changed
+ * from the environment for a longer or a quicker look (`BENCH_DURATION_S=3 npm run bench`).
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+
+export interface BenchConfig {
+  /** Seconds each measured step runs. `BENCH_DURATION_S` @default 5 */
+  durationS: number
+  /** The concurrency sweep (chart). `BENCH_SWEEP` @default [10, 50, 100] */
+  sweep: number[]
+  /** Concurrency of the single-point scenarios and the targets. @default 50 */
+  headlineConcurrency: number
+  /**
+   * Upper bound on requests per step (also the number of requests signed for it). Sized so a step
+   * that runs at 4,000 requests/s for the whole duration still does not run out.
+   * `BENCH_MAX_REQUESTS` @default 4000 × duration
+   */
+  maxRequestsPerStep: number
+  /**
+   * Distinct events sent once before the storms (the replay set; also the memory sample), at most:
+   * the seed step stops after 8 s. `BENCH_SEED_EVENTS` @default 3000
+   */
+  seedEvents: number
+  /** Keys read with `MEMORY USAGE`. */
+  memorySampleKeys: number
+  /** `redis-benchmark -n`. */
+  redisBenchmarkRequests: number
+  /** Requests per warm-up of each target (JIT, connection pools, isolate start). */
+  warmupRequests: number
+  /**
+   * Seconds the whole run should stay within; the optional `wrangler dev` section is skipped
+   * (and says so) when too little is left. `BENCH_BUDGET_S` @default 285
+   */
+  budgetS: number
+  /** Run `wrangler dev` steps. `BENCH_WRANGLER_DEV=0` skips them. @default true */
+  wranglerDev: boolean
+  /**
+   * CPU profiles of the origin (V8 profiler preload) and of the gateway in workerd (inspector);
+   * kept in bench/results/profiles/<run>/, summarized in the report. `BENCH_PROFILE=1` @default false
+   */
+  profile: boolean
+  /** The origin's LOG_LEVEL (production default is info: one line per event). */
+  originLogLevel: string
+  /** Unique per run: Redis key prefix, database name, event ids. */
+  runTag: string
+}
+
+function intFromEnv(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw.trim() === '') return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer in [${min}, ${max}]`)
+  }
+  return value
+}
+
+function sweepFromEnv(): number[] {
+  const raw = process.env.BENCH_SWEEP
+  if (!raw) return [10, 50, 100]
+  const values = raw.split(',').map((s) => Number(s.trim()))
+  if (values.some((n) => !Number.isInteger(n) || n < 1 || n > 500)) {
+    throw new Error('BENCH_SWEEP must be a comma-separated list of integers in [1, 500]')
+  }
+  return values
+}
+
+export function loadBenchConfig(): BenchConfig {
+  const durationS = intFromEnv('BENCH_DURATION_S', 5, 1, 60)
+  const sweep = sweepFromEnv()
+  return {
+    durationS,
+    sweep,
+    headlineConcurrency: 50,
+    maxRequestsPerStep: intFromEnv('BENCH_MAX_REQUESTS', 4_000 * durationS, 500, 500_000),
+    seedEvents: intFromEnv('BENCH_SEED_EVENTS', 3_000, 300, 100_000),
+    memorySampleKeys: 50,
+    redisBenchmarkRequests: 50_000,
+    warmupRequests: 600,
+    budgetS: intFromEnv('BENCH_BUDGET_S', 285, 30, 3_600),
+    wranglerDev: process.env.BENCH_WRANGLER_DEV !== '0',
+    profile: process.env.BENCH_PROFILE === '1',
+    originLogLevel: process.env.BENCH_ORIGIN_LOG_LEVEL || 'info',
+    runTag: `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`,
+  }
+}
+
+/**
+ * Secrets of the benchmark's own stack (nothing outside this run accepts them). Twilio signs the
+ * public URL, so one pre-signed request is valid on every worker, whatever port it listens on.
+ */
+export const BENCH_SECRETS = {
+  slack: 'bench-slack-signing-secret',
+  twilio: 'bench-twilio-auth-token',
+  telegram: 'bench-telegram-secret-token',
+  telegramBotId: '777000111',
+  origin: 'bench-origin-shared-secret',
+  upstash: 'bench-upstash-token',
+  publicBaseUrl: 'https://gateway.bench.invalid',
+} as const
+
+/** The Worker bindings every bench worker gets (plus ORIGIN_URL / Upstash wiring where used). */
+export function vendorVars(redisKeyPrefix: string): Record<string, string> {
+  return {
+    SLACK_SIGNING_SECRET: BENCH_SECRETS.slack,
+    TWILIO_AUTH_TOKEN: BENCH_SECRETS.twilio,
+    TELEGRAM_SECRET_TOKEN: BENCH_SECRETS.telegram,
+    TELEGRAM_BOT_ID: BENCH_SECRETS.telegramBotId,
+    PUBLIC_BASE_URL: BENCH_SECRETS.publicBaseUrl,
+    REDIS_KEY_PREFIX: redisKeyPrefix,
+  }
+}

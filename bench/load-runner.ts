@@ -1,0 +1,97 @@
+/**
+ * The load generator's own process (forked by bench/load.ts): autocannon runs here, away from the
+ * orchestrator, which also hosts the Upstash stand-in and the Neon proxy. Sharing one event loop
+ * with those would make the client a bottleneck of what it measures.
+ *
+ * A job is a pool of pre-built requests; each connection takes the next unused one, so every
+ * request goes out at most once, and each answer is recorded against its request (the checks need
+ * to know which events were acknowledged, not only how many).
+ * @module
+ */
+import autocannon from 'autocannon'
+import type { LoadJob, LoadResult, LoadRunnerMessage } from './load'
+import { summarize } from './stats'
+
+interface Context {
+  index: number
+}
+
+function run(job: LoadJob): Promise<LoadResult> {
+  const pool = job.requests
+  const statuses = new Array<number>(pool.length).fill(0)
+  const latencies: number[] = []
+  let cursor = 0
+  let exhausted = 0
+  return new Promise((resolve, reject) => {
+    const instance = autocannon<Context>(
+      {
+        url: job.url,
+        connections: job.connections,
+        duration: job.durationS,
+        maxOverallRequests: pool.length,
+        timeout: job.timeoutS,
+        requests: [
+          {
+            setupRequest: (request, context) => {
+              const index = cursor++
+              const next = pool[index]
+              context.index = index
+              if (!next) {
+                // Never reached while maxOverallRequests bounds each connection; if it were, send
+                // a harmless request rather than a second copy of an event.
+                exhausted++
+                context.index = -1
+                return { ...request, method: 'GET', path: '/__bench_pool_exhausted' }
+              }
+              return {
+                ...request,
+                method: next.method,
+                path: next.path,
+                headers: next.headers,
+                body: next.body,
+              }
+            },
+            onResponse: (status, _body, context) => {
+              if (context.index >= 0) statuses[context.index] = status
+            },
+          },
+        ],
+        initialContext: { index: -1 },
+      },
+      (err, result) => {
+        if (err) {
+          reject(err)
+          return
+        }
+        resolve({
+          id: job.id,
+          statuses,
+          latency: summarize(latencies),
+          durationS: result.duration,
+          sent: cursor,
+          errors: result.errors,
+          timeouts: result.timeouts,
+          statusCounts: Object.fromEntries(
+            Object.entries(result.statusCodeStats).map(([code, { count }]) => [code, count]),
+          ),
+          exhausted,
+        })
+      },
+    )
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => {
+      latencies.push(ms)
+    })
+  })
+}
+
+process.on('message', (message: LoadRunnerMessage) => {
+  if (message.type !== 'job') return
+  run(message.job).then(
+    (result) => process.send?.({ type: 'result', result }),
+    (err: Error) => process.send?.({ type: 'error', id: message.job.id, message: err.message }),
+  )
+})
+
+// The parent going away (crash, Ctrl-C) must not leave this process behind.
+process.on('disconnect', () => process.exit(0))
+process.send?.({ type: 'ready' })

@@ -1,0 +1,325 @@
+/**
+ * What a run reports: the issue's targets judged against the measurements, the results table
+ * (printed, and as Markdown for the README), and the machine the numbers came from.
+ * @module
+ */
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
+import type { KeyMemory, RedisBenchmarkResult } from './redis'
+import type { Check, StepResult } from './steps'
+import { fmt, round } from './util'
+
+export interface MachineInfo {
+  date: string
+  nproc: number
+  cpuModel: string
+  memoryGiB: number
+  node: string
+  platform: string
+  loadAverageStart: number[]
+  loadAverageEnd?: number[]
+  redisVersion?: string
+  postgresVersion?: string
+  wrangler?: string
+  miniflare?: string
+}
+
+export function machineInfo(): MachineInfo {
+  return {
+    date: new Date().toISOString(),
+    nproc: availableParallelism(),
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    memoryGiB: round(totalmem() / 2 ** 30, 1),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    loadAverageStart: loadavg().map((l) => round(l, 2)),
+  }
+}
+
+export interface MemoryReport {
+  sample: KeyMemory
+  /** Keys created through the claim path (the seed step). */
+  keysCreated: number
+  usedMemoryBefore: number
+  usedMemoryAfter: number
+  /** (after − before) ÷ keysCreated; the Redis is shared, so others' writes add noise. */
+  bytesPerKeyInfo: number
+}
+
+export interface Target {
+  name: string
+  met: boolean | null
+  detail: string
+}
+
+export interface BenchReport {
+  machine: MachineInfo
+  config: Record<string, unknown>
+  steps: StepResult[]
+  redisBenchmark: RedisBenchmarkResult
+  memory: MemoryReport | null
+  targets: Target[]
+  checks: Array<Check & { step: string }>
+  profiles?: Array<ProfileSummary & { label: string }>
+  elapsedS: number
+  /** Failures of the run itself (exit code 1). */
+  problems: string[]
+  /** Things worth knowing that are not failures (a section skipped for time, ...). */
+  notes: string[]
+}
+
+export interface ProfileSummary {
+  file: string
+  totalMs: number
+  /** Sampled time not idle. */
+  busyMs: number
+  top: Array<{ fn: string; where: string; selfMs: number; pct: number }>
+  byPlace: Array<{ where: string; selfMs: number; pct: number }>
+}
+
+const find = (steps: StepResult[], id: string) => steps.find((s) => s.id === id)
+
+/** The issue's four targets, each met / not met / not measured, with the numbers behind it. */
+export function judgeTargets(
+  steps: StepResult[],
+  memory: MemoryReport | null,
+  headline: number,
+): Target[] {
+  const targets: Target[] = []
+  const first = find(steps, `first-seen@${headline}`)
+  targets.push(
+    first
+      ? {
+          name: `first-seen ≥ 1,000 events/s with p99 ≤ 100 ms at c=${headline}`,
+          met: first.eventsPerS >= 1000 && first.latency.p99 <= 100,
+          detail: `${fmt(first.eventsPerS)} events/s, p99 ${fmt(first.latency.p99, 1)} ms`,
+        }
+      : { name: 'first-seen ≥ 1,000 events/s, p99 ≤ 100 ms', met: null, detail: 'not measured' },
+  )
+  const storm = find(steps, `duplicate-storm@${headline}`)
+  const verify = find(steps, `verify-only@${headline}`)
+  targets.push(
+    storm && verify
+      ? {
+          name: `duplicate storm ≥ 60% of verify-only at c=${headline}`,
+          met: storm.eventsPerS >= 0.6 * verify.eventsPerS,
+          detail: `${fmt(storm.eventsPerS)} vs ${fmt(verify.eventsPerS)} events/s = ${fmt(
+            (100 * storm.eventsPerS) / Math.max(1, verify.eventsPerS),
+          )}%`,
+        }
+      : { name: 'duplicate storm ≥ 60% of verify-only', met: null, detail: 'not measured' },
+  )
+  targets.push(
+    memory && memory.sample.sampled > 0
+      ? {
+          name: 'Redis ≤ 120 bytes per dedup key',
+          met: memory.sample.production.avgBytes <= 120,
+          detail:
+            `MEMORY USAGE ${fmt(memory.sample.production.avgBytes, 1)} B/key as production names ` +
+            `keys (${Object.entries(memory.sample.byNamespace)
+              .map(([ns, v]) => `${ns} ${fmt(v.avgBytes)}`)
+              .join(', ')}), ${fmt(memory.sample.avgBytes, 1)} B with the bench prefix; ` +
+            `INFO used_memory ${fmt(memory.bytesPerKeyInfo, 1)} B/key over ${fmt(memory.keysCreated)} keys ` +
+            '(adds the TTL entry and hash-table slack)',
+        }
+      : { name: 'Redis ≤ 120 bytes per dedup key', met: null, detail: 'not measured' },
+  )
+  const gateway = steps.filter((s) => s.kind === 'scenario')
+  const with5xx = gateway.filter((s) => s.status5xx > 0)
+  targets.push({
+    name: 'no 5xx from the gateway in any scenario (no origin-down scenario here)',
+    met: gateway.length > 0 ? with5xx.length === 0 : null,
+    detail:
+      with5xx.length === 0
+        ? `0 of ${fmt(gateway.reduce((a, s) => a + s.answered, 0))} answers`
+        : with5xx.map((s) => `${s.id}: ${s.status5xx}`).join(', '),
+  })
+  return targets
+}
+
+function verdict(met: boolean | null): string {
+  return met === null ? 'not measured' : met ? 'met' : 'NOT met'
+}
+
+function ratioCell(step: StepResult): string {
+  if (step.ratio === undefined || !step.baselineId) return '—'
+  return `${fmt(step.ratio, 2)}× ${step.baselineId}`
+}
+
+/** Table order: the scenarios, then `wrangler dev`, then the baselines; by concurrency within. */
+const ROW_ORDER = [
+  'seed',
+  'first-seen@',
+  'duplicate-storm@',
+  'mixed@',
+  'redis-down@',
+  'first-seen-wrangler-dev@',
+  'duplicate-storm-wrangler-dev@',
+  'verify-only@',
+  'origin-insert@',
+  'origin-replay@',
+  'upstash-set-nx@',
+]
+
+function ordered(steps: StepResult[]): StepResult[] {
+  const rank = (s: StepResult) => {
+    const i = ROW_ORDER.findIndex((prefix) => s.id.startsWith(prefix))
+    return i === -1 ? ROW_ORDER.length : i
+  }
+  return [...steps].sort((a, b) => rank(a) - rank(b) || a.concurrency - b.concurrency)
+}
+
+/** The results table as Markdown rows (also what the console shows). */
+export function resultsTable(report: BenchReport): string {
+  const lines = [
+    '| scenario | target | c | events/s | p50 ms | p95 ms | p99 ms | non-2xx | errors | rows/s | vs baseline |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|',
+  ]
+  for (const s of ordered(report.steps)) {
+    const non2xx = s.non2xx
+      ? `${fmt(s.non2xx)} (${Object.entries(s.statusCounts)
+          .filter(([code]) => !code.startsWith('2'))
+          .map(([code, n]) => `${code}×${n}`)
+          .join(' ')})`
+      : '0'
+    lines.push(
+      `| ${s.scenario} | ${s.target} | ${s.concurrency} | ${fmt(s.eventsPerS)} | ${fmt(
+        s.latency.p50,
+        1,
+      )} | ${fmt(s.latency.p95, 1)} | ${fmt(s.latency.p99, 1)} | ${non2xx} | ${fmt(s.errors)} | ${
+        s.rowsPerS === null ? '—' : fmt(s.rowsPerS)
+      } | ${ratioCell(s)} |`,
+    )
+  }
+  const rb = report.redisBenchmark
+  lines.push(
+    rb.status === 'ok'
+      ? `| redis-benchmark SET NX PX GET | Redis (direct) | ${rb.concurrency} | ${fmt(rb.rps)} | ${fmt(
+          rb.p50,
+          2,
+        )} | ${fmt(rb.p95, 2)} | ${fmt(rb.p99, 2)} | — | — | — | baseline |`
+      : `| redis-benchmark | Redis (direct) | — | ${rb.note ?? rb.status} | | | | | | | |`,
+  )
+  return lines.join('\n')
+}
+
+export function targetsList(report: BenchReport): string {
+  return report.targets.map((t) => `- **${verdict(t.met)}**: ${t.name}: ${t.detail}`).join('\n')
+}
+
+/** CPU ms per 1,000 answered requests, per component, for the steps at the headline concurrency. */
+export function cpuTable(report: BenchReport, headline: number): string {
+  const steps = report.steps.filter((s) => s.concurrency === headline && s.answered > 0)
+  const components = [...new Set(steps.flatMap((s) => Object.keys(s.cpuMs)))].filter((c) =>
+    steps.some((s) => (s.cpuMs[c] ?? 0) > 0),
+  )
+  if (components.length === 0) return '(no /proc: CPU per component not measured)'
+  const lines = [
+    `| step (c=${headline}) | ${components.join(' | ')} | total CPU s / wall s |`,
+    `|---|${components.map(() => '--:').join('|')}|--:|`,
+  ]
+  for (const s of steps) {
+    const per1k = components.map((c) => fmt(((s.cpuMs[c] ?? 0) * 1000) / s.answered))
+    const total = Object.values(s.cpuMs).reduce((a, b) => a + b, 0) / 1000
+    lines.push(`| ${s.id} | ${per1k.join(' | ')} | ${fmt(total / s.durationS, 2)} |`)
+  }
+  return lines.join('\n')
+}
+
+export function markdown(report: BenchReport, headline: number): string {
+  const m = report.machine
+  const mem = report.memory
+  const failed = report.checks.filter((c) => !c.ok)
+  const out = [
+    '# `npm run bench`: latest results',
+    '',
+    `Machine: ${m.nproc} cores (\`nproc\`), ${m.cpuModel}, ${m.memoryGiB} GiB, ${m.platform}; ` +
+      `Node ${m.node}; Redis ${m.redisVersion ?? '?'}; Postgres ${m.postgresVersion ?? '?'}; ` +
+      `wrangler ${m.wrangler ?? '?'}, miniflare ${m.miniflare ?? '?'}.`,
+    `Date: ${m.date}. Load average (1/5/15 min) at start ${m.loadAverageStart.join(' / ')}, ` +
+      `at end ${(m.loadAverageEnd ?? []).join(' / ')}. Whole run: ${fmt(report.elapsedS)} s; ` +
+      `${report.config.durationS} s per step.`,
+    '',
+    'Everything runs on this one machine: load generator (autocannon, own process), the Worker in ' +
+      "workerd via Miniflare's own HTTP listener, the origin (Node), the Upstash REST stand-in and " +
+      'the Neon WebSocket proxy (Node, in the bench process), Redis and Postgres. Numbers taken ' +
+      'while other work runs on the machine are noisy: read them with the load average.',
+    '',
+    '## Results',
+    '',
+    resultsTable(report),
+    '',
+    'events/s = 2xx answers per second; latency from every answer; non-2xx and errors (timeouts, ' +
+      'connection errors) are counted, never dropped; rows/s = rows the step created in Postgres ÷ ' +
+      'its duration.',
+    '',
+    '## Targets (issue 6)',
+    '',
+    targetsList(report),
+    '',
+    '## Redis memory per dedup key',
+    '',
+    mem
+      ? [
+          `- MEMORY USAGE over ${mem.sample.sampled} keys as the bench wrote them: avg ` +
+            `${fmt(mem.sample.avgBytes, 1)} B (min ${mem.sample.minBytes}, max ${mem.sample.maxBytes}); ` +
+            `key ${fmt(mem.sample.avgKeyLength, 1)} B (run prefix included), value ` +
+            `${fmt(mem.sample.avgValueLength, 1)} B; states ${JSON.stringify(mem.sample.states)}.`,
+          `- The same keys named as in production (no REDIS_KEY_PREFIX): avg ` +
+            `${fmt(mem.sample.production.avgBytes, 1)} B (key ${fmt(mem.sample.production.avgKeyLength, 1)} B); ` +
+            Object.entries(mem.sample.byNamespace)
+              .map(
+                ([ns, v]) =>
+                  `${ns} ${fmt(v.avgBytes, 1)} B (key ${fmt(v.avgKeyLength)} B, ${v.keys} keys)`,
+              )
+              .join('; ') +
+            '.',
+          `- Example (run prefix cut): \`${mem.sample.exampleKey}\` = \`${mem.sample.exampleValue}\`.`,
+          `- INFO memory used_memory: ${fmt(mem.usedMemoryBefore)} → ${fmt(mem.usedMemoryAfter)} B ` +
+            `for ${fmt(mem.keysCreated)} keys created through the worker's claim path = ` +
+            `${fmt(mem.bytesPerKeyInfo, 1)} B/key (includes the TTL entry; shared Redis, so noisy).`,
+        ].join('\n')
+      : '(not measured)',
+    '',
+    '## Where the CPU goes',
+    '',
+    'CPU milliseconds per 1,000 answered requests, by process, from /proc (user + system). ' +
+      'The last column is how many of the cores the stack itself used during the step; on a ' +
+      'shared machine the rest went to other work. Per-request CPU is the figure that noise ' +
+      'disturbs least.',
+    '',
+    cpuTable(report, headline),
+    '',
+    '## Correctness checks',
+    '',
+    failed.length === 0
+      ? `All ${report.checks.length} checks passed (per step: every 2xx new event has exactly its ` +
+        'row, replays make no rows, every request accounted for).'
+      : failed.map((c) => `- **FAILED** ${c.step}: ${c.name}: ${c.detail}`).join('\n'),
+  ]
+  for (const profile of report.profiles ?? []) {
+    out.push(
+      '',
+      `## CPU profile: ${profile.label} (BENCH_PROFILE=1)`,
+      '',
+      `${profile.file.slice(profile.file.indexOf('bench/'))}: ${fmt(profile.totalMs)} ms sampled, ` +
+        `${fmt(profile.busyMs)} ms busy; % of busy time.`,
+      '',
+      '| self ms | % | function | where |',
+      '|--:|--:|---|---|',
+      ...profile.top.map((t) => `| ${fmt(t.selfMs)} | ${fmt(t.pct, 1)} | ${t.fn} | ${t.where} |`),
+      '',
+      '| self ms | % | where (package / file) |',
+      '|--:|--:|---|',
+      ...profile.byPlace.map((p) => `| ${fmt(p.selfMs)} | ${fmt(p.pct, 1)} | ${p.where} |`),
+    )
+  }
+  const stepNotes = report.steps.flatMap((st) => st.notes.map((n) => `${st.id}: ${n}`))
+  if (report.notes.length + stepNotes.length > 0) {
+    out.push('', '## Notes', '', ...[...report.notes, ...stepNotes].map((n) => `- ${n}`))
+  }
+  if (report.problems.length > 0) {
+    out.push('', '## Problems', '', ...report.problems.map((p) => `- ${p}`))
+  }
+  out.push('', '![throughput and p99 against concurrency](chart.svg)', '')
+  return out.join('\n')
+}

@@ -1,0 +1,246 @@
+/**
+ * The benchmark's traffic: distinct vendor events (Slack, Twilio WhatsApp, Telegram in turn), each
+ * signed the way the vendor signs it, with the same signers the gateway verifies with
+ * (worker/channels/*). Everything is built and signed before a step starts, so no signing cost
+ * sits in the measured client loop.
+ *
+ * A replay is the same event again: the same body for Twilio and Telegram (their signatures do not
+ * change), the same body with a fresh timestamp and signature for Slack (as Slack's retries carry).
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { utf8 } from '../contract/crypto'
+import { finalizeEvent, type InboundEvent } from '../contract/event'
+import { signForward } from '../contract/forward-signature'
+import type { RawBody } from '../worker/body'
+import { classifySlack, parseSlack, slackSignature } from '../worker/channels/slack'
+import {
+  classifyTelegram,
+  parseTelegram,
+  TELEGRAM_SECRET_HEADER,
+} from '../worker/channels/telegram'
+import { classifyTwilio, parseTwilio, twilioSignature } from '../worker/channels/twilio'
+import type { ChannelDelivery } from '../worker/channels/types'
+import { BENCH_SECRETS } from './config'
+
+export type Vendor = 'slack' | 'twilio' | 'telegram'
+
+/** One logical vendor delivery, before signing. */
+export interface VendorEvent {
+  vendor: Vendor
+  /** `messages.channel` of the row it becomes. */
+  channel: 'slack' | 'whatsapp' | 'telegram'
+  /** `messages.channel_message_id` of the row it becomes. */
+  messageKey: string
+  path: string
+  contentType: string
+  body: string
+  /** Twilio only: the parameters, in the order they are sent and signed. */
+  params?: Array<[string, string]>
+}
+
+/** An HTTP request as the load generator sends it. */
+export interface WireRequest {
+  method: 'POST'
+  path: string
+  headers: Record<string, string>
+  body: string
+}
+
+const VENDORS: readonly Vendor[] = ['slack', 'twilio', 'telegram']
+const SLACK_TEAM = 'T0BENCH'
+const SLACK_APP = 'A0BENCH'
+const SLACK_CHANNEL = 'C0BENCH'
+const TWILIO_ACCOUNT = `AC${'0b'.repeat(16)}`
+/** Distinct senders: enough that concurrent events rarely share a customer row. */
+const SENDERS = 2_000
+
+const nowSeconds = () => Math.floor(Date.now() / 1000)
+
+/** Makes distinct events, the vendors in turn; ids are unique within a run (the tag) and a step. */
+export class EventFactory {
+  private seq = 0
+  private readonly baseSeconds = nowSeconds()
+  private readonly updateBase = nowSeconds() * 1_000
+
+  constructor(private readonly runTag: string) {}
+
+  fresh(count: number): VendorEvent[] {
+    return Array.from({ length: count }, () => this.next())
+  }
+
+  next(): VendorEvent {
+    const seq = this.seq++
+    const vendor = VENDORS[seq % VENDORS.length] as Vendor
+    if (vendor === 'slack') return this.slack(seq)
+    if (vendor === 'twilio') return this.twilio(seq)
+    return this.telegram(seq)
+  }
+
+  private slack(seq: number): VendorEvent {
+    // ts must be unique per message: the run's start second, seq as the microseconds.
+    const ts = `${this.baseSeconds}.${String(seq % 1_000_000).padStart(6, '0')}`
+    const body = JSON.stringify({
+      token: 'bench',
+      team_id: SLACK_TEAM,
+      api_app_id: SLACK_APP,
+      type: 'event_callback',
+      event_id: `Ev${this.runTag}${seq.toString(36)}`,
+      event_time: this.baseSeconds,
+      event: {
+        type: 'message',
+        channel: SLACK_CHANNEL,
+        user: `U${seq % SENDERS}`,
+        text: `bench message ${seq}: the quick brown fox jumps over the lazy dog`,
+        ts,
+        event_ts: ts,
+        channel_type: 'channel',
+      },
+    })
+    return {
+      vendor: 'slack',
+      channel: 'slack',
+      messageKey: `${SLACK_TEAM}:${SLACK_CHANNEL}:${ts}`,
+      path: '/webhooks/slack',
+      contentType: 'application/json',
+      body,
+    }
+  }
+
+  private twilio(seq: number): VendorEvent {
+    const sid = `SM${randomBytes(16).toString('hex')}`
+    const params: Array<[string, string]> = [
+      ['MessageSid', sid],
+      ['SmsSid', sid],
+      ['SmsMessageSid', sid],
+      ['AccountSid', TWILIO_ACCOUNT],
+      ['From', `whatsapp:+1415${String(seq % SENDERS).padStart(7, '0')}`],
+      ['To', 'whatsapp:+14155550199'],
+      ['Body', `bench message ${seq}: the quick brown fox jumps over the lazy dog`],
+      ['NumMedia', '0'],
+      ['NumSegments', '1'],
+    ]
+    return {
+      vendor: 'twilio',
+      channel: 'whatsapp',
+      messageKey: `${TWILIO_ACCOUNT}:${sid}`,
+      path: '/webhooks/twilio',
+      contentType: 'application/x-www-form-urlencoded',
+      body: new URLSearchParams(params).toString(),
+      params,
+    }
+  }
+
+  private telegram(seq: number): VendorEvent {
+    const chatId = 10_000_000 + (seq % SENDERS)
+    const body = JSON.stringify({
+      update_id: this.updateBase + seq,
+      message: {
+        message_id: seq,
+        date: this.baseSeconds,
+        chat: { id: chatId, type: 'private', first_name: 'Bench' },
+        from: { id: chatId, is_bot: false, first_name: 'Bench' },
+        text: `bench message ${seq}: the quick brown fox jumps over the lazy dog`,
+      },
+    })
+    return {
+      vendor: 'telegram',
+      channel: 'telegram',
+      messageKey: `${chatId}:${seq}`,
+      path: '/webhooks/telegram',
+      contentType: 'application/json',
+      body,
+    }
+  }
+}
+
+/** The vendor's request for this event, signed now (Slack's window is 5 minutes from now). */
+export async function signVendorRequest(event: VendorEvent): Promise<WireRequest> {
+  const headers: Record<string, string> = { 'content-type': event.contentType }
+  if (event.vendor === 'slack') {
+    const timestamp = String(nowSeconds())
+    headers['x-slack-request-timestamp'] = timestamp
+    headers['x-slack-signature'] = await slackSignature(BENCH_SECRETS.slack, timestamp, event.body)
+  } else if (event.vendor === 'twilio') {
+    // Twilio signs the public URL (PUBLIC_BASE_URL is set on every bench worker).
+    const url = `${BENCH_SECRETS.publicBaseUrl}${event.path}`
+    headers['x-twilio-signature'] = await twilioSignature(
+      BENCH_SECRETS.twilio,
+      url,
+      event.params ?? [],
+    )
+  } else {
+    headers[TELEGRAM_SECRET_HEADER] = BENCH_SECRETS.telegram
+  }
+  return { method: 'POST', path: event.path, headers, body: event.body }
+}
+
+export function signVendorRequests(events: readonly VendorEvent[]): Promise<WireRequest[]> {
+  return Promise.all(events.map(signVendorRequest))
+}
+
+/**
+ * The normalized event the gateway would forward for this delivery, made by the gateway's own
+ * parse and classify code, so the origin baseline sees exactly what the worker sends it.
+ */
+export async function inboundEventOf(event: VendorEvent): Promise<InboundEvent> {
+  const raw: RawBody = { bytes: utf8(event.body), text: event.body }
+  let delivery: ChannelDelivery
+  if (event.vendor === 'slack') {
+    const classified = await classifySlack(parseSlack(raw, event.contentType))
+    if (classified.action === 'challenge') throw new Error('bench slack event read as a challenge')
+    delivery = classified
+  } else if (event.vendor === 'twilio') {
+    delivery = classifyTwilio(parseTwilio(raw, `${BENCH_SECRETS.publicBaseUrl}${event.path}`))
+  } else {
+    delivery = classifyTelegram(parseTelegram(raw), BENCH_SECRETS.telegramBotId)
+  }
+  if (delivery.action !== 'forward')
+    throw new Error(`bench event not forwarded: ${delivery.action}`)
+  return finalizeEvent(delivery.draft)
+}
+
+/** `POST /v1/events` to the origin, signed like the gateway signs it. */
+export async function signOriginRequest(event: VendorEvent): Promise<WireRequest> {
+  const body = JSON.stringify(await inboundEventOf(event))
+  return {
+    method: 'POST',
+    path: '/v1/events',
+    headers: {
+      'content-type': 'application/json',
+      ...(await signForward(BENCH_SECRETS.origin, body)),
+    },
+    body,
+  }
+}
+
+export function signOriginRequests(events: readonly VendorEvent[]): Promise<WireRequest[]> {
+  return Promise.all(events.map(signOriginRequest))
+}
+
+/** `count` requests cycling over `events` (replays), each freshly signed. */
+export function replays(events: readonly VendorEvent[], count: number): VendorEvent[] {
+  if (events.length === 0) throw new Error('no events to replay')
+  return Array.from({ length: count }, (_, i) => events[i % events.length] as VendorEvent)
+}
+
+/** 1 new : `ratio` replays, interleaved: n n r r r r r r r n ... (new events from `factory`). */
+export function mixed(
+  factory: EventFactory,
+  seen: readonly VendorEvent[],
+  count: number,
+  ratio: number,
+): { events: VendorEvent[]; fresh: Set<number> } {
+  const events: VendorEvent[] = []
+  const fresh = new Set<number>()
+  let replay = 0
+  for (let i = 0; i < count; i++) {
+    if (i % (ratio + 1) === 0) {
+      fresh.add(i)
+      events.push(factory.next())
+    } else {
+      events.push(seen[replay++ % seen.length] as VendorEvent)
+    }
+  }
+  return { events, fresh }
+}

@@ -14,11 +14,13 @@
  * nothing listening.
  * @module
  */
+
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Miniflare } from 'miniflare'
 import pg from 'pg'
+import { parseListeningLine } from '../origin/listening-line'
 import { migrate } from './migrate'
 import { type RunningProxy, startNeonWsProxy } from './neon-ws-proxy'
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './pglite'
@@ -272,6 +274,10 @@ export interface OriginHandle extends Stoppable {
 }
 
 /** Origin settings a caller must give explicitly rather than inherit by accident. */
+/**
+ * Settings the origin reads. A started origin gets only what the caller passes, never a stray value
+ * from the calling shell (a DOWNSTREAM_URL or GMAIL_* there must not reach every test origin).
+ */
 const ORIGIN_ENV_KEYS = [
   'DATABASE_URL',
   'NEON_WS_PROXY',
@@ -283,25 +289,21 @@ const ORIGIN_ENV_KEYS = [
   'DB_CONNECT_TIMEOUT_MS',
   'MAX_EVENT_BYTES',
   'LOG_LEVEL',
+  'REDIS_KEY_PREFIX',
+  'DEDUP_TTL_SECONDS',
+  'CLAIM_LEASE_MS',
+  'REDIS_TIMEOUT_MS',
 ]
+const ORIGIN_ENV_PREFIXES = ['GMAIL_', 'DOWNSTREAM_', 'OUTBOX_', 'FAILURE_', 'UPSTASH_']
 
 export function originProcessEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env }
-  for (const key of ORIGIN_ENV_KEYS) delete base[key]
-  return { ...base, ...env }
-}
-
-/** Parses the origin's readiness line: `{"msg":"origin listening","url":"http://..."}`. */
-function listeningUrl(line: string): string | undefined {
-  if (!line.includes('origin listening')) return undefined
-  try {
-    const parsed = JSON.parse(line) as { msg?: unknown; url?: unknown }
-    return parsed.msg === 'origin listening' && typeof parsed.url === 'string'
-      ? parsed.url
-      : undefined
-  } catch {
-    return undefined
+  for (const key of Object.keys(base)) {
+    if (ORIGIN_ENV_KEYS.includes(key) || ORIGIN_ENV_PREFIXES.some((p) => key.startsWith(p))) {
+      delete base[key]
+    }
   }
+  return { ...base, ...env }
 }
 
 /**
@@ -334,7 +336,7 @@ export async function startOrigin(options: OriginOptions): Promise<OriginHandle>
     })
     current = child
     try {
-      url = await child.waitForLine(listeningUrl, options.readyTimeoutMs ?? 30_000)
+      url = await child.waitForLine(parseListeningLine, options.readyTimeoutMs ?? 30_000)
     } catch (err) {
       await child.stop({ signal: 'SIGKILL' }).catch(() => {})
       throw err

@@ -1,0 +1,326 @@
+/**
+ * The fault matrix (issue 5): the real stack (Worker bundle in workerd, origin processes behind a
+ * balancer, Upstash stand-in on a private redis-server, Neon proxy on a private Postgres), one
+ * real fault per case, vendor deliveries with each vendor's own retry behaviour (compressed in
+ * time), heal, drain the spool, then the invariant against Postgres: every logical message is
+ * exactly one message row and one outbox row, nothing forged wrote anything.
+ *
+ * The table at the end (also written to test/faults/results.md) has, per case: messages,
+ * deliveries, how many were made while the fault was in effect, answered 2xx / 4xx, rows, how
+ * many messages never got a 2xx (their vendor gave up), lost, doubled. Lost and doubled must be 0.
+ */
+import { execFileSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { delay } from '../../local/processes'
+import { REPO_ROOT } from '../../local/stack'
+import { runId } from '../support/services'
+import { FaultCase } from './support/fault-case'
+import { type FaultStack, startFaultStack } from './support/fault-stack'
+import { type CaseResult, formatTable } from './support/ledger'
+import type { Message } from './support/vendors'
+
+const RUN = runId().slice(-6)
+/** How long an origin or Postgres outage lasts: longer than Slack's whole (compressed) retry span. */
+const OUTAGE_MS = 7_000
+const CASE_TIMEOUT_MS = 120_000
+
+let stack: FaultStack
+const results: CaseResult[] = []
+const suiteStartedAt = Date.now()
+let caseNo = 0
+let casesDefined = 0
+
+beforeAll(async () => {
+  stack = await startFaultStack()
+}, 180_000)
+
+afterAll(async () => {
+  await stack?.stop()
+  report(results)
+}, 60_000)
+
+/**
+ * A case: `body` injects its fault and heals it (in a `finally`: a later case must find the stack
+ * whole), then the deliveries settle, the spool drains and the invariant is checked.
+ */
+function faultCase(
+  name: string,
+  body: (c: FaultCase) => Promise<void>,
+  expectations: { fault: boolean } = { fault: true },
+): void {
+  casesDefined++
+  it(
+    name,
+    async () => {
+      await stack.heal()
+      const c = new FaultCase(stack, name, ++caseNo, RUN)
+      await body(c)
+      const result = await c.finish()
+      results.push(result)
+      const explain = explanation(c, result)
+      if (expectations.fault) expect(result.inFault, 'the fault was in effect').toBeGreaterThan(0)
+      expect(
+        {
+          lost: result.lost,
+          doubled: result.doubled,
+          forgedLeaks: result.forgedLeaks,
+          problems: result.problems.length,
+        },
+        explain,
+      ).toEqual({ lost: 0, doubled: 0, forgedLeaks: 0, problems: 0 })
+    },
+    CASE_TIMEOUT_MS,
+  )
+}
+
+/** Waits out what is left of `ms` since `since`. */
+const until = (since: number, ms: number) => delay(Math.max(0, since + ms - Date.now()))
+
+faultCase('Redis stopped', async (c) => {
+  const before = c.fresh(10)
+  await c.send(before, { gapMs: 50 })
+  let during: Message[] = []
+  await c.during(async () => {
+    await stack.redis.kill()
+    try {
+      during = c.fresh(15)
+      await c.send([...during, ...c.forged()], { gapMs: 100 })
+      await c.send(before, { gapMs: 30 })
+      await delay(1_000)
+    } finally {
+      await stack.redis.start()
+    }
+  })
+  // Back, and empty: every claim is gone, Postgres alone knows what was taken.
+  await c.send([...before, ...during], { gapMs: 20 })
+  await c.send(c.fresh(5), { gapMs: 50 })
+})
+
+faultCase('Redis slower than its budget', async (c) => {
+  const before = c.fresh(5)
+  await c.send(before, { gapMs: 50 })
+  await c.during(async () => {
+    stack.redisLayer.setLatency(1_000)
+    try {
+      const during = c.fresh(15)
+      await c.send([...during, ...c.forged()], { gapMs: 100 })
+      await c.send([...before, ...during.slice(0, 8)], { gapMs: 50 })
+      await delay(1_500)
+    } finally {
+      stack.redisLayer.setLatency(0)
+    }
+  })
+  await c.send(
+    c.messages.filter((m) => !m.forged),
+    { gapMs: 20 },
+  )
+})
+
+faultCase('Redis flushed mid-run', async (c) => {
+  const first = c.fresh(20)
+  const sending = c.send([...first, ...c.forged()], { gapMs: 50 })
+  await delay(500)
+  await c.during(async () => {
+    await stack.redis.flushAll()
+    await sending
+    // Replays of everything: Redis has forgotten the first half, in flight or done.
+    await c.send(first, { gapMs: 20 })
+  })
+  await c.send(c.fresh(5), { gapMs: 50 })
+})
+
+faultCase('origin stopped, then restarted', async (c) => {
+  const before = c.fresh(5)
+  await c.send(before, { gapMs: 50 })
+  await delay(300)
+  const origin = stack.origins[0]
+  await c.during(async () => {
+    const downAt = Date.now()
+    await origin.kill('SIGTERM')
+    try {
+      await c.send([...c.fresh(15), ...c.forged()], { gapMs: 250 })
+      // The restart itself takes a few seconds (tsx compiles): the outage is all of it.
+      await until(downAt, OUTAGE_MS - 2_500)
+    } finally {
+      await origin.restart()
+    }
+  })
+  await c.send([...c.fresh(5), ...before], { gapMs: 50 })
+})
+
+faultCase('origin killed (SIGKILL) mid-request', async (c) => {
+  const origin = stack.origins[0]
+  // Hold inserts into messages, so that a burst is inside the origin (mid-transaction) when the
+  // process dies; release the lock a moment before the kill, so that some of them commit and
+  // die before their answer leaves.
+  const lock = await stack.sql.connect()
+  let released = false
+  try {
+    await lock.query('BEGIN')
+    await lock.query('LOCK TABLE messages IN EXCLUSIVE MODE')
+    const burst = c.fresh(15)
+    await c.send([...burst, ...c.forged()], { gapMs: 10 })
+    await delay(800)
+    const cutBefore = stack.balancer.failures().midRequest
+    await c.during(async () => {
+      await lock.query('COMMIT')
+      released = true
+      await delay(15)
+      await origin.kill('SIGKILL')
+      try {
+        await c.send(c.fresh(5), { gapMs: 100 })
+      } finally {
+        await origin.restart()
+      }
+    })
+    // Not a stop between requests: some forwards were inside the origin when it died.
+    expect(stack.balancer.failures().midRequest - cutBefore).toBeGreaterThan(0)
+  } finally {
+    if (!released) await lock.query('ROLLBACK').catch(() => {})
+    lock.release()
+  }
+  await c.send(c.fresh(5), { gapMs: 50 })
+})
+
+faultCase('Postgres stopped, then restarted', async (c) => {
+  const before = c.fresh(5)
+  await c.send(before, { gapMs: 50 })
+  await delay(300)
+  await c.during(async () => {
+    const downAt = Date.now()
+    await stack.postgres.stop('immediate')
+    try {
+      await c.send([...c.fresh(15), ...c.forged()], { gapMs: 250 })
+      await until(downAt, OUTAGE_MS)
+    } finally {
+      await stack.postgres.start()
+    }
+  })
+  await c.send([...c.fresh(5), ...before], { gapMs: 50 })
+})
+
+faultCase('two origins, one killed', async (c) => {
+  const [a, b] = stack.origins
+  stack.balancer.setBackends([a.url, b.url])
+  try {
+    const first = c.fresh(10)
+    const sending = c.send(first, { gapMs: 100 })
+    await delay(500)
+    const unreachableBefore = stack.balancer.failures().unreachable
+    await c.during(async () => {
+      await b.kill('SIGKILL')
+      try {
+        await sending
+        // The balancer has no health checks: every other forward goes to the dead pod.
+        await c.send([...c.fresh(15), ...c.forged()], { gapMs: 150 })
+        await delay(500)
+      } finally {
+        await b.restart()
+      }
+    })
+    expect(stack.balancer.failures().unreachable - unreachableBefore).toBeGreaterThan(0)
+    await c.send([...c.fresh(5), ...first], { gapMs: 50 })
+    await c.settle()
+  } finally {
+    stack.balancer.setBackends([a.url])
+  }
+})
+
+faultCase(
+  '50 concurrent copies',
+  async (c) => {
+    // One channel at a time: 50 copies of one delivery at once, each copy with its vendor's retries.
+    for (const message of c.fresh(5)) {
+      await c.send([message], { copies: 50 })
+      await delay(500)
+    }
+    await c.send(c.forged(), { copies: 5 })
+  },
+  { fault: false },
+)
+
+faultCase(
+  '8 replays of every event',
+  async (c) => {
+    const events = c.fresh(10)
+    for (let round = 0; round < 8; round++) {
+      await c.send(events, { gapMs: 10 })
+      await delay(150)
+    }
+    await c.send(c.forged())
+  },
+  { fault: false },
+)
+
+faultCase(
+  'burst of distinct events interleaved with replays',
+  async (c) => {
+    const events = c.fresh(40)
+    for (const [i, event] of events.entries()) {
+      const replays = i === 0 ? [] : [events[i - 1], events[Math.floor(i / 2)]]
+      await c.send([event, ...replays.filter((m): m is Message => m !== undefined)])
+      await delay(50)
+    }
+    await c.send(c.forged())
+  },
+  { fault: false },
+)
+
+/** What the failure message shows: each problem, with the Worker's log lines about it. */
+function explanation(c: FaultCase, result: CaseResult): string {
+  const lines = [`${result.name}: ${result.problems.length} problems`]
+  for (const problem of result.problems.slice(0, 10)) {
+    lines.push(`- ${problem}`)
+    const marker = problem.split(' ')[1]
+    const message = c.messages.find((m) => m.marker === marker)
+    if (message) for (const log of c.logsFor(message).slice(-6)) lines.push(`    ${log}`)
+  }
+  return lines.join('\n')
+}
+
+function report(done: readonly CaseResult[]): void {
+  if (done.length === 0) return
+  const table = formatTable(done)
+  const seconds = ((Date.now() - suiteStartedAt) / 1000).toFixed(0)
+  console.log(`\nFault matrix (${done.length} cases, ${seconds} s)\n${table}\n`)
+  const git = (...args: string[]) => {
+    try {
+      return execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim()
+    } catch {
+      return '?'
+    }
+  }
+  const changed = git('status', '--porcelain', '--', 'worker', 'origin', 'contract', 'migrations')
+  const problems = done.flatMap((r) => r.problems.map((p) => `- ${r.name}: ${p}`))
+  const text = [
+    '# Fault matrix: last run',
+    '',
+    'Written by `test/faults/fault-matrix.test.ts` on every run (overwritten). Run it with',
+    '`npm run test:faults` (or `npx vitest run --config vitest.config.ts test/faults`).',
+    '',
+    `- when: ${new Date().toISOString()}, ${done.length} of ${casesDefined} cases, ${seconds} s in all (stack start-up included)`,
+    `- code: commit ${git('rev-parse', '--short', 'HEAD')}${changed ? ', with uncommitted changes in worker/ origin/ contract/ migrations/' : ''}`,
+    `- host: ${process.platform}, node ${process.version}, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+    `- spool channels: ${process.env.FAULTS_SPOOL_CHANNELS ?? "the Worker's default"}`,
+    '',
+    table,
+    '',
+    'Columns: _messages_ logical messages sent (forged ones aside); _deliveries_ HTTP requests made,',
+    'retries, replays and forged ones included; _in fault_ deliveries started while the fault was in',
+    'effect; _accepted_ / _rejected_ deliveries answered 2xx / 4xx; _rows_ message rows found for',
+    'the messages; _gave up_ messages never answered 2xx (their vendor stopped trying); _lost_',
+    'messages without a row (or without their outbox row); _doubled_ extra rows or outbox rows;',
+    '_forged leaks_ forged deliveries answered 2xx, or rows they wrote.',
+    '',
+    // In a code block: problem text (log lines, origin output) is quoted as it is.
+    ...(problems.length > 0
+      ? ['## Problems', '', '```text', ...problems.slice(0, 200), '```', '']
+      : []),
+  ].join('\n')
+  writeFileSync(join(REPO_ROOT, 'test', 'faults', 'results.md'), text)
+}

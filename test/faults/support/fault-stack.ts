@@ -1,0 +1,305 @@
+/**
+ * The whole gateway, every piece of it the suite's own so that each can be broken for real:
+ *
+ *   vendors ─► Worker (deployable bundle, Miniflare/workerd) ─► balancer ─► origin pods (2)
+ *                 │                                                          │
+ *                 └─► Upstash stand-in ─► private redis-server     Neon proxy ─► private Postgres
+ *
+ * The second origin pod joins the balancer only in the case that kills one of two. The cron
+ * trigger (`scheduled()`, the spool drain) is fired every second, one minute compressed, like
+ * the vendors' retry delays. Nothing here touches the shared Postgres and Redis.
+ * @module
+ */
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { delay } from '../../../local/processes'
+import {
+  type DatabaseLayer,
+  type OriginHandle,
+  type RedisLayer,
+  startDatabaseLayer,
+  startOrigin,
+  startRedisLayer,
+  startWorkerMiniflare,
+} from '../../../local/stack'
+import { TEST_SECRETS } from '../../unit/signed-requests'
+import { type Balancer, startBalancer } from './balancer'
+import { type PrivatePostgres, startPrivatePostgres } from './private-postgres'
+import { type PrivateRedis, startPrivateRedis } from './private-redis'
+import { Watchdog } from './watchdog'
+
+/** One origin process, kept registered with the watchdog across kills and restarts. */
+export class OriginPod {
+  /** Stopped by the suite (kill, stop) and not restarted since. */
+  private down = false
+
+  constructor(
+    private readonly handle: OriginHandle,
+    private readonly watchdog: Watchdog,
+  ) {
+    watchdog.register(handle.pid)
+  }
+
+  get url(): string {
+    return this.handle.url
+  }
+
+  get running(): boolean {
+    return this.handle.running
+  }
+
+  /** Not running, and not because the suite stopped it: it crashed by itself. */
+  get crashed(): boolean {
+    return !this.down && !this.handle.running
+  }
+
+  output(lines?: number): string {
+    return this.handle.output(lines)
+  }
+
+  /** SIGKILL: a crash, in-flight requests and all. SIGTERM: a graceful stop. */
+  async kill(signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    const pid = this.handle.pid
+    this.down = true
+    await this.handle.kill(signal)
+    this.watchdog.release(pid)
+  }
+
+  /** A replacement process on the same port. */
+  async restart(): Promise<void> {
+    const old = this.handle.pid
+    await this.handle.restart()
+    this.down = false
+    this.watchdog.release(old)
+    this.watchdog.register(this.handle.pid)
+  }
+
+  async stop(): Promise<void> {
+    const pid = this.handle.pid
+    this.down = true
+    await this.handle.stop()
+    this.watchdog.release(pid)
+  }
+}
+
+/** The cron trigger: one `scheduled()` run at a time, in order. */
+export class Cron {
+  private chain: Promise<unknown> = Promise.resolve()
+  private running = false
+  private loop: Promise<void> | undefined
+  /** Status of each run (0 = no answer): 200 ok, 500 the handler threw. */
+  readonly statuses: number[] = []
+
+  constructor(private readonly workerUrl: string) {}
+
+  /** Queues one run and resolves with its status. */
+  tick(): Promise<number> {
+    const run = this.chain.then(() => this.fire())
+    this.chain = run.catch(() => {})
+    return run
+  }
+
+  private async fire(): Promise<number> {
+    let status = 0
+    try {
+      const response = await fetch(`${this.workerUrl}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*`, {
+        signal: AbortSignal.timeout(60_000),
+      })
+      await response.arrayBuffer()
+      status = response.status
+    } catch {
+      // No answer: counted as 0.
+    }
+    this.statuses.push(status)
+    return status
+  }
+
+  /** Fires every `everyMs` until {@link stop}. */
+  start(everyMs: number): void {
+    this.running = true
+    this.loop = (async () => {
+      while (this.running) {
+        await this.tick()
+        await delay(everyMs)
+      }
+    })()
+  }
+
+  async stop(): Promise<void> {
+    this.running = false
+    await this.loop
+  }
+}
+
+export interface FaultWorker {
+  url: string
+  /** The Worker's log lines (JSON) that contain `needle`. */
+  logs(needle: string): string[]
+  stop(): Promise<void>
+}
+
+const WORKER_LOG_LINES = 50_000
+
+/**
+ * The deployable bundle in Miniflare, its log lines kept here: a few thousand decisions per run
+ * would flood the test output, and they are what explains a lost message.
+ */
+async function startWorker(vars: Record<string, string>, watchdog: Watchdog): Promise<FaultWorker> {
+  const lines: string[] = []
+  const before = new Set(childProcesses('workerd'))
+  const worker = await startWorkerMiniflare({
+    vars,
+    onLine: (line) => {
+      lines.push(line)
+      if (lines.length > WORKER_LOG_LINES) lines.splice(0, lines.length - WORKER_LOG_LINES)
+    },
+  })
+  // Miniflare ends its workerd when this process exits normally, not when it is killed.
+  const runtime = childProcesses('workerd').filter((pid) => !before.has(pid))
+  for (const pid of runtime) watchdog.register(pid, { group: false })
+  return {
+    url: worker.url,
+    logs: (needle) => lines.filter((line) => line.includes(needle)),
+    async stop() {
+      await worker.stop()
+      for (const pid of runtime) watchdog.release(pid)
+    },
+  }
+}
+
+/** Pids of this process's children running `command` (Linux /proc; [] elsewhere). */
+function childProcesses(command: string): number[] {
+  let entries: string[]
+  try {
+    entries = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
+  } catch {
+    return []
+  }
+  return entries.flatMap((name) => {
+    try {
+      // "pid (comm) state ppid ...": comm may hold spaces, so split after its closing paren.
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      return comm === command && ppid === process.pid ? [Number(name)] : []
+    } catch {
+      return []
+    }
+  })
+}
+
+export interface FaultStack {
+  watchdog: Watchdog
+  redis: PrivateRedis
+  postgres: PrivatePostgres
+  redisLayer: RedisLayer
+  database: DatabaseLayer
+  origins: [OriginPod, OriginPod]
+  balancer: Balancer
+  worker: FaultWorker
+  cron: Cron
+  /** Straight to the private database (counting rows, holding locks); survives its outages. */
+  sql: pg.Pool
+  /** Puts every piece back as a case expects to find it (after a case that failed half-way). */
+  heal(): Promise<void>
+  stop(): Promise<void>
+}
+
+const UPSTASH_TOKEN = 'fault-suite-upstash-token'
+
+export async function startFaultStack(): Promise<FaultStack> {
+  const watchdog = new Watchdog(mkdtempSync(join(tmpdir(), 'inbound-dedup-faults-')))
+  const stops: Array<() => Promise<void>> = []
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => {})
+    watchdog.stop()
+  }
+  try {
+    const [redis, postgres] = await Promise.all([
+      startPrivateRedis(watchdog),
+      startPrivatePostgres(watchdog),
+    ])
+    stops.push(
+      () => redis.stop(),
+      () => postgres.close(),
+    )
+    const [redisLayer, database] = await Promise.all([
+      startRedisLayer({ redisUrl: redis.url, token: UPSTASH_TOKEN }),
+      startDatabaseLayer({ databaseUrl: postgres.databaseUrl('inbound_dedup_faults') }),
+    ])
+    stops.push(
+      () => redisLayer.stop(),
+      () => database.stop(),
+    )
+    const originEnv = {
+      ...database.originEnv,
+      ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
+      LOG_LEVEL: 'warn',
+    }
+    const origins = (
+      await Promise.all(
+        ['origin-a', 'origin-b'].map((name) => startOrigin({ name, env: originEnv })),
+      )
+    ).map((handle) => new OriginPod(handle, watchdog)) as [OriginPod, OriginPod]
+    stops.push(...origins.map((origin) => () => origin.stop()))
+    const balancer = await startBalancer([origins[0].url])
+    stops.push(() => balancer.close())
+    const worker = await startWorker(
+      {
+        SLACK_SIGNING_SECRET: TEST_SECRETS.slack,
+        TWILIO_AUTH_TOKEN: TEST_SECRETS.twilio,
+        TELEGRAM_SECRET_TOKEN: TEST_SECRETS.telegram,
+        TELEGRAM_BOT_ID: TEST_SECRETS.telegramBotId,
+        ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
+        ORIGIN_URL: balancer.url,
+        UPSTASH_REDIS_REST_URL: redisLayer.url,
+        UPSTASH_REDIS_REST_TOKEN: UPSTASH_TOKEN,
+        REDIS_KEY_PREFIX: 'faults:',
+        // FAULTS_SPOOL_CHANNELS=none runs the matrix with the spool off: the outage cases must
+        // then fail (Twilio loses every message the origin could not take), which shows they can.
+        ...(process.env.FAULTS_SPOOL_CHANNELS !== undefined
+          ? { SPOOL_CHANNELS: process.env.FAULTS_SPOOL_CHANNELS }
+          : {}),
+      },
+      watchdog,
+    )
+    stops.push(() => worker.stop())
+    const cron = new Cron(worker.url)
+    cron.start(1_000)
+    stops.push(() => cron.stop())
+    const sql = new pg.Pool({
+      connectionString: database.databaseUrl,
+      max: 4,
+      connectionTimeoutMillis: 5_000,
+    })
+    // Idle connections die with Postgres in its outage cases; that is expected, not a crash.
+    sql.on('error', () => {})
+    stops.push(() => sql.end())
+
+    return {
+      watchdog,
+      redis,
+      postgres,
+      redisLayer,
+      database,
+      origins,
+      balancer,
+      worker,
+      cron,
+      sql,
+      async heal() {
+        redisLayer.setLatency(0)
+        balancer.setBackends([origins[0].url])
+        await redis.start()
+        await postgres.start()
+        for (const origin of origins) if (!origin.running) await origin.restart()
+      },
+      stop: stopAll,
+    }
+  } catch (err) {
+    await stopAll()
+    throw err
+  }
+}

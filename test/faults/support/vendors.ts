@@ -1,0 +1,278 @@
+/**
+ * The vendors, as the gateway meets them: real signed requests (the unit tests' signers), sent
+ * with each vendor's documented retry behaviour, its delays compressed (about one real minute to
+ * one test second) while the answer deadlines stay real, because the Worker's budgets are real:
+ *
+ * - Slack: waits 3 s for a 2xx; on anything else (or no answer) retries nearly at once, after
+ *   1 min and after 5 min, then gives up; `x-slack-no-retry: 1` on an answer stops it.
+ * - Twilio (WhatsApp / SMS): one request, 15 s. No retry on 4xx/5xx; one retry only when the
+ *   connection could not be made (default `rc=1, rp=ct`).
+ * - Telegram: repeats any non-2xx answer "a reasonable number of attempts", backing off.
+ * - Email (Cloudflare Email Routing, via Miniflare's `/cdn-cgi/handler/email`): a thrown handler
+ *   is a temporary SMTP failure (500 here) and the sending MTA retries with backoff; a
+ *   `setReject` (400 here) is a bounce, never retried.
+ *
+ * Every logical message carries a unique marker at the start of its text; rows are found by it,
+ * not by the key the gateway computed, so a row filed under a wrong key still counts.
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { delay } from '../../../local/processes'
+import {
+  slackMessageEvent,
+  slackRequest,
+  TEST_SECRETS,
+  telegramRequest,
+  telegramUpdate,
+  twilioParams,
+  twilioRequest,
+} from '../../unit/signed-requests'
+
+/** The `messages.channel` a delivery should end up in. */
+export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'email'
+export const CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'email']
+/** The four channels whose requests can be forged (email has no request signature). */
+export const SIGNED_CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms']
+
+export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email'
+
+/** What one attempt got: an HTTP status, or no answer in time, or no connection. */
+export type Outcome = number | 'timeout' | 'refused' | 'network'
+
+export interface Attempt {
+  /** When it started, ms since the start of its delivery run. */
+  at: number
+  outcome: Outcome
+  /** A fault was in effect when it started. */
+  inFault: boolean
+}
+
+export interface Message {
+  /** `fm-{run}-c{case}-m{n}`: the start of the message's text, and how its rows are found. */
+  marker: string
+  channel: Channel
+  vendor: Vendor
+  /** The `channel_message_id` the row should have. */
+  messageKey: string
+  /** A string in its delivery key, to find the Worker's log lines about it. */
+  needle: string
+  /** Signed with the wrong secret: the gateway must refuse it and write nothing. */
+  forged: boolean
+  attempts: Attempt[]
+  /**
+   * One vendor attempt as a request to the Worker at `base`: `retry` 0 is the first, a retry
+   * knows what the attempt before it got.
+   */
+  request(base: string, retry: number, previous?: Outcome): Promise<Request>
+}
+
+interface RetryPolicy {
+  /** How long the vendor waits for an answer. */
+  timeoutMs: number
+  /** Wait before each retry, compressed; its length is the number of retries. */
+  retryDelaysMs: number[]
+  /** Whether the vendor tries again after this answer. */
+  retries(outcome: Outcome, noRetryHeader: boolean): boolean
+}
+
+const is2xx = (outcome: Outcome) => typeof outcome === 'number' && outcome >= 200 && outcome < 300
+
+export const POLICIES: Record<Vendor, RetryPolicy> = {
+  slack: {
+    timeoutMs: 3_000,
+    retryDelaysMs: [100, 1_000, 5_000],
+    retries: (outcome, noRetry) => !is2xx(outcome) && !noRetry,
+  },
+  twilio: {
+    timeoutMs: 15_000,
+    retryDelaysMs: [0],
+    retries: (outcome) => outcome === 'refused',
+  },
+  telegram: {
+    timeoutMs: 15_000,
+    retryDelaysMs: [500, 1_000, 2_000, ...Array<number>(9).fill(3_000)],
+    retries: (outcome) => !is2xx(outcome),
+  },
+  email: {
+    timeoutMs: 30_000,
+    retryDelaysMs: [1_000, 2_000, ...Array<number>(6).fill(4_000)],
+    retries: (outcome) => !is2xx(outcome) && !(typeof outcome === 'number' && outcome < 500),
+  },
+}
+
+/** A forged request is not the vendor's: it is sent once, with the vendor's deadline. */
+const FORGER: RetryPolicy = { timeoutMs: 15_000, retryDelaysMs: [], retries: () => false }
+
+export const vendorOf = (channel: Channel): Vendor =>
+  channel === 'whatsapp' || channel === 'sms' ? 'twilio' : channel
+
+const ACCOUNT = 'AC0123456789abcdef0123456789abcdef'
+const MAILBOX = 'support@inbound.example'
+const WRONG_SECRET = 'not-the-configured-secret'
+
+/** Makes logical messages with markers unique to this run and case. */
+export class MessageFactory {
+  private n = 0
+  /** Telegram update ids must be unique per bot across the whole run. */
+  private static updateId = Math.floor(Math.random() * 2 ** 30)
+  private readonly chatBase = Math.floor(Math.random() * 2 ** 40)
+
+  constructor(
+    readonly run: string,
+    readonly caseNo: number,
+  ) {}
+
+  /** The LIKE pattern matching this case's markers. */
+  get markerPattern(): string {
+    return `fm-${this.run}-c${this.caseNo}-m%`
+  }
+
+  create(channel: Channel, options: { forged?: boolean } = {}): Message {
+    const n = ++this.n
+    const marker = `fm-${this.run}-c${this.caseNo}-m${n}`
+    const forged = options.forged ?? false
+    const text = `${marker} ${forged ? 'forged' : 'hello'} via ${channel}`
+    const base = { marker, channel, vendor: vendorOf(channel), forged, attempts: [] }
+    // A handful of senders per channel: some share a customer and conversation, some do not.
+    const sender = n % 5
+    switch (channel) {
+      case 'slack': {
+        // Unique per case and message: the fraction is the case and message number.
+        const fraction = `${String(this.caseNo).padStart(2, '0')}${String(n).padStart(4, '0')}`
+        const ts = `${Math.floor(Date.now() / 1000)}.${fraction}`
+        const eventId = `Ev${marker.replaceAll('-', '')}`
+        const body = slackMessageEvent({ eventId, ts, text, user: `U0FAULT${sender}` })
+        return {
+          ...base,
+          messageKey: `T123ABC456:C123ABC456:${ts}`,
+          needle: eventId,
+          request: (url, retry, previous) =>
+            slackRequest(`${url}/webhooks/slack`, body, {
+              ...(forged ? { secret: WRONG_SECRET } : {}),
+              headers:
+                retry > 0
+                  ? {
+                      'x-slack-retry-num': String(retry),
+                      'x-slack-retry-reason': slackRetryReason(previous),
+                    }
+                  : {},
+            }),
+        }
+      }
+      case 'whatsapp':
+      case 'sms': {
+        const sid = `SM${randomBytes(16).toString('hex')}`
+        const phone = `+1401712${String(2660 + sender)}`
+        const params = twilioParams({
+          messageSid: sid,
+          from: channel === 'whatsapp' ? `whatsapp:${phone}` : phone,
+          to: channel === 'whatsapp' ? 'whatsapp:+15558675310' : '+15558675310',
+          body: text,
+        })
+        return {
+          ...base,
+          messageKey: `${ACCOUNT}:${sid}`,
+          needle: sid,
+          request: (url) =>
+            twilioRequest(`${url}/webhooks/twilio`, params, forged ? { token: WRONG_SECRET } : {}),
+        }
+      }
+      case 'telegram': {
+        const updateId = ++MessageFactory.updateId
+        const chatId = this.chatBase + sender
+        const update = telegramUpdate({ updateId, chatId, messageId: n, text })
+        return {
+          ...base,
+          messageKey: `${chatId}:${n}`,
+          needle: `telegram:${TEST_SECRETS.telegramBotId}:${updateId}`,
+          request: async (url) =>
+            telegramRequest(
+              `${url}/webhooks/telegram`,
+              update,
+              forged ? WRONG_SECRET : TEST_SECRETS.telegram,
+            ),
+        }
+      }
+      case 'email': {
+        if (forged) throw new Error('an email has no signature to forge')
+        const messageId = `${marker}@faults.example`
+        const from = `customer${sender}@customer.example`
+        const raw = rawEmail({ messageId, text, from })
+        const query = new URLSearchParams({ from, to: MAILBOX })
+        return {
+          ...base,
+          messageKey: `${MAILBOX}:${messageId}`,
+          needle: messageId,
+          request: async (url) =>
+            new Request(`${url}/cdn-cgi/handler/email?${query}`, { method: 'POST', body: raw }),
+        }
+      }
+    }
+  }
+}
+
+/** A plain RFC 822 message with CRLF line ends, as it travels over SMTP. */
+function rawEmail(fields: { messageId: string; from: string; text: string }): string {
+  return [
+    `From: <${fields.from}>`,
+    `To: ${MAILBOX}`,
+    'Subject: Order 1234 has not arrived',
+    'Date: Tue, 27 Aug 2024 08:49:44 -0700',
+    `Message-ID: <${fields.messageId}>`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset="utf-8"',
+    '',
+    fields.text,
+    '',
+  ].join('\r\n')
+}
+
+/** Slack's `x-slack-retry-reason` for what the previous attempt got. */
+function slackRetryReason(previous: Outcome | undefined): string {
+  if (previous === 'timeout') return 'http_timeout'
+  if (previous === 'refused' || previous === 'network') return 'connection_failed'
+  return 'http_error'
+}
+
+/**
+ * One run of the vendor's delivery of `message`: the first attempt and the retries its policy
+ * makes, until a 2xx or until the vendor gives up. Every attempt is recorded on the message.
+ * `inFault` tells whether a fault is in effect right now.
+ */
+export async function deliver(
+  message: Message,
+  workerUrl: string,
+  inFault: () => boolean,
+): Promise<void> {
+  const policy = message.forged ? FORGER : POLICIES[message.vendor]
+  const firstAt = Date.now()
+  let previous: Outcome | undefined
+  for (let retry = 0; ; retry++) {
+    const attempt: Attempt = { at: Date.now() - firstAt, outcome: 'network', inFault: inFault() }
+    let noRetry = false
+    try {
+      const response = await fetch(await message.request(workerUrl, retry, previous), {
+        signal: AbortSignal.timeout(policy.timeoutMs),
+      })
+      await response.arrayBuffer()
+      attempt.outcome = response.status
+      noRetry = response.headers.get('x-slack-no-retry') === '1'
+    } catch (err) {
+      attempt.outcome = failureOf(err)
+    }
+    message.attempts.push(attempt)
+    previous = attempt.outcome
+    const wait = policy.retryDelaysMs[retry]
+    if (is2xx(attempt.outcome) || wait === undefined || !policy.retries(attempt.outcome, noRetry))
+      return
+    await delay(wait)
+  }
+}
+
+function failureOf(err: unknown): Outcome {
+  const error = err as { name?: string; cause?: { code?: string } }
+  if (error.name === 'TimeoutError' || error.name === 'AbortError') return 'timeout'
+  return error.cause?.code === 'ECONNREFUSED' ? 'refused' : 'network'
+}
+
+export { is2xx }

@@ -225,6 +225,25 @@ export function cpuTable(report: BenchReport, headline: number): string {
   return lines.join('\n')
 }
 
+/** Per step: what the gateway and the origin logged, e.g. "gateway duplicate by redis (200) 1,922". */
+export function decisionsList(report: BenchReport): string {
+  return ordered(report.steps)
+    .filter((s) => Object.keys(s.logCounts).length > 0)
+    .map((s) => {
+      const total = Object.entries(s.logCounts)
+        .filter(([k]) => k.startsWith('gateway'))
+        .reduce((a, [, n]) => a + n, 0)
+      const parts = Object.entries(s.logCounts)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => {
+          const share = k.startsWith('gateway') && total > 0 ? ` (${fmt((100 * n) / total)}%)` : ''
+          return `${k} ${fmt(n)}${share}`
+        })
+      return `- ${s.id}: ${parts.join('; ')}`
+    })
+    .join('\n')
+}
+
 export function markdown(report: BenchReport, headline: number): string {
   const m = report.machine
   const mem = report.memory
@@ -288,6 +307,13 @@ export function markdown(report: BenchReport, headline: number): string {
       'disturbs least.',
     '',
     cpuTable(report, headline),
+    '',
+    '## Who decided',
+    '',
+    "Counted from the gateway's decision log lines and the origin's event lines during each step " +
+      '(an independent view of the answers):',
+    '',
+    decisionsList(report),
     '',
     '## Correctness checks',
     '',

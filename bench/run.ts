@@ -102,11 +102,21 @@ function say(message: string): void {
   process.stdout.write(`[bench ${t}s] ${message}\n`)
 }
 
-/** Things to undo, newest first; each bounded, each failure recorded, none stops the others. */
+/**
+ * Things to undo, newest first; each bounded, each failure recorded, none stops the others.
+ * `runAll` runs once (a signal and the normal end share it); a piece registered after it started
+ * is stopped at once.
+ */
 class Cleanup {
   private tasks: Array<{ name: string; run: () => Promise<unknown> }> = []
+  private running: Promise<void> | undefined
+  private problems: string[] = []
 
   add(name: string, run: () => Promise<unknown>): void {
+    if (this.running) {
+      void this.runOne({ name, run })
+      return
+    }
     this.tasks.push({ name, run })
   }
 
@@ -114,15 +124,37 @@ class Cleanup {
     this.add(name, () => piece.stop())
   }
 
-  async runAll(problems: string[]): Promise<void> {
-    const tasks = this.tasks.reverse()
-    this.tasks = []
-    for (const task of tasks) {
-      try {
-        await within(task.run(), 20_000, `cleanup: ${task.name}`)
-      } catch (err) {
-        problems.push(`cleanup failed: ${task.name}: ${(err as Error).message}`)
-      }
+  private async runOne(task: { name: string; run: () => Promise<unknown> }): Promise<void> {
+    try {
+      await within(task.run(), 20_000, `cleanup: ${task.name}`)
+    } catch (err) {
+      this.problems.push(`cleanup failed: ${task.name}: ${(err as Error).message}`)
+    }
+  }
+
+  runAll(problems: string[]): Promise<void> {
+    this.problems = problems
+    this.running ??= (async () => {
+      for (const task of this.tasks.reverse()) await this.runOne(task)
+      this.tasks = []
+    })()
+    return this.running
+  }
+}
+
+/** The run's SIGINT / SIGTERM handler (set by main): cleans up, then exits 130. */
+let signalHandler: ((signal: NodeJS.Signals) => void) | undefined
+
+/**
+ * Miniflare installs SIGINT / SIGTERM listeners that dispose workerd and exit at once, which would
+ * end the run before its cleanup drops the database and deletes the keys. Ours disposes Miniflare
+ * too (its stop is a cleanup task), so after the stack is up the signals are ours alone.
+ */
+function claimSignals(): void {
+  if (!signalHandler) return
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const listener of process.listeners(signal)) {
+      if (listener !== signalHandler) process.removeListener(signal, listener)
     }
   }
 }
@@ -287,6 +319,7 @@ async function bench(
   const profileDir = config.profile ? join(RESULTS_DIR, 'profiles', tag) : null
   if (profileDir) mkdirSync(profileDir, { recursive: true })
   const stack = await startStack(config, db.url, prefix, tally, cleanup, profileDir)
+  claimSignals()
   say(
     `stack up: gateway ${stack.gatewayUrl}, verify-only ${stack.verifyOnlyUrl}, origin ${stack.origin.url}`,
   )
@@ -558,7 +591,8 @@ async function bench(
     target: UPSTASH_DIRECT,
     url: stack.redisLayer.url,
     concurrency: c50,
-    requests: upstashRequests(prefix, pool),
+    // Cheap to build and fast to answer: a larger pool, so the step runs its full duration.
+    requests: upstashRequests(prefix, 4 * pool),
     events: [],
     fresh: 'none',
     touchesDatabase: false,
@@ -679,6 +713,7 @@ async function main(): Promise<number> {
     say(`${signal}: cleaning up (again to quit at once)`)
     void cleanup.runAll(problems).finally(() => process.exit(130))
   }
+  signalHandler = onSignal
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
 
@@ -689,9 +724,13 @@ async function main(): Promise<number> {
   } catch (err) {
     failure = err
   }
-  say('cleaning up: processes, database, Redis keys')
+  if (!interrupted) say('cleaning up: processes, database, Redis keys')
   await cleanup.runAll(problems)
   restoreConsole()
+  if (interrupted) {
+    for (const problem of problems) process.stderr.write(`- ${problem}\n`)
+    return 130
+  }
   if (failure !== undefined || !report) {
     process.stderr.write(`\nbench FAILED: ${(failure as Error)?.stack ?? String(failure)}\n`)
     for (const problem of problems) process.stderr.write(`- ${problem}\n`)

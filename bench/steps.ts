@@ -256,6 +256,12 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
     checks.push(...rowResult.checks)
     notes.push(...rowResult.notes)
   }
+  if (result.sent >= spec.requests.length) {
+    notes.push(
+      `all ${spec.requests.length} requests of the pool were sent in ${round(elapsed, 1)} s: ` +
+        'the step was bounded by its request count, not its duration',
+    )
+  }
   checks.push({
     name: 'every answer accounted for',
     ok: answered + result.errors >= result.sent - spec.concurrency && result.exhausted === 0,

@@ -214,13 +214,19 @@ export function cpuTable(report: BenchReport, headline: number): string {
   )
   if (components.length === 0) return '(no /proc: CPU per component not measured)'
   const lines = [
-    `| step (c=${headline}) | ${components.join(' | ')} | total CPU s / wall s |`,
+    `| step (c=${headline}) | ${components.join(' | ')} | cores used: all / busiest |`,
     `|---|${components.map(() => '--:').join('|')}|--:|`,
   ]
   for (const s of steps) {
     const per1k = components.map((c) => fmt(((s.cpuMs[c] ?? 0) * 1000) / s.answered))
     const total = Object.values(s.cpuMs).reduce((a, b) => a + b, 0) / 1000
-    lines.push(`| ${s.id} | ${per1k.join(' | ')} | ${fmt(total / s.durationS, 2)} |`)
+    const [busiest, ms] = Object.entries(s.cpuMs).sort((a, b) => b[1] - a[1])[0] ?? ['-', 0]
+    lines.push(
+      `| ${s.id} | ${per1k.join(' | ')} | ${fmt(total / s.durationS, 2)} / ${busiest} ${fmt(
+        ms / 1000 / s.durationS,
+        2,
+      )} |`,
+    )
   }
   return lines.join('\n')
 }
@@ -267,6 +273,17 @@ export function markdown(report: BenchReport, headline: number): string {
     '',
     resultsTable(report),
     '',
+    '- **first-seen**: every request a new Slack / Twilio / Telegram event (verify, claim, ' +
+      'forward, insert, complete). **seed**: the same, once, before the storms: the replay set.',
+    '- **duplicate storm**: every request a replay of an acknowledged seed event (answered from ' +
+      'Redis). **mixed**: 1 new event, then 7 replays. **Redis down**: the Upstash stand-in ' +
+      'stopped; every replay forwarded and decided by Postgres.',
+    "- **wrangler dev**: the same Worker behind wrangler's development proxy (its own ceiling).",
+    '- Baselines: **verify-only**: a Worker of the same routes that only verifies the signature ' +
+      '(bench/verify-only-worker.ts); **origin insert / duplicate path**: signed POST /v1/events ' +
+      "straight at the origin; **claim via Upstash REST**: the claim's SET NX PX GET straight at " +
+      'the stand-in; **redis-benchmark**: the same command straight at Redis.',
+    '',
     'events/s = 2xx answers per second; latency from every answer; non-2xx and errors (timeouts, ' +
       'connection errors) are counted, never dropped; rows/s = rows the step created in Postgres ÷ ' +
       'its duration.',
@@ -302,9 +319,11 @@ export function markdown(report: BenchReport, headline: number): string {
     '## Where the CPU goes',
     '',
     'CPU milliseconds per 1,000 answered requests, by process, from /proc (user + system). ' +
-      'The last column is how many of the cores the stack itself used during the step; on a ' +
-      'shared machine the rest went to other work. Per-request CPU is the figure that noise ' +
-      'disturbs least.',
+      'The last column: how many cores the whole stack used during the step (on a shared machine ' +
+      'the rest went to other work), and the busiest process. workerd runs the Worker isolate on ' +
+      'one thread, so a step whose workerd figure is 1.00 is bound by that thread; there the ' +
+      'throughput ratio of two steps is the inverse of their workerd CPU per request. ' +
+      'Per-request CPU is the figure that noise disturbs least.',
     '',
     cpuTable(report, headline),
     '',

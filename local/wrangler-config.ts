@@ -45,13 +45,16 @@ const vars = Object.fromEntries(Object.entries(c.vars ?? {}).map(([k, v]) => [k,
 process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, crons: c.triggers?.crons ?? [] }) + '\\n')
 `
 
-let cached: Promise<WranglerConfig> | undefined
+/** Parsed configs by path: each file is read once per process. */
+const cache = new Map<string, Promise<WranglerConfig>>()
 
-/** Reads wrangler.toml once per process (bounded: 30 s). */
+/** Reads a wrangler config once per process and path (bounded: 30 s). */
 export function readWranglerConfig(
   configPath = join(REPO_ROOT, 'wrangler.toml'),
 ): Promise<WranglerConfig> {
-  cached ??= (async () => {
+  const known = cache.get(configPath)
+  if (known) return known
+  const reading = (async () => {
     const child = new GroupProcess({
       name: 'wrangler config reader',
       command: process.execPath,
@@ -70,10 +73,9 @@ export function readWranglerConfig(
       await child.stop({ graceMs: 1_000 })
     }
   })()
-  cached.catch(() => {
-    cached = undefined
-  })
-  return cached
+  cache.set(configPath, reading)
+  reading.catch(() => cache.delete(configPath))
+  return reading
 }
 
 /**

@@ -226,8 +226,10 @@ function isoDate(value: string | undefined): string | null {
   if (!value) return null
   const time = Date.parse(value)
   if (!Number.isFinite(time)) return null
-  const iso = new Date(time).toISOString()
-  return /^\d{4}-/.test(iso) ? iso : null
+  // Postgres timestamptz starts at 4713 BC but a year-0000 ISO string is out of its range, and no
+  // real mail predates 1970 by much: anything outside [1970, 9999] is an unknown date.
+  if (time < 0 || time > Date.UTC(9999, 11, 31)) return null
+  return new Date(time).toISOString()
 }
 
 /** The text part, else the HTML part as text; line ends unified, trailing space dropped. */
@@ -271,7 +273,10 @@ function decodeEntities(text: string): string {
       name[1] === 'x' || name[1] === 'X'
         ? Number.parseInt(name.slice(2), 16)
         : Number(name.slice(1))
-    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : entity
+    // Surrogate code points are not characters: decoding one would leave a lone surrogate that
+    // JSON inflates to six bytes. Leave such an entity as written.
+    const surrogate = code >= 0xd800 && code <= 0xdfff
+    return code > 0 && code <= 0x10ffff && !surrogate ? String.fromCodePoint(code) : entity
   })
 }
 

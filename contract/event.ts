@@ -80,8 +80,28 @@ export async function payloadHashOf(event: InboundEventDraft): Promise<string> {
   return (await sha256Hex(material)).slice(0, 16)
 }
 
+/** Postgres text cannot hold NUL: a vendor text with one would fail every insert, forever. */
+function withoutNul(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '') : text
+}
+
+function sanitize(draft: InboundEventDraft): InboundEventDraft {
+  return {
+    ...draft,
+    body: withoutNul(draft.body),
+    sender: {
+      ...draft.sender,
+      ...(draft.sender.displayName === undefined
+        ? {}
+        : { displayName: withoutNul(draft.sender.displayName) }),
+    },
+    ...(draft.subject === undefined ? {} : { subject: withoutNul(draft.subject) }),
+  }
+}
+
 export async function finalizeEvent(draft: InboundEventDraft): Promise<InboundEvent> {
-  return { v: 1, ...draft, payloadHash: await payloadHashOf(draft) }
+  const clean = sanitize(draft)
+  return { v: 1, ...clean, payloadHash: await payloadHashOf(clean) }
 }
 
 export type ParseResult = { ok: true; event: InboundEvent } | { ok: false; message: string }
@@ -92,7 +112,10 @@ export function parseInboundEvent(input: unknown): ParseResult {
   if (result.success) return { ok: true, event: result.output }
   const issue = result.issues[0]
   const path = issue?.path?.map((p) => String(p.key)).join('.') || '(root)'
-  return { ok: false, message: `invalid event: ${path}: ${issue?.message ?? 'invalid'}` }
+  // valibot's own messages quote the received value (a sender name, a subject): name the field
+  // and what was expected only, so nothing from the event reaches a response or a log line.
+  const expected = issue?.expected ? ` (expected ${issue.expected})` : ''
+  return { ok: false, message: `invalid event: ${path}: ${issue?.type ?? 'invalid'}${expected}` }
 }
 
 /** What the origin answers for an accepted event (new, duplicate, edit applied, ...). */

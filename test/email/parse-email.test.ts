@@ -219,3 +219,53 @@ describe('parseEmail: permanent errors', () => {
     expect((await parseError(rawEmail(), 'not an address')).code).toBe('bad_mailbox')
   })
 })
+
+describe('parseEmail: hostile content', () => {
+  it.each([
+    '0000-06-01T00:00:00Z',
+    'Thu, 1 Jan 1914 00:00:00 +0000',
+  ])('a Date of %s, which Postgres or reason rejects, is an unknown date', async (date) => {
+    const { draft } = await parse(rawEmail({ date }), 'support@inbound.example')
+    expect(draft.occurredAt).toBe(new Date(0).toISOString())
+  })
+
+  it('a surrogate numeric entity in HTML stays as written, never a lone surrogate', async () => {
+    const { draft } = await parse(
+      rawEmail({ html: '<p>a&#xD800;b &#55296; &#x1F600;</p>' }),
+      'support@inbound.example',
+    )
+    expect(draft.body).toContain('a&#xD800;b &#55296; \u{1F600}')
+    // encodeURIComponent throws on a lone surrogate.
+    expect(() => encodeURIComponent(draft.body)).not.toThrow()
+  })
+})
+
+describe('finalizeEvent and parseInboundEvent', () => {
+  it('strips NUL (which Postgres text cannot hold) before hashing', async () => {
+    const { draft } = await parse(rawEmail(), 'support@inbound.example')
+    const dirty = await finalizeEvent({
+      ...draft,
+      body: 'a\u0000b',
+      subject: 's\u0000',
+      sender: { externalId: draft.sender.externalId, displayName: 'A\u0000da' },
+    })
+    const clean = await finalizeEvent({
+      ...draft,
+      body: 'ab',
+      subject: 's',
+      sender: { externalId: draft.sender.externalId, displayName: 'Ada' },
+    })
+    expect(dirty).toEqual(clean)
+  })
+
+  it('names the invalid field without echoing its value', async () => {
+    const { draft } = await parse(rawEmail(), 'support@inbound.example')
+    const event = await finalizeEvent(draft)
+    const result = parseInboundEvent({ ...event, occurredAt: 'secret-looking-value' })
+    expect(result.ok).toBe(false)
+    if (!result.ok) {
+      expect(result.message).toContain('occurredAt')
+      expect(result.message).not.toContain('secret-looking-value')
+    }
+  })
+})

@@ -16,7 +16,7 @@ import {
   type PoolClient,
 } from '@neondatabase/serverless'
 import ws from 'ws'
-import { DatabaseUnavailableError, describeError } from './errors'
+import { DatabaseUnavailableError, describeError, InvalidEventError } from './errors'
 import type { Logger } from './log'
 
 // Node 20 has no global WebSocket; the driver needs a constructor. Harmless against real Neon.
@@ -67,6 +67,11 @@ export function toDatabaseError(err: unknown): unknown {
   const state = sqlState(err)
   if (state === undefined || UNAVAILABLE_CLASSES.has(state.slice(0, 2)) || RETRY_ONCE.has(state)) {
     return new DatabaseUnavailableError({ cause: err })
+  }
+  // Class 22 (data exception: a value out of range, bad encoding) fails the same way every time:
+  // answering 500 would have the worker retry (and the spool hold) an event that can never land.
+  if (state.startsWith('22')) {
+    return new InvalidEventError(`invalid event: a value was rejected by the database (${state})`)
   }
   return err
 }

@@ -15,7 +15,7 @@ import { finalizeEvent, type InboundEvent, type IngestResult } from '../../contr
 import { formatDeliveryKey } from '../../worker/channels/types'
 import { type ClaimStore, newClaimToken } from '../../worker/dedup/claims'
 import type { Database } from '../db'
-import { describeError } from '../errors'
+import { describeError, InvalidEventError } from '../errors'
 import { ingestEvent } from '../ingest'
 import type { Logger } from '../log'
 import type { GmailApi } from './api'
@@ -36,7 +36,7 @@ export interface MessageDeps {
 }
 
 export type MessageOutcome =
-  | { status: 'skipped'; reason: 'label' | 'unparseable' | 'gone' }
+  | { status: 'skipped'; reason: 'label' | 'unparseable' | 'gone' | 'rejected' }
   | {
       status: 'ingested'
       outcome: IngestResult['outcome']
@@ -70,7 +70,16 @@ export async function ingestGmailMessage(deps: MessageDeps, id: string): Promise
   // cover the delivery key, so both paths still agree on the message).
   const event = await finalizeEvent({ ...parsed.draft, deliveryKey: `gmail:${deps.mailbox}:${id}` })
   const redisKey = `${deps.redisKeyPrefix}${formatDeliveryKey(parsed.key)}`
-  const decided = await claimAndIngest(deps, event, redisKey)
+  let decided: Decided
+  try {
+    decided = await claimAndIngest(deps, event, redisKey)
+  } catch (err) {
+    // A message the database refuses for its content fails the same way on every poll: skip it
+    // (logged and counted) rather than stop the mailbox's history at it forever.
+    if (!(err instanceof InvalidEventError)) throw err
+    deps.logger.error('gmail message rejected', { gmailId: id, messageKey: event.messageKey })
+    return skip(deps, id, 'rejected')
+  }
   deps.metrics.ingested.labels(decided.outcome, decided.decidedBy).inc()
   deps.logger.info('gmail message', {
     gmailId: id,
@@ -159,7 +168,7 @@ async function viaPostgres(
 function skip(
   deps: MessageDeps,
   id: string,
-  reason: 'label' | 'unparseable' | 'gone',
+  reason: 'label' | 'unparseable' | 'gone' | 'rejected',
 ): MessageOutcome {
   deps.metrics.skipped.labels(reason).inc()
   deps.logger.debug('gmail message skipped', { gmailId: id, reason })

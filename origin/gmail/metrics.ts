@@ -5,7 +5,7 @@
  */
 import { Counter, Registry } from 'prom-client'
 
-export const SKIP_REASONS = ['label', 'unparseable', 'gone'] as const
+export const SKIP_REASONS = ['label', 'unparseable', 'gone', 'rejected'] as const
 export type SkipReason = (typeof SKIP_REASONS)[number]
 
 export const POLL_RESULTS = ['completed', 'partial', 'busy', 'failed'] as const

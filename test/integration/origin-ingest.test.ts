@@ -244,3 +244,15 @@ describe('email threads', () => {
     ).toBe(0)
   })
 })
+
+describe('values the database refuses', () => {
+  it('a NUL in the text (not made by finalizeEvent) is a 400 invalid_event, never a 500', async () => {
+    const event = await eventFixture()
+    const dirty = { ...event, body: 'before\u0000after' }
+    const answer = await bed.post(dirty)
+    expect(answer.status).toBe(400)
+    expect(JSON.stringify(answer.body)).toContain('invalid_event')
+    expect(JSON.stringify(answer.body)).not.toContain('before')
+    expect(await bed.count('messages', 'channel_message_id = $1', [event.messageKey])).toBe(0)
+  })
+})

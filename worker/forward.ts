@@ -11,6 +11,7 @@
  */
 import type { InboundEvent, IngestOutcome } from '../contract/event'
 import { signForward } from '../contract/forward-signature'
+import { readBoundedBody } from './body'
 import type { OriginConfig } from './config'
 
 export type ForwardResult =
@@ -61,9 +62,8 @@ export async function forwardBody(
   }
   let answer: Record<string, unknown> = {}
   try {
-    const text = await response.text()
-    if (text.length <= MAX_ANSWER_BYTES)
-      answer = (JSON.parse(text) as Record<string, unknown>) ?? {}
+    const { text } = await readBoundedBody(response, MAX_ANSWER_BYTES)
+    answer = (JSON.parse(text) as Record<string, unknown>) ?? {}
   } catch {
     // A body that is not JSON (or a timeout while reading it) changes nothing below: the status
     // decides. Only 2xx bodies carry details we log.

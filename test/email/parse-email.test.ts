@@ -221,13 +221,13 @@ describe('parseEmail: permanent errors', () => {
 })
 
 describe('parseEmail: hostile content', () => {
-  it.each([
-    '0000-06-01T00:00:00Z',
-    'Thu, 1 Jan 1914 00:00:00 +0000',
-  ])('a Date of %s, which Postgres or reason rejects, is an unknown date', async (date) => {
-    const { draft } = await parse(rawEmail({ date }), 'support@inbound.example')
-    expect(draft.occurredAt).toBe(new Date(0).toISOString())
-  })
+  it.each(['0000-06-01T00:00:00Z', 'Thu, 1 Jan 1914 00:00:00 +0000'])(
+    'a Date of %s, which Postgres or reason rejects, is an unknown date',
+    async (date) => {
+      const { draft } = await parse(rawEmail({ date }), 'support@inbound.example')
+      expect(draft.occurredAt).toBe(new Date(0).toISOString())
+    },
+  )
 
   it('a surrogate numeric entity in HTML stays as written, never a lone surrogate', async () => {
     const { draft } = await parse(

@@ -6,59 +6,31 @@ import { describe, expect, inject, it } from 'vitest'
 import {
   slackMessageEvent,
   slackRequest,
-  TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
   twilioParams,
   twilioRequest,
 } from '../unit/signed-requests'
+import {
+  ACCOUNT,
+  type Delivery,
+  slackDelivery,
+  telegramDelivery,
+  uniq,
+  whatsappDelivery,
+} from './support/deliveries'
 import { GATEWAY, type Harness, harness } from './support/harness'
-
-const ACCOUNT = 'AC0123456789abcdef0123456789abcdef'
-const uniq = () => crypto.randomUUID().replaceAll('-', '').slice(0, 16)
 
 interface ChannelCase {
   name: string
   /** A fresh delivery; calling `make()` again builds the same delivery (a vendor replay). */
-  delivery(): { make: () => Promise<Request>; deliveryKey: string }
+  delivery(): Delivery
 }
 
 const CHANNELS: ChannelCase[] = [
-  {
-    name: 'slack',
-    delivery() {
-      const eventId = `Ev${uniq()}`
-      const ts = `${Date.now() / 1000}`
-      return {
-        make: () => slackRequest(`${GATEWAY}/webhooks/slack`, slackMessageEvent({ eventId, ts })),
-        deliveryKey: `dedup:slack:A123ABC456:${eventId}`,
-      }
-    },
-  },
-  {
-    name: 'twilio (whatsapp)',
-    delivery() {
-      const sid = `SM${uniq()}${uniq()}`
-      return {
-        make: () => twilioRequest(`${GATEWAY}/webhooks/twilio`, twilioParams({ messageSid: sid })),
-        deliveryKey: `dedup:whatsapp:${ACCOUNT}:${sid}`,
-      }
-    },
-  },
-  {
-    name: 'telegram',
-    delivery() {
-      const updateId = Math.floor(Math.random() * 2 ** 31)
-      return {
-        make: async () =>
-          telegramRequest(
-            `${GATEWAY}/webhooks/telegram`,
-            telegramUpdate({ updateId, messageId: updateId }),
-          ),
-        deliveryKey: `dedup:telegram:${TEST_SECRETS.telegramBotId}:${updateId}`,
-      }
-    },
-  },
+  { name: 'slack', delivery: slackDelivery },
+  { name: 'twilio (whatsapp)', delivery: whatsappDelivery },
+  { name: 'telegram', delivery: telegramDelivery },
 ]
 
 async function statuses(h: Harness, requests: Array<Promise<Request>>): Promise<number[]> {

@@ -14,68 +14,36 @@ import worker from '../../worker/index'
 import {
   slackMessageEvent,
   slackRequest,
-  TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
-  twilioParams,
-  twilioRequest,
 } from '../unit/signed-requests'
+import {
+  type Delivery,
+  slackDelivery,
+  telegramDelivery,
+  uniq,
+  whatsappDelivery,
+} from './support/deliveries'
 import { GATEWAY, type Harness, harness } from './support/harness'
-
-const ACCOUNT = 'AC0123456789abcdef0123456789abcdef'
-const uniq = () => crypto.randomUUID().replaceAll('-', '').slice(0, 16)
 
 interface ChannelCase {
   name: string
   /** The event channel: names the spool list. */
   channel: string
-  delivery(): { make: () => Promise<Request>; deliveryKey: string }
+  delivery(): Delivery
   /** What "ok" looks like to this vendor. */
   okBody: string
 }
 
 const CASES: ChannelCase[] = [
-  {
-    name: 'slack',
-    channel: 'slack',
-    delivery() {
-      const eventId = `Ev${uniq()}`
-      const ts = `${Date.now() / 1000}`
-      return {
-        make: () => slackRequest(`${GATEWAY}/webhooks/slack`, slackMessageEvent({ eventId, ts })),
-        deliveryKey: `dedup:slack:A123ABC456:${eventId}`,
-      }
-    },
-    okBody: '',
-  },
+  { name: 'slack', channel: 'slack', delivery: slackDelivery, okBody: '' },
   {
     name: 'twilio (whatsapp)',
     channel: 'whatsapp',
-    delivery() {
-      const sid = `SM${uniq()}${uniq()}`
-      return {
-        make: () => twilioRequest(`${GATEWAY}/webhooks/twilio`, twilioParams({ messageSid: sid })),
-        deliveryKey: `dedup:whatsapp:${ACCOUNT}:${sid}`,
-      }
-    },
+    delivery: whatsappDelivery,
     okBody: '<?xml version="1.0" encoding="UTF-8"?><Response/>',
   },
-  {
-    name: 'telegram',
-    channel: 'telegram',
-    delivery() {
-      const updateId = Math.floor(Math.random() * 2 ** 31)
-      return {
-        make: async () =>
-          telegramRequest(
-            `${GATEWAY}/webhooks/telegram`,
-            telegramUpdate({ updateId, messageId: updateId }),
-          ),
-        deliveryKey: `dedup:telegram:${TEST_SECRETS.telegramBotId}:${updateId}`,
-      }
-    },
-    okBody: '',
-  },
+  { name: 'telegram', channel: 'telegram', delivery: telegramDelivery, okBody: '' },
 ]
 
 const slackCase = CASES[0] as ChannelCase

@@ -4,8 +4,9 @@
  * means the origin took responsibility for the event; a duplicate is a 200, never an error.
  * @module
  */
-import { Hono } from 'hono'
+import { type Context, Hono } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
+import * as v from 'valibot'
 import { type InboundEvent, type IngestResult, parseInboundEvent } from '../contract/event'
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyForward } from '../contract/forward-signature'
 import type { Database } from './db'
@@ -19,6 +20,7 @@ import {
   OriginError,
   UnauthorizedError,
 } from './errors'
+import { recordInboundFailure } from './failures/inbound'
 import { ingestEvent } from './ingest'
 import type { Logger } from './log'
 import { createMetrics, type OriginMetrics } from './metrics'
@@ -41,36 +43,53 @@ export function createOriginApp(deps: OriginDeps): Hono {
   const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000))
   const app = new Hono()
 
-  app.post(
-    '/v1/events',
-    // Content-Length is checked before reading; a chunked body is counted while it streams.
-    bodyLimit({
-      maxSize: deps.maxEventBytes,
-      onError: () => {
-        throw new BodyTooLargeError(deps.maxEventBytes)
-      },
-    }),
-    async (c) => {
-      const raw = await c.req.text()
-      // Verify the exact bytes first; nothing is parsed for an unauthenticated caller.
-      const verdict = await verifyForward(
-        deps.secrets,
-        raw,
-        { timestamp: c.req.header(TIMESTAMP_HEADER), signature: c.req.header(SIGNATURE_HEADER) },
-        nowSeconds(),
-      )
-      if (!verdict.ok) {
-        logger.warn('request rejected', { reason: verdict.reason })
-        throw new UnauthorizedError()
-      }
-      const event = parseEvent(raw)
-      const started = performance.now()
-      const result = await ingestEvent(db, event)
-      const durationMs = performance.now() - started
-      record(metrics, logger, event, result, durationMs)
-      return c.json(result, result.outcome === 'created' ? 201 : 200)
+  // Content-Length is checked before reading; a chunked body is counted while it streams.
+  const limit = bodyLimit({
+    maxSize: deps.maxEventBytes,
+    onError: () => {
+      throw new BodyTooLargeError(deps.maxEventBytes)
     },
-  )
+  })
+
+  /** The exact bytes, verified first: nothing is parsed for an unauthenticated caller. */
+  async function signedBody(c: Context): Promise<string> {
+    const raw = await c.req.text()
+    const verdict = await verifyForward(
+      deps.secrets,
+      raw,
+      { timestamp: c.req.header(TIMESTAMP_HEADER), signature: c.req.header(SIGNATURE_HEADER) },
+      nowSeconds(),
+    )
+    if (!verdict.ok) {
+      logger.warn('request rejected', { reason: verdict.reason })
+      throw new UnauthorizedError()
+    }
+    return raw
+  }
+
+  app.post('/v1/events', limit, async (c) => {
+    const event = parseEvent(await signedBody(c))
+    const started = performance.now()
+    const result = await ingestEvent(db, event)
+    const durationMs = performance.now() - started
+    record(metrics, logger, event, result, durationMs)
+    return c.json(result, result.outcome === 'created' ? 201 : 200)
+  })
+
+  // The Worker's dead-letter consumer: an event the spool queue gave up on, kept for replay.
+  app.post('/v1/failures/inbound', limit, async (c) => {
+    const report = parseDeadEvent(await signedBody(c))
+    const id = await recordInboundFailure(db, { ...report, source: 'queue' })
+    metrics.inboundDead.labels(report.channel).inc()
+    logger.error('inbound event dead', {
+      failureId: id,
+      channel: report.channel,
+      deliveryKey: report.deliveryKey,
+      attempts: report.attempts,
+      error: report.error,
+    })
+    return c.json({ failureId: id }, 201)
+  })
 
   app.get('/healthz', async (c) => {
     try {
@@ -108,16 +127,36 @@ export function createOriginApp(deps: OriginDeps): Hono {
   return app
 }
 
-function parseEvent(raw: string): InboundEvent {
-  let json: unknown
+function parseJson(raw: string): unknown {
   try {
-    json = JSON.parse(raw)
+    return JSON.parse(raw)
   } catch {
     throw new InvalidEventError('invalid event: body is not JSON')
   }
-  const parsed = parseInboundEvent(json)
+}
+
+function parseEvent(raw: string): InboundEvent {
+  const parsed = parseInboundEvent(parseJson(raw))
   if (!parsed.ok) throw new InvalidEventError(parsed.message)
   return parsed.event
+}
+
+/**
+ * What the dead-letter consumer reports. The event itself is kept as it came, valid or not: it is
+ * evidence for the operator, and the replay validates it again.
+ */
+const DeadEventReport = v.strictObject({
+  channel: v.pipe(v.string(), v.minLength(1), v.maxLength(32)),
+  deliveryKey: v.pipe(v.string(), v.minLength(1), v.maxLength(512)),
+  event: v.record(v.string(), v.unknown()),
+  error: v.pipe(v.string(), v.maxLength(10_000)),
+  attempts: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000)),
+})
+
+function parseDeadEvent(raw: string): v.InferOutput<typeof DeadEventReport> {
+  const parsed = v.safeParse(DeadEventReport, parseJson(raw))
+  if (!parsed.success) throw new InvalidEventError('invalid dead-letter report')
+  return parsed.output
 }
 
 /** One log line and the counters for each decision. Keys and ids only: never the body. */

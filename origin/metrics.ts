@@ -20,6 +20,8 @@ export interface OriginMetrics {
   ingestSeconds: Histogram<'channel'>
   /** Requests answered with an error, by error code (unauthorized, invalid_event, ...). */
   rejected: Counter<'code'>
+  /** Inbound events recorded dead (the spool queue's dead-letter consumer gave them up). */
+  inboundDead: Counter<'channel'>
 }
 
 export function createMetrics(): OriginMetrics {
@@ -58,12 +60,19 @@ export function createMetrics(): OriginMetrics {
       labelNames: ['code'],
       registers: [registry],
     }),
+    inboundDead: new Counter({
+      name: 'inbound_dead_events_total',
+      help: 'Inbound events the spool queue gave up on, recorded in channel_failures for replay',
+      labelNames: ['channel'],
+      registers: [registry],
+    }),
   }
   // Zero-valued series from the start, so rate() and alerts work before the first event.
   for (const channel of CHANNELS) {
     for (const outcome of OUTCOMES) metrics.events.labels(channel, outcome).inc(0)
     metrics.dbDuplicates.labels(channel).inc(0)
     metrics.payloadMismatches.labels(channel).inc(0)
+    metrics.inboundDead.labels(channel).inc(0)
   }
   return metrics
 }

@@ -1,13 +1,16 @@
 /**
- * `npm run failures -- <command>`: the operator's view of downstream hand-offs that failed.
+ * `npm run failures -- <command>`: the operator's view of what failed after it was accepted:
+ * downstream hand-offs (stage `downstream`) and inbound events that could not be stored (stage
+ * `inbound`: the spool queue's dead letters, Gmail messages that could not be fetched).
  *
  *   list [--status pending|dead|resolved] [--limit N]   the rows, oldest first
- *   replay <id>                                          hand a dead row's outbox row off again
+ *   replay <id>                                          replay one dead row
  *   replay --all-dead                                    the same for every dead row
  *
- * Reads DATABASE_URL and NEON_WS_PROXY like the origin; replay also DOWNSTREAM_URL (and
- * DOWNSTREAM_TIMEOUT_MS, FAILURE_*). A replay goes through the same statements and the same
- * `Idempotency-Key: outbox-{id}` as the relay's retries, so it never doubles anything.
+ * Reads DATABASE_URL and NEON_WS_PROXY like the origin; a downstream replay also DOWNSTREAM_URL
+ * (and DOWNSTREAM_TIMEOUT_MS, FAILURE_*). A downstream replay goes through the same statements and
+ * the same `Idempotency-Key: outbox-{id}` as the relay's retries; an inbound replay through the
+ * same ingest as a live delivery. Neither can double anything.
  *
  * Exit codes: 0 done; 1 a replay failed, a row was not replayable, or the database did not
  * answer; 2 usage or configuration error.
@@ -20,6 +23,7 @@ import { DatabaseUnavailableError, describeError } from '../errors'
 import { silentLogger } from '../log'
 import { type DownstreamConfig, readDownstream } from '../outbox/config'
 import { idempotencyKey } from '../outbox/downstream'
+import { getDeadInboundFailure, INBOUND_STAGE, replayInboundEvent } from './inbound'
 import { type RetryPolicy, readRetryPolicy } from './policy'
 import { type ReplayOutcome, replayClaimed } from './replay'
 import {
@@ -44,6 +48,7 @@ const REPLAY_LEASE_MARGIN_MS = 30_000
 const LIST_DEFAULT_LIMIT = 100
 const ALL_DEAD_MAX = 10_000
 const ERROR_COLUMN_WIDTH = 60
+const KEY_COLUMN_WIDTH = 48
 
 export interface CliIo {
   out(line: string): void
@@ -116,9 +121,6 @@ export async function runCli(args: readonly string[], env: OriginEnv, io: CliIo)
   try {
     command = parseArgs(args)
     config = loadCliConfig(env)
-    if (command.name !== 'list' && !config.downstream) {
-      throw new ConfigError(['DOWNSTREAM_URL is not set: replay hands outbox rows to it'])
-    }
   } catch (err) {
     if (err instanceof UsageError) {
       io.err(`${err.message}\n${USAGE}`)
@@ -140,7 +142,7 @@ export async function runCli(args: readonly string[], env: OriginEnv, io: CliIo)
   })
   try {
     if (command.name === 'list') return await list(db, command, io)
-    const deps = { db, downstream: config.downstream as DownstreamConfig, retry: config.retry }
+    const deps = { db, downstream: config.downstream, retry: config.retry }
     if (command.name === 'replay') return await replayOne(deps, command.id, io)
     return await replayAllDead(deps, io)
   } catch (err) {
@@ -169,15 +171,27 @@ async function list(
     return EXIT.ok
   }
   const table = [
-    ['id', 'status', 'stage', 'attempts', 'outbox', 'message', 'channel', 'next attempt', 'error'],
+    [
+      'id',
+      'status',
+      'stage',
+      'attempts',
+      'outbox',
+      'message',
+      'channel',
+      'delivery key',
+      'next attempt',
+      'error',
+    ],
     ...rows.map((f) => [
       f.id,
       f.status,
-      f.stage,
+      f.source ? `${f.stage}/${f.source}` : f.stage,
       String(f.attempts),
       f.outboxId ?? '-',
       f.messageId ?? '-',
       f.channel,
+      truncate(f.deliveryKey ?? '-', KEY_COLUMN_WIDTH),
       f.status === 'pending' ? f.nextAttemptAt : '-',
       truncate(f.error, ERROR_COLUMN_WIDTH),
     ]),
@@ -200,15 +214,22 @@ async function list(
 
 interface ReplayCliDeps {
   db: Database
-  downstream: DownstreamConfig
+  /** Null without DOWNSTREAM_URL: inbound rows still replay, downstream rows do not. */
+  downstream: DownstreamConfig | null
   retry: RetryPolicy
 }
+
+const NO_DOWNSTREAM = 'DOWNSTREAM_URL is not set: a downstream replay hands outbox rows to it'
 
 async function replayOne(deps: ReplayCliDeps, id: string, io: CliIo): Promise<number> {
   const failure = await getFailure(deps.db, id)
   if (!failure) {
     io.err(`failure ${id}: no such row`)
     return EXIT.failed
+  }
+  if (failure.stage === 'downstream' && !deps.downstream) {
+    io.err(`configuration: ${NO_DOWNSTREAM}`)
+    return EXIT.usage
   }
   const refusal = notReplayable(failure, deps.retry)
   if (refusal) {
@@ -228,6 +249,10 @@ async function replayAllDead(deps: ReplayCliDeps, io: CliIo): Promise<number> {
   let resolved = 0
   for (const id of ids) {
     const failure = await getFailure(deps.db, id)
+    if (failure?.stage === 'downstream' && !deps.downstream) {
+      io.err(`failure ${id}: skipped; ${NO_DOWNSTREAM}`)
+      continue
+    }
     if (failure && (await replayDead(deps, failure, io))) resolved++
   }
   const failed = ids.length - resolved
@@ -249,24 +274,46 @@ function notReplayable(
       exit: EXIT.failed,
     }
   }
+  if (failure.stage === INBOUND_STAGE) return null
   if (failure.stage !== 'downstream' || failure.outboxId === null) {
     return { line: `stage ${failure.stage} is not replayed by this tool`, exit: EXIT.failed }
   }
   return null
 }
 
-/** Replays one dead row and prints one line. True when the outbox row is now handed off. */
+/** Replays one dead row and prints one line. True when it is now stored / handed off. */
 async function replayDead(deps: ReplayCliDeps, failure: Failure, io: CliIo): Promise<boolean> {
-  const leaseMs = deps.downstream.timeoutMs + REPLAY_LEASE_MARGIN_MS
+  if (failure.stage === INBOUND_STAGE) return replayInbound(deps.db, failure.id, io)
+  const downstream = deps.downstream as DownstreamConfig
+  const leaseMs = downstream.timeoutMs + REPLAY_LEASE_MARGIN_MS
   const claimed = await claimDeadFailure(deps.db, failure.id, leaseMs)
   if (!claimed) {
     io.err(`failure ${failure.id}: no longer dead (replayed or resolved meanwhile)`)
     return false
   }
-  const outcome = await replayClaimed(deps, claimed)
+  const outcome = await replayClaimed({ ...deps, downstream }, claimed)
   const line = describeOutcome(outcome, claimed.row.id)
   ;(isSuccess(outcome) ? io.out : io.err)(`failure ${failure.id}: ${line}`)
   return isSuccess(outcome)
+}
+
+/** An inbound event through the ingest path: one line naming the message it is now. */
+async function replayInbound(db: Database, id: string, io: CliIo): Promise<boolean> {
+  const failure = await getDeadInboundFailure(db, id)
+  if (!failure) {
+    io.err(`failure ${id}: no longer dead (replayed or resolved meanwhile)`)
+    return false
+  }
+  const replay = await replayInboundEvent(db, failure)
+  if (replay.outcome === 'not_replayable') {
+    io.err(`failure ${id}: not replayable: ${replay.reason}`)
+    return false
+  }
+  const { outcome, messageId } = replay.result
+  const what = messageId ? `message ${messageId}` : 'no message'
+  const by = replay.outcome === 'claim_lost' ? '; another replay resolved the row' : '; resolved'
+  io.out(`failure ${id}: ${failure.deliveryKey} ingested (${outcome}, ${what})${by}`)
+  return true
 }
 
 function isSuccess(outcome: ReplayOutcome): boolean {

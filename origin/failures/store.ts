@@ -1,5 +1,5 @@
 /**
- * The SQL of `channel_failures` for the downstream stage: recording a failed hand-off, claiming
+ * The SQL of `channel_failures` (listing, by id) and of its downstream stage: recording a failed hand-off, claiming
  * due rows for a retry (or a dead row for a manual replay), writing each outcome, and listing.
  *
  * A claimed row is leased by pushing its `next_attempt_at` past the hand-off's bound, in the same
@@ -27,6 +27,8 @@ export interface Failure {
   outboxId: string | null
   messageId: string | null
   deliveryKey: string | null
+  /** Inbound rows: where the failure was recorded (queue, gmail). */
+  source: string | null
   error: string
   nextAttemptAt: string
   createdAt: string
@@ -52,6 +54,7 @@ interface FailureRecord {
   outbox_id: string | null
   message_id: string | null
   delivery_key: string | null
+  source: string | null
   error: string
   next_attempt_at: Date | string
   created_at: Date | string
@@ -76,6 +79,7 @@ function toFailure(r: FailureRecord): Failure {
     outboxId: r.outbox_id === null ? null : String(r.outbox_id),
     messageId: r.message_id === null ? null : String(r.message_id),
     deliveryKey: r.delivery_key,
+    source: r.source ?? null,
     error: r.error,
     nextAttemptAt: iso(r.next_attempt_at),
     createdAt: iso(r.created_at),
@@ -239,11 +243,12 @@ export async function listFailures(
   return rows.map(toFailure)
 }
 
-/** Dead downstream failures' ids, oldest first (for `replay --all-dead`). */
+/** Dead replayable failures' ids (downstream and inbound), oldest first (`replay --all-dead`). */
 export async function deadFailureIds(db: Queryable, limit: number): Promise<string[]> {
   const rows = await db.query<{ id: string }>(
     `SELECT id FROM channel_failures
-      WHERE status = 'dead' AND stage = '${DOWNSTREAM_STAGE}' AND outbox_id IS NOT NULL
+      WHERE status = 'dead'
+        AND (stage = 'inbound' OR (stage = '${DOWNSTREAM_STAGE}' AND outbox_id IS NOT NULL))
       ORDER BY id LIMIT $1`,
     [limit],
   )

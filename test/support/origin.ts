@@ -5,7 +5,7 @@
  * proxy, origin on port 0) that cleans up after itself.
  * @module
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -299,4 +299,33 @@ export async function startOriginTestbed(
       await database.drop()
     },
   }
+}
+
+export interface CliRun {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** `npm run failures -- <args>` against a testbed's database, as an operator runs it. */
+export function runFailuresCli(
+  tb: Pick<OriginTestbed, 'databaseUrl' | 'wsProxy'>,
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<CliRun> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'origin/failures/cli.ts', ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: tb.databaseUrl, NEON_WS_PROXY: tb.wsProxy, ...env },
+        timeout: 60_000,
+      },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) })
+      },
+    )
+  })
 }

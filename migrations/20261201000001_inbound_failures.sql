@@ -1,0 +1,14 @@
+-- migrate:up
+-- Inbound events that could not be stored after the gateway had answered the vendor "ok": a
+-- queued event that ran out of retries (the spool's dead-letter queue) or a Gmail message that
+-- could not be fetched or parsed. They are channel_failures rows with stage 'inbound', kept for
+-- `npm run failures -- replay`, which sends them through the same idempotent ingest path.
+--
+-- source: where the failure was recorded ('queue' = the Worker's dead-letter consumer, 'gmail' =
+-- the origin's poller). source_ref: the source's own id when there is no event to keep (the
+-- Gmail message id of a message that could not be fetched). Nullable columns without a default
+-- rewrite nothing and take a short lock only.
+ALTER TABLE channel_failures ADD COLUMN source text, ADD COLUMN source_ref text;
+
+-- migrate:down
+ALTER TABLE channel_failures DROP COLUMN source_ref, DROP COLUMN source;

@@ -14,6 +14,7 @@ import { freePort, GroupProcess } from '../local/processes'
 import type { WorkerHandle } from '../local/stack'
 import {
   buildWorker,
+  miniflareQueueOptions,
   REPO_ROOT,
   readWranglerConfig,
   WRANGLER_BIN,
@@ -71,6 +72,7 @@ export async function serveBundle(
       compatibilityDate: config.compatibilityDate,
       compatibilityFlags: config.compatibilityFlags,
       bindings: vars,
+      ...(which === 'gateway' ? miniflareQueueOptions(config) : {}),
       port: 0,
       host: '127.0.0.1',
       cf: false,

@@ -242,36 +242,11 @@ async function main(): Promise<void> {
     say(`worker: ${worker.url} (${seconds(t)})`)
 
     printSummary({ database, redis, origin, worker, devVars: devVars.source }, startedAt)
-    fireCronEveryMinute(worker.url, () => shuttingDown)
     watch(origin, worker, database, devVars.fromEnvironment, () => shuttingDown)
   } catch (err) {
     say(`\nnpm run dev failed: ${(err as Error).message}`)
     await shutdown('start-up failed', 1)
   }
-}
-
-/**
- * `wrangler dev` never fires cron triggers by itself; production runs the spool drain every minute,
- * so the dev stack does the same through the local scheduled-handler route.
- */
-function fireCronEveryMinute(workerUrl: string, stopping: () => boolean): void {
-  let failing = false
-  const timer = setInterval(async () => {
-    if (stopping()) return
-    try {
-      const res = await fetch(`${workerUrl}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*`, {
-        signal: AbortSignal.timeout(30_000),
-      })
-      await res.body?.cancel()
-      if (!res.ok) throw new Error(`HTTP ${res.status}`)
-      if (failing) say('cron: spool drain runs again')
-      failing = false
-    } catch (err) {
-      if (!failing) say(`cron: spool drain trigger failed (${(err as Error).message})`)
-      failing = true
-    }
-  }, 60_000)
-  timer.unref()
 }
 
 function printSummary(

@@ -28,6 +28,8 @@ import { type ExitInfo, freePort, GroupProcess, ProcessError, waitForHttp } from
 import { embeddedRedis, type RedisBackend, realRedis, startUpstashRest } from './upstash-rest'
 import {
   buildWorker,
+  miniflareQueueOptions,
+  type QueueConsumerOverrides,
   REPO_ROOT,
   readWranglerConfig,
   WRANGLER_BIN,
@@ -474,6 +476,8 @@ export interface WorkerMiniflareOptions extends WorkerOptions {
    * (`email()` with a message of their own). @default the bundle itself
    */
   entrySource?: string
+  /** Changes to wrangler.toml's queue consumer settings (e.g. `{ max_batch_timeout: 0 }`). */
+  queueConsumers?: QueueConsumerOverrides
 }
 
 export interface WorkerMiniflareHandle extends WorkerHandle {
@@ -482,8 +486,8 @@ export interface WorkerMiniflareHandle extends WorkerHandle {
 
 /**
  * Builds the deployable bundle (`wrangler deploy --dry-run`) and serves it with Miniflare on
- * 127.0.0.1, with wrangler.toml's compatibility settings and [vars] plus `vars`.
- * `/cdn-cgi/handler/scheduled` and `/cdn-cgi/handler/email` are enabled.
+ * 127.0.0.1, with wrangler.toml's compatibility settings, [vars] plus `vars`, and its queues (the
+ * spool and its dead letters, consumed by the same Worker). `/cdn-cgi/handler/email` is enabled.
  */
 export async function startWorkerMiniflare(
   options: WorkerMiniflareOptions,
@@ -509,6 +513,7 @@ export async function startWorkerMiniflare(
       compatibilityDate: config.compatibilityDate,
       compatibilityFlags: config.compatibilityFlags,
       bindings: { ...config.vars, ...options.vars },
+      ...miniflareQueueOptions(config, options.queueConsumers),
       port: options.port ?? 0,
       host: '127.0.0.1',
       cf: false,

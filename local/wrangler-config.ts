@@ -1,6 +1,6 @@
 /**
- * What the local stack needs from wrangler.toml (compatibility date and flags, `[vars]`, cron
- * triggers), read by wrangler's own parser, and the Worker bundle built by
+ * What the local stack needs from wrangler.toml (compatibility date and flags, `[vars]`, queue
+ * producers and consumers), read by wrangler's own parser, and the Worker bundle built by
  * `wrangler deploy --dry-run`. Both run wrangler in a child process of its own group: importing
  * wrangler here would add a 2 s, 10 MB module with global side effects to every caller.
  * @module
@@ -35,14 +35,27 @@ export interface WranglerConfig {
   compatibilityFlags: string[]
   /** `[vars]`, as strings. */
   vars: Record<string, string>
-  crons: string[]
+  queues: {
+    producers: Array<{ binding: string; queue: string }>
+    consumers: QueueConsumerConfig[]
+  }
+}
+
+/** One `[[queues.consumers]]` entry, as wrangler.toml spells it. */
+export interface QueueConsumerConfig {
+  queue: string
+  max_batch_size?: number
+  max_batch_timeout?: number
+  max_retries?: number
+  retry_delay?: number
+  dead_letter_queue?: string
 }
 
 const READ_SCRIPT = `
 const { unstable_readConfig } = await import('wrangler')
 const c = unstable_readConfig({ config: process.argv[1] })
 const vars = Object.fromEntries(Object.entries(c.vars ?? {}).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]))
-process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, crons: c.triggers?.crons ?? [] }) + '\\n')
+process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, queues: { producers: (c.queues?.producers ?? []).map((p) => ({ binding: p.binding, queue: p.queue })), consumers: c.queues?.consumers ?? [] } }) + '\\n')
 `
 
 /** Parsed configs by path: each file is read once per process. */
@@ -99,4 +112,48 @@ export async function buildWorker(outDir: string, timeoutMs = 60_000): Promise<s
     throw build.notReady(`failed (${exit.signal ?? `exit code ${exit.code}`})`)
   }
   return join(outDir, 'index.js')
+}
+
+/** Consumer settings a test may change (e.g. no batch wait); names as in wrangler.toml. */
+export type QueueConsumerOverrides = Partial<Omit<QueueConsumerConfig, 'queue'>>
+
+/**
+ * wrangler.toml's queues as Miniflare options (`queueProducers`, `queueConsumers`), every value
+ * explicit: Miniflare's own defaults (batch 5, 2 retries) are not production's.
+ */
+export function miniflareQueueOptions(
+  config: WranglerConfig,
+  overrides: QueueConsumerOverrides = {},
+): {
+  queueProducers: Record<string, { queueName: string }>
+  queueConsumers: Record<
+    string,
+    {
+      maxBatchSize?: number
+      maxBatchTimeout?: number
+      maxRetries?: number
+      retryDelay?: number
+      deadLetterQueue?: string
+    }
+  >
+} {
+  const queueProducers = Object.fromEntries(
+    config.queues.producers.map((p) => [p.binding, { queueName: p.queue }]),
+  )
+  const queueConsumers = Object.fromEntries(
+    config.queues.consumers.map((c) => {
+      const merged = { ...c, ...overrides }
+      return [
+        c.queue,
+        {
+          maxBatchSize: merged.max_batch_size,
+          maxBatchTimeout: merged.max_batch_timeout,
+          maxRetries: merged.max_retries,
+          retryDelay: merged.retry_delay,
+          ...(c.dead_letter_queue ? { deadLetterQueue: c.dead_letter_queue } : {}),
+        },
+      ]
+    }),
+  )
+  return { queueProducers, queueConsumers }
 }

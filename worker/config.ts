@@ -70,6 +70,11 @@ export const DEFAULTS = {
   maxBodyBytes: 262_144,
 } as const
 
+/** The bindings that are plain strings (vars and secrets), not queues. */
+export type StringSetting = {
+  [K in keyof Env]-?: NonNullable<Env[K]> extends string ? K : never
+}[keyof Env]
+
 const cache = new WeakMap<Env, Settings>()
 
 /** The settings for this env, parsed on first use (warnings are logged once, then). */
@@ -87,7 +92,7 @@ export function settingsFor(env: Env): Settings {
 
 export function parseSettings(env: Env): Settings {
   const warnings: string[] = []
-  const int = (name: keyof Env, fallback: number, min: number, max: number): number => {
+  const int = (name: StringSetting, fallback: number, min: number, max: number): number => {
     const raw = present(env[name])
     if (raw === null) return fallback
     const value = Number(raw)
@@ -182,7 +187,7 @@ function present(value: string | undefined): string | null {
 }
 
 /** An http(s) URL without a trailing slash, or null (unset or invalid, with a warning). */
-function urlSetting(env: Env, name: keyof Env, warnings: string[]): string | null {
+function urlSetting(env: Env, name: StringSetting, warnings: string[]): string | null {
   const raw = present(env[name])
   if (raw === null) return null
   try {

@@ -10,12 +10,11 @@ import type { ChannelDelivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
 import type { OriginConfig, Settings } from './config'
 import type { ClaimOutcome, ClaimStore } from './dedup/claims'
-import { decodeValue, inflightValue, newClaimToken, settledValue } from './dedup/claims'
+import { newClaimToken } from './dedup/claims'
 import { InvalidPayloadError } from './errors'
 import { type ForwardResult, forwardEvent } from './forward'
-import { type DecisionLog, describeError, logDecision, logProblem } from './log'
-import { encodeEntry, entryBytes } from './spool/entry'
-import { spoolStoreFor } from './spool/index'
+import { type DecisionLog, describeError, logDecision } from './log'
+import { enqueueEvent, type SpoolQueue } from './spool/producer'
 
 export interface ChannelReplies {
   /** "Got it, do not send again." */
@@ -36,6 +35,8 @@ export interface DeliveryContext {
   origin: OriginConfig
   /** Null when no Redis is configured: Postgres decides everything. */
   claims: ClaimStore | null
+  /** The spool queue's producer binding; null when the Worker has none. */
+  spool: SpoolQueue | null
   replies: ChannelReplies
   waitUntil(promise: Promise<unknown>): void
   startedAt: number
@@ -45,6 +46,8 @@ export interface DeliveryContext {
 
 /** Below this much time left, a forward is not worth starting: answer "retry" instead. */
 const MIN_FORWARD_MS = 200
+/** A queue send gets at least this long, even past the vendor's deadline (Slack then retries). */
+const MIN_SEND_MS = 500
 
 export async function handleDelivery(
   ctx: DeliveryContext,
@@ -98,7 +101,7 @@ async function claimAndForward(
   const { claims } = ctx
   const deliveryKey = event.deliveryKey
   const base = { channel: event.channel, deliveryKey, fallbackKey: key.fallback }
-  if (!claims) return forwardUnclaimed(ctx, event, 'not_configured', base)
+  if (!claims) return forwardUnclaimed(ctx, key, event, 'not_configured', base)
 
   const rkey = redisKey(ctx, key)
   const token = newClaimToken()
@@ -138,7 +141,7 @@ async function claimAndForward(
       })
       return ctx.replies.retryLater()
     case 'unavailable':
-      return forwardUnclaimed(ctx, event, 'unavailable', base, {
+      return forwardUnclaimed(ctx, key, event, 'unavailable', base, {
         key,
         rkey,
         token,
@@ -167,7 +170,7 @@ async function claimAndForward(
     await releaseQuietly(claims, rkey, token, event.payloadHash)
     return onOriginRejected(ctx, result, { ...base, redis: 'ok' })
   }
-  return onOriginFailure(ctx, event, result, { ...base, redis: 'ok' }, { key, rkey, token })
+  return onOriginFailure(ctx, key, event, result, { ...base, redis: 'ok' }, { key, rkey, token })
 }
 
 /**
@@ -177,6 +180,7 @@ async function claimAndForward(
  */
 async function forwardUnclaimed(
   ctx: DeliveryContext,
+  key: DeliveryKey,
   event: InboundEvent,
   redis: 'unavailable' | 'not_configured',
   base: Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
@@ -205,9 +209,9 @@ async function forwardUnclaimed(
       await releaseQuietly(ctx.claims, claim.rkey, claim.token, event.payloadHash)
     return onOriginRejected(ctx, result, { ...base, redis, reason })
   }
-  // Redis was slow or down for the claim; the spool may still take the event (its script
-  // accepts a claim that is ours or absent), else the claim, if it landed, is released.
-  return onOriginFailure(ctx, event, result, { ...base, redis, reason }, claim ?? null)
+  // Redis was slow or down for the claim: the queue takes the event all the same; the claim, if
+  // our SET landed after all, is marked spooled or released like any other.
+  return onOriginFailure(ctx, key, event, result, { ...base, redis, reason }, claim ?? null)
 }
 
 /** Forwards with what is left of the vendor's deadline (keeping room to release the claim). */
@@ -229,33 +233,45 @@ interface HeldClaim {
 }
 
 /**
- * The origin could not take the event now (5xx, timeout, network, or a configuration 4xx). Keep
- * it in the spool (worker/spool/), mark the claim `spooled` and answer "ok": the cron drain
- * forwards it once the origin is back. When it cannot be spooled (Redis down, no Redis, a channel
- * left to its vendor's retries, spool full, entry too large) the claim is released and the vendor
- * asked to retry, which Slack and Telegram do and Twilio does not.
+ * The origin could not take the event now (5xx, timeout, network, or a configuration 4xx). Put it
+ * on the spool queue (worker/spool/), mark the claim `spooled` and answer "ok": the queue consumer
+ * forwards it once the origin is back. That needs no Redis: with Redis down too the event is
+ * queued, and Postgres decides later. When it cannot be queued (the channel is not spooled, no
+ * queue bound, too large for a queue message, the queue refused) the claim is released and the
+ * vendor asked to retry, which Slack, Telegram and mail servers do and Twilio does not.
  */
 async function onOriginFailure(
   ctx: DeliveryContext,
+  key: DeliveryKey,
   event: InboundEvent,
   result: Extract<ForwardResult, { kind: 'failed' }>,
   fields: LogFields,
   held: HeldClaim | null,
 ): Promise<Response> {
   const origin = result.status === null ? result.reason : String(result.status)
-  const spool = held ? await spoolEvent(ctx, event, held) : { status: 'not_spooled' as const }
-  if (spool.status === 'spooled' || spool.status === 'settled') {
-    log(ctx, {
-      ...fields,
-      decision: spool.status === 'spooled' ? 'spooled' : 'duplicate',
-      decidedBy: 'redis',
-      status: 200,
-      origin,
-    })
+  const claimKey = formatDeliveryKey(key)
+  const timeoutMs = Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
+  const queued = await enqueueEvent(
+    { queue: ctx.spool, enabled: ctx.settings.spool.channels.has(event.channel), timeoutMs },
+    claimKey,
+    event,
+  )
+  const { claims } = ctx
+  if (queued.status === 'queued') {
+    if (held && claims) {
+      // After the answer: a vendor retry meanwhile finds the key in flight and waits for it.
+      ctx.waitUntil(
+        Promise.all([
+          claims.complete(held.rkey, held.token, event.payloadHash, 'spooled'),
+          claims.count(`spool_queued:${event.channel}`),
+        ]).catch(() => {}),
+      )
+    }
+    log(ctx, { ...fields, decision: 'spooled', decidedBy: 'gateway', status: 200, origin })
     return ctx.replies.ok()
   }
-  if (held && spool.status !== 'not_ours' && ctx.claims) {
-    const release = releaseQuietly(ctx.claims, held.rkey, held.token, event.payloadHash)
+  if (held && claims) {
+    const release = releaseQuietly(claims, held.rkey, held.token, event.payloadHash)
     // Before the answer when the vendor's deadline allows (its immediate retry can then claim at
     // once), else after it: a retry meanwhile finds the key in flight and waits for it to go.
     if (ctx.deadline - Date.now() >= ctx.settings.redisTimeoutMs) await release
@@ -267,71 +283,9 @@ async function onOriginFailure(
     decidedBy: 'gateway',
     status: 503,
     origin,
-    reason: 'reason' in spool ? spool.reason : fields.reason,
+    reason: queued.reason,
   })
   return ctx.replies.retryLater()
-}
-
-type SpoolAttempt =
-  | { status: 'spooled' }
-  /** The claim moved on meanwhile to done / spooled by another attempt: the event is safe. */
-  | { status: 'settled' }
-  /** Another attempt holds the claim now: leave it alone, ask the vendor to retry. */
-  | { status: 'not_ours'; reason: string }
-  | { status: 'not_spooled'; reason?: string }
-
-async function spoolEvent(
-  ctx: DeliveryContext,
-  event: InboundEvent,
-  held: HeldClaim,
-): Promise<SpoolAttempt> {
-  const { spool } = ctx.settings
-  if (!spool.channels.has(event.channel)) return { status: 'not_spooled', reason: 'not_spooled' }
-  const store = spoolStoreFor(ctx.settings)
-  if (!store) return { status: 'not_spooled', reason: 'redis_not_configured' }
-  const entry = encodeEntry(formatDeliveryKey(held.key), event)
-  const bytes = entryBytes(entry)
-  if (bytes > spool.maxEntryBytes) {
-    logProblem('error', 'spool_entry_too_large', {
-      channel: event.channel,
-      deliveryKey: event.deliveryKey,
-      bytes,
-      limit: spool.maxEntryBytes,
-    })
-    return { status: 'not_spooled', reason: 'spool_entry_too_large' }
-  }
-  try {
-    const write = await store.spool(
-      event.channel,
-      held.rkey,
-      inflightValue(held.token, event.payloadHash),
-      settledValue('spooled', event.payloadHash),
-      ctx.settings.dedupTtlSeconds,
-      entry,
-      spool.maxEntries,
-    )
-    if (write.status === 'spooled') return write
-    if (write.status === 'full') {
-      logProblem('error', 'spool_full', {
-        channel: event.channel,
-        deliveryKey: event.deliveryKey,
-        limit: spool.maxEntries,
-      })
-      return { status: 'not_spooled', reason: 'spool_full' }
-    }
-    return decodeValue(write.value).status === 'settled'
-      ? { status: 'settled' }
-      : { status: 'not_ours', reason: 'inflight' }
-  } catch (err) {
-    // Unknown whether the script ran: if it did, the claim says `spooled` and the entry is
-    // there (the release below then finds no claim of ours and does nothing).
-    logProblem('error', 'spool_unavailable', {
-      channel: event.channel,
-      deliveryKey: event.deliveryKey,
-      error: describeError(err),
-    })
-    return { status: 'not_spooled', reason: 'spool_unavailable' }
-  }
 }
 
 /**

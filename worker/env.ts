@@ -3,6 +3,7 @@
  * `.dev.vars`). Everything arrives as a string; worker/config.ts turns it into typed settings.
  * @module
  */
+import type { DeadMessage, SpoolMessage } from './spool/message'
 export interface Env {
   // Secrets (comma-separated lists where rotation applies).
   SLACK_SIGNING_SECRET?: string
@@ -22,10 +23,16 @@ export interface Env {
   INFLIGHT_WAIT_MS?: string
   MAX_BODY_BYTES?: string
   REDIS_KEY_PREFIX?: string
+  /** Bearer token for the operator's `GET /healthz/deep`; unset = that route answers 404. */
+  OPERATOR_TOKEN?: string
   // The spool (worker/spool/config.ts).
   SPOOL_CHANNELS?: string
-  SPOOL_MAX_ENTRIES?: string
-  SPOOL_MAX_ENTRY_BYTES?: string
-  SPOOL_DRAIN_MAX_PER_RUN?: string
-  SPOOL_DRAIN_BUDGET_MS?: string
+  SPOOL_MAX_ATTEMPTS?: string
+  SPOOL_RETRY_BASE_SECONDS?: string
+  SPOOL_RETRY_MAX_SECONDS?: string
+  // Queue producer bindings (wrangler.toml [[queues.producers]]); the consumers are `queue()`.
+  /** Events the origin could not take when they arrived. */
+  SPOOL?: Queue<SpoolMessage>
+  /** Events the spool consumer gave up on, for the dead-letter consumer to record. */
+  SPOOL_DEAD?: Queue<DeadMessage>
 }

@@ -37,19 +37,23 @@ export function forwardEvent(
   return forwardBody(origin, JSON.stringify(event), timeoutMs)
 }
 
+/** The origin's routes the Worker calls. */
+export type OriginPath = '/v1/events' | '/v1/failures/inbound'
+
 /**
- * Forwards an already serialized event (the spool keeps the exact body), signed now: the origin
- * refuses signatures older than five minutes, so a body is re-signed on every attempt.
+ * POSTs a serialized body to the origin, signed now: the origin refuses signatures older than
+ * five minutes, so a queued event is re-signed on every attempt.
  */
 export async function forwardBody(
   origin: OriginConfig,
   body: string,
   timeoutMs: number,
+  path: OriginPath = '/v1/events',
 ): Promise<ForwardResult> {
   const secret = origin.secrets[0] as string
   let response: Response
   try {
-    response = await fetch(`${origin.url}/v1/events`, {
+    response = await fetch(`${origin.url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(await signForward(secret, body)) },
       body,

@@ -74,6 +74,7 @@ export function deliveryContext(
     settings,
     origin: settings.origin,
     claims: claimStoreFor(settings),
+    spool: c.env.SPOOL ?? null,
     replies,
     waitUntil: (promise) => waitUntil(c, promise),
     startedAt,

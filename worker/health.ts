@@ -1,54 +1,93 @@
 /**
- * `GET /healthz`: which channels are configured and whether Redis answers within its budget. No
- * secrets, no variable names, no URLs. Always 200 while the Worker runs: without Redis it still
- * serves (fail open), so a Redis outage is `degraded`, not down.
+ * Health, cheap enough to call every second from anywhere:
+ * - `GET /healthz` (public): which channels are configured, whether an origin and a spool queue
+ *   are, and whether Redis answered, from a ping made at most once per {@link HEALTH_CACHE_MS}
+ *   per isolate (concurrent callers share one ping). No secrets, no variable names, no URLs.
+ *   Always 200 while the Worker runs: without Redis it still serves (fail open), so a Redis
+ *   outage is `degraded`, not down.
+ * - `GET /healthz/deep` (operator, `Authorization: Bearer OPERATOR_TOKEN`): the same plus the
+ *   Worker's counters from Redis (spool queued / retried / dead-lettered / delivered, payload
+ *   mismatches), cached the same way. 404 when no OPERATOR_TOKEN is set, 401 for a wrong token.
+ *   A Worker cannot read a queue's backlog from its binding: that is in Cloudflare's dashboard.
  * @module
  */
 import type { Settings } from './config'
+import type { ClaimStore } from './dedup/claims'
 import { claimStoreFor } from './gateway'
-import { spoolStoreFor } from './spool/index'
-import type { SpoolDepth } from './spool/store'
+
+/** How long one Redis reading serves every caller of this isolate. */
+export const HEALTH_CACHE_MS = 5_000
 
 export interface Health {
   status: 'ok' | 'degraded'
   channels: { slack: boolean; twilio: boolean; telegram: boolean }
   origin: boolean
+  /** A spool queue is bound: origin failures are queued rather than retried by the vendor. */
+  spool: boolean
   redis: 'ok' | 'unavailable' | 'not_configured'
   redisMs?: number
-  /** Events waiting in the spool for the origin, and dead ones; absent when Redis is not there. */
-  spool?: SpoolDepth
+  /** When the Redis reading was taken (ISO 8601). */
+  checkedAt?: string
 }
 
-export async function health(settings: Settings): Promise<Health> {
+export interface DeepHealth extends Health {
+  /** The stats hash: `spool_queued:{channel}`, `spool_dead:{channel}`, ... */
+  counters?: Record<string, number>
+}
+
+interface Reading {
+  at: number
+  redis: 'ok' | 'unavailable'
+  redisMs: number
+  counters?: Record<string, number>
+}
+
+/** One cached reading per claim store (per isolate and settings); callers share it. */
+const readings = new WeakMap<ClaimStore, { at: number; deep: boolean; value: Promise<Reading> }>()
+
+function read(store: ClaimStore, deep: boolean): Promise<Reading> {
+  const now = Date.now()
+  const cached = readings.get(store)
+  if (cached && now - cached.at < HEALTH_CACHE_MS && (cached.deep || !deep)) return cached.value
+  const value = (async (): Promise<Reading> => {
+    try {
+      await store.ping()
+      const counters = deep ? await store.stats().catch(() => undefined) : undefined
+      return { at: now, redis: 'ok', redisMs: Date.now() - now, counters }
+    } catch {
+      return { at: now, redis: 'unavailable', redisMs: Date.now() - now }
+    }
+  })()
+  readings.set(store, { at: now, deep, value })
+  return value
+}
+
+export async function health(settings: Settings, hasSpool: boolean): Promise<Health> {
+  const { counters: _, ...shallow } = await measure(settings, hasSpool, false)
+  return shallow
+}
+
+export function deepHealth(settings: Settings, hasSpool: boolean): Promise<DeepHealth> {
+  return measure(settings, hasSpool, true)
+}
+
+async function measure(settings: Settings, hasSpool: boolean, deep: boolean): Promise<DeepHealth> {
   const channels = {
     slack: settings.slack.ok,
     twilio: settings.twilio.ok,
     telegram: settings.telegram.ok,
   }
   const store = claimStoreFor(settings)
-  let redis: Health['redis'] = 'not_configured'
-  let redisMs: number | undefined
-  if (store) {
-    const started = Date.now()
-    redis = await store.ping().then(
-      () => 'ok' as const,
-      () => 'unavailable' as const,
-    )
-    redisMs = Date.now() - started
-  }
-  const spool =
-    redis === 'ok'
-      ? await spoolStoreFor(settings)
-          ?.depth()
-          .catch(() => undefined)
-      : undefined
+  const reading = store ? await read(store, deep) : null
+  const redis = reading?.redis ?? 'not_configured'
   const allConfigured = Object.values(channels).every(Boolean) && settings.origin !== null
   return {
-    status: redis === 'ok' && allConfigured ? 'ok' : 'degraded',
+    status: redis === 'ok' && allConfigured && hasSpool ? 'ok' : 'degraded',
     channels,
     origin: settings.origin !== null,
+    spool: hasSpool,
     redis,
-    ...(redisMs === undefined ? {} : { redisMs }),
-    ...(spool === undefined ? {} : { spool }),
+    ...(reading ? { redisMs: reading.redisMs, checkedAt: new Date(reading.at).toISOString() } : {}),
+    ...(deep && reading?.counters ? { counters: reading.counters } : {}),
   }
 }

@@ -1,24 +1,36 @@
 /**
  * The edge gateway Worker: vendor webhooks in (verified, keyed, claimed), one normalized event per
- * logical message out to the origin. Routes: POST /webhooks/{slack,twilio,telegram}, GET /healthz.
- * Errors are mapped to responses in one place, `app.onError`.
+ * logical message out to the origin. Routes: POST /webhooks/{slack,twilio,telegram}, GET /healthz,
+ * GET /healthz/deep (operator token). `queue()` consumes the spool queue and its dead letters;
+ * `email()` is the Email Routing relay. Errors become responses in one place, `app.onError`.
  * @module
  */
 import { Hono } from 'hono'
+import { timingSafeEqual } from '../contract/crypto'
 import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
 import type { Env } from './env'
 import { GatewayError } from './errors'
-import { health } from './health'
+import { deepHealth, health } from './health'
 import { describeError, logProblem } from './log'
 import { webhooks } from './routes'
-import { runSpoolDrain } from './spool/index'
+import { consumeQueue } from './spool/consumer'
 
 const app = new Hono<{ Bindings: Env }>()
 
 app.route('/webhooks', webhooks)
 
-app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env))))
+app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env), Boolean(c.env.SPOOL))))
+
+app.get('/healthz/deep', async (c) => {
+  const token = c.env.OPERATOR_TOKEN?.trim()
+  if (!token) return c.json({ error: { code: 'not_found', message: 'not found' } }, 404)
+  const offered = c.req.header('authorization')?.replace(/^Bearer\s+/i, '') ?? ''
+  if (!timingSafeEqual(offered, token)) {
+    return c.json({ error: { code: 'unauthorized', message: 'operator token required' } }, 401)
+  }
+  return c.json(await deepHealth(settingsFor(c.env), Boolean(c.env.SPOOL)))
+})
 
 app.notFound((c) => c.json({ error: { code: 'not_found', message: 'not found' } }, 404))
 
@@ -35,21 +47,10 @@ app.onError((err, c) => {
   return c.json({ error: { code: 'internal_error', message: 'internal error' } }, 500)
 })
 
-/**
- * Cron trigger (wrangler.toml, every minute; locally GET /cdn-cgi/handler/scheduled): drains the
- * spool of events the origin could not take (worker/spool/drain.ts), one bounded run.
- */
-async function scheduled(
-  _controller: ScheduledController,
-  env: Env,
-  _ctx: ExecutionContext,
-): Promise<void> {
-  await runSpoolDrain(env)
-}
-
 export default {
   fetch: app.fetch,
-  scheduled,
+  /** The spool queue and its dead-letter queue (worker/spool/consumer.ts). */
+  queue: consumeQueue,
   /** Cloudflare Email Routing (worker/channels/email.ts): a throw is a temporary SMTP error. */
   email: handleEmail,
 } satisfies ExportedHandler<Env>

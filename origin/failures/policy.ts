@@ -3,9 +3,12 @@
  * dead. Read from the origin's environment by the relay and by `npm run failures` alike.
  * @module
  */
+import type { Backoff } from '../../contract/backoff'
 import { ConfigError, intSetting, type OriginEnv } from '../config'
 
-export interface RetryPolicy {
+export { backoffMs } from '../../contract/backoff'
+
+export interface RetryPolicy extends Backoff {
   /**
    * `FAILURE_MAX_ATTEMPTS`: hand-off attempts per outbox row, the first one included; after this
    * many failures the row is marked dead. @default 8
@@ -39,17 +42,6 @@ export function readRetryPolicy(env: OriginEnv, problems: string[]): RetryPolicy
     problems.push('FAILURE_BACKOFF_MAX_MS must not be below FAILURE_BACKOFF_BASE_MS')
   }
   return policy
-}
-
-/**
- * The wait before the next attempt after `failures` failed ones: base × 2^(failures − 1), capped,
- * then "equal jitter" (half fixed, half random) so pods that failed together do not retry in
- * lockstep, and no wait collapses to zero. `random` in [0, 1).
- */
-export function backoffMs(policy: RetryPolicy, failures: number, random = Math.random()): number {
-  const exponent = Math.min(Math.max(failures - 1, 0), 52)
-  const ceiling = Math.min(policy.maxMs, policy.baseMs * 2 ** exponent)
-  return Math.round(ceiling / 2 + random * (ceiling / 2))
 }
 
 /** Whether a row with this many failed attempts is out of retries. */

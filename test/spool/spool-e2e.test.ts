@@ -1,8 +1,12 @@
 /**
- * The spool end to end: the deployable Worker bundle (Miniflare, cron via
- * /cdn-cgi/handler/scheduled), the real origin as a process (killed and restarted), real Postgres
+ * The spool end to end: the deployable Worker bundle in Miniflare with its Cloudflare Queues (the
+ * spool and its dead letters, consumed by the same Worker), the real origin as a process (killed
+ * and restarted) behind a balancer that can also play a WAF refusing one message, real Postgres
  * through the Neon proxy, real Redis through the Upstash stand-in, and a downstream server the
  * origin's outbox relay hands rows to. The assertions are on rows, Redis keys and hand-offs.
+ *
+ * The queue's retry schedule is compressed (SPOOL_RETRY_* of 1-2 s, 6 attempts); nothing
+ * restarts the Worker, whose local queues live in memory.
  */
 import { Redis } from 'ioredis'
 import pg from 'pg'
@@ -17,6 +21,8 @@ import {
   startWorkerMiniflare,
   type WorkerMiniflareHandle,
 } from '../../local/stack'
+import { type Balancer, startBalancer } from '../faults/support/balancer'
+import { runFailuresCli } from '../support/origin'
 import {
   createTestDatabase,
   deleteRedisPrefix,
@@ -38,11 +44,13 @@ import { startDownstream, type TestDownstream } from './support/downstream'
 const UPSTASH_TOKEN = `spool-e2e-${runId()}`
 const KEY_PREFIX = `test:spool-e2e:${runId()}:`
 const ACCOUNT = 'AC0123456789abcdef0123456789abcdef'
+const MAX_ATTEMPTS = 6
 
 let db: TestDatabase
 let database: DatabaseLayer
 let redisLayer: RedisLayer
 let origin: OriginHandle
+let balancer: Balancer
 let worker: WorkerMiniflareHandle
 let downstream: TestDownstream
 let sql: pg.Pool
@@ -64,6 +72,7 @@ beforeAll(async () => {
       OUTBOX_POLL_INTERVAL_MS: '100',
     },
   })
+  balancer = await startBalancer([origin.url])
   worker = await startWorkerMiniflare({
     vars: {
       SLACK_SIGNING_SECRET: TEST_SECRETS.slack,
@@ -71,11 +80,15 @@ beforeAll(async () => {
       TELEGRAM_SECRET_TOKEN: TEST_SECRETS.telegram,
       TELEGRAM_BOT_ID: TEST_SECRETS.telegramBotId,
       ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
-      ORIGIN_URL: origin.url,
+      ORIGIN_URL: balancer.url,
       UPSTASH_REDIS_REST_URL: redisLayer.url,
       UPSTASH_REDIS_REST_TOKEN: UPSTASH_TOKEN,
       REDIS_KEY_PREFIX: KEY_PREFIX,
+      SPOOL_RETRY_BASE_SECONDS: '1',
+      SPOOL_RETRY_MAX_SECONDS: '2',
+      SPOOL_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
     },
+    onLine: () => {},
   })
   sql = new pg.Pool({ connectionString: db.url, max: 2 })
   redis = new Redis(REDIS_URL)
@@ -85,6 +98,7 @@ afterAll(async () => {
   await sql?.end()
   redis?.disconnect()
   await worker?.stop()
+  await balancer?.close()
   await origin?.stop()
   await redisLayer?.stop()
   await downstream?.close()
@@ -102,18 +116,19 @@ interface Delivery {
   deliveryKey: string
 }
 
-const DELIVERIES: Record<string, () => Delivery> = {
-  slack() {
+const DELIVERIES = {
+  slack(text?: string): Delivery {
     const eventId = `Ev${uniq()}`
     const ts = `${Math.floor(Date.now() / 1000)}.${Math.floor(Math.random() * 1e6)}`
     return {
       channel: 'slack',
-      make: () => slackRequest(`${worker.url}/webhooks/slack`, slackMessageEvent({ eventId, ts })),
+      make: () =>
+        slackRequest(`${worker.url}/webhooks/slack`, slackMessageEvent({ eventId, ts, text })),
       messageKey: `T123ABC456:C123ABC456:${ts}`,
       deliveryKey: `dedup:slack:A123ABC456:${eventId}`,
     }
   },
-  whatsapp() {
+  whatsapp(): Delivery {
     const sid = `SM${uniq()}`
     return {
       channel: 'whatsapp',
@@ -122,7 +137,7 @@ const DELIVERIES: Record<string, () => Delivery> = {
       deliveryKey: `dedup:whatsapp:${ACCOUNT}:${sid}`,
     }
   },
-  telegram() {
+  telegram(): Delivery {
     const updateId = Math.floor(Math.random() * 2 ** 31)
     const chatId = Math.floor(Math.random() * 2 ** 40)
     return {
@@ -138,19 +153,12 @@ const DELIVERIES: Record<string, () => Delivery> = {
   },
 }
 
-const fresh = (): Delivery[] => Object.values(DELIVERIES).map((make) => make())
+const fresh = (): Delivery[] => [DELIVERIES.slack(), DELIVERIES.whatsapp(), DELIVERIES.telegram()]
 
 async function send(request: Request): Promise<number> {
   const response = await fetch(request)
   await response.arrayBuffer()
   return response.status
-}
-
-/** One cron run of the Worker, as the runtime (and `npm run dev`) triggers it. */
-async function scheduled(): Promise<void> {
-  const response = await fetch(`${worker.url}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*`)
-  await response.arrayBuffer()
-  expect(response.status).toBe(200)
 }
 
 async function messageRows(d: Delivery): Promise<number> {
@@ -171,11 +179,10 @@ async function outboxOf(d: Delivery): Promise<Array<{ id: string; processed: boo
   return rows
 }
 
-const spoolLength = (channel: string) => redis.llen(`${KEY_PREFIX}spool:${channel}`)
 const claim = (d: Delivery) => redis.get(KEY_PREFIX + d.deliveryKey)
 
-/** Polls (bounded) until `check` holds; the relay runs on its own schedule in the origin. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+/** Polls (bounded) until `check` holds: the queue consumer and the relay run on their own. */
+async function eventually(check: () => Promise<boolean>, timeoutMs = 45_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
@@ -183,8 +190,11 @@ async function eventually(check: () => Promise<boolean>, timeoutMs = 30_000): Pr
   }
 }
 
+const allLanded = (deliveries: Delivery[]) => async () =>
+  (await Promise.all(deliveries.map(messageRows))).every((n) => n === 1)
+
 describe('the origin down', () => {
-  it('every channel is answered ok and spooled; the drain after the restart makes one row each, handed downstream once', async () => {
+  it('every channel is answered ok and queued; after the restart one row each, handed downstream once', async () => {
     const deliveries = fresh()
     await origin.kill('SIGKILL')
     try {
@@ -192,29 +202,22 @@ describe('the origin down', () => {
         expect(await send(await d.make())).toBe(200)
         expect(await send(await d.make())).toBe(200)
       }
-      for (const d of deliveries) {
-        expect(await spoolLength(d.channel)).toBe(1)
-        expect(await claim(d)).toMatch(/^spooled\|/)
-      }
-      // A cron run while the origin is still down keeps everything.
-      await scheduled()
-      for (const d of deliveries) expect(await spoolLength(d.channel)).toBe(1)
+      for (const d of deliveries) expect(await claim(d)).toMatch(/^spooled\|/)
+      for (const d of deliveries) expect(await messageRows(d)).toBe(0)
     } finally {
       await origin.restart()
     }
 
-    await scheduled()
-
+    await eventually(allLanded(deliveries))
+    await eventually(async () =>
+      (await Promise.all(deliveries.map(claim))).every((v) => v?.startsWith('done|')),
+    )
     for (const d of deliveries) {
-      expect(await messageRows(d)).toBe(1)
       expect(await outboxOf(d)).toHaveLength(1)
-      expect(await spoolLength(d.channel)).toBe(0)
-      expect(await claim(d)).toMatch(/^done\|/)
-      // A vendor replay after the drain: still one row.
+      // A vendor replay afterwards: still one row.
       expect(await send(await d.make())).toBe(200)
       expect(await messageRows(d)).toBe(1)
     }
-    // The restarted origin's relay hands each new outbox row downstream, once.
     const outboxIds = (await Promise.all(deliveries.map(outboxOf))).flat().map((o) => o.id)
     await eventually(async () =>
       (await Promise.all(deliveries.map(outboxOf))).flat().every((o) => o.processed),
@@ -222,46 +225,87 @@ describe('the origin down', () => {
     const delivered = downstream.deliveredByKey()
     for (const id of outboxIds) expect(delivered.get(`outbox-${id}`)).toBe(1)
   }, 120_000)
-
-  it('two cron runs at once drain each entry once: one row each', async () => {
-    const deliveries = Array.from({ length: 6 }, () => DELIVERIES.slack?.() as Delivery)
-    await origin.kill('SIGKILL')
-    try {
-      for (const d of deliveries) expect(await send(await d.make())).toBe(200)
-      expect(await spoolLength('slack')).toBe(6)
-    } finally {
-      await origin.restart()
-    }
-
-    await Promise.all([scheduled(), scheduled()])
-
-    for (const d of deliveries) {
-      expect(await messageRows(d)).toBe(1)
-      expect(await outboxOf(d)).toHaveLength(1)
-    }
-    expect(await spoolLength('slack')).toBe(0)
-  }, 120_000)
 })
 
 describe('Redis down as well', () => {
-  it('every channel gets the retry status (503); nothing is written; a retry after recovery is one row', async () => {
+  it('every channel (Twilio too) is answered ok and queued; one row each once both are back', async () => {
     const deliveries = fresh()
     const port = redisLayer.port
     await origin.kill('SIGKILL')
     await redisLayer.stop()
     try {
-      for (const d of deliveries) expect(await send(await d.make())).toBe(503)
+      for (const d of deliveries) expect(await send(await d.make())).toBe(200)
     } finally {
       redisLayer = await startRedisLayer({ redisUrl: REDIS_URL, token: UPSTASH_TOKEN, port })
       await origin.restart()
     }
-    for (const d of deliveries) {
-      expect(await messageRows(d)).toBe(0)
-      expect(await claim(d)).toBeNull()
-      expect(await spoolLength(d.channel)).toBe(0)
-    }
-    // Slack and Telegram send again on a 503 (Twilio does not: see the README's guarantees).
-    for (const d of deliveries) expect(await send(await d.make())).toBe(200)
-    for (const d of deliveries) expect(await messageRows(d)).toBe(1)
+    await eventually(allLanded(deliveries))
+    for (const d of deliveries) expect(await outboxOf(d)).toHaveLength(1)
   }, 120_000)
+})
+
+describe('Redis flushed during an origin outage', () => {
+  it('every queued event still lands once, a vendor retry after the flush included', async () => {
+    const deliveries = fresh()
+    await origin.kill('SIGKILL')
+    try {
+      for (const d of deliveries) expect(await send(await d.make())).toBe(200)
+      await deleteRedisPrefix(KEY_PREFIX)
+      for (const d of deliveries) expect(await claim(d)).toBeNull()
+      // Slack retries after the flush: a fresh claim, queued a second time.
+      expect(await send(await (deliveries[0] as Delivery).make())).toBe(200)
+    } finally {
+      await origin.restart()
+    }
+    await eventually(allLanded(deliveries))
+    await new Promise((r) => setTimeout(r, 2_000))
+    for (const d of deliveries) {
+      expect(await messageRows(d)).toBe(1)
+      expect(await outboxOf(d)).toHaveLength(1)
+    }
+  }, 120_000)
+})
+
+describe('a poisoned event among good ones', () => {
+  it('the 20 land; the poisoned one ends in channel_failures after its retries; its replay after the fix lands once', async () => {
+    const marker = `POISON-${uniq()}`
+    const good = Array.from({ length: 20 }, () => DELIVERIES.slack())
+    const poisoned = DELIVERIES.slack(`this text trips the WAF ${marker}`)
+    balancer.setPoison({ marker, status: 403, path: '/v1/events' })
+    try {
+      const all = [...good.slice(0, 10), poisoned, ...good.slice(10)]
+      for (const d of all) expect(await send(await d.make())).toBe(200)
+
+      await eventually(allLanded(good), 30_000)
+      expect(await messageRows(poisoned)).toBe(0)
+
+      const failure = async () => {
+        const { rows } = await sql.query<{ id: string; attempts: number; error: string }>(
+          `SELECT id::text, attempts, error FROM channel_failures
+            WHERE stage = 'inbound' AND source = 'queue' AND status = 'dead'
+              AND delivery_key = $1`,
+          [poisoned.deliveryKey],
+        )
+        return rows[0]
+      }
+      await eventually(async () => (await failure()) !== undefined, 60_000)
+      const dead = await failure()
+      expect(dead?.attempts).toBe(MAX_ATTEMPTS)
+      expect(dead?.error).toBe('origin 403')
+      expect(await messageRows(poisoned)).toBe(0)
+
+      // The operator fixes the WAF rule, then replays the dead event.
+      balancer.setPoison(null)
+      const replay = await runFailuresCli(
+        { databaseUrl: db.url, wsProxy: database.originEnv.NEON_WS_PROXY as string },
+        ['replay', dead?.id as string],
+        { DOWNSTREAM_URL: '' },
+      )
+      expect(replay.code).toBe(0)
+      expect(await messageRows(poisoned)).toBe(1)
+      for (const d of good) expect(await messageRows(d)).toBe(1)
+    } finally {
+      balancer.setPoison(null)
+    }
+  }, 150_000)
 })

@@ -28,11 +28,49 @@ describe('routes', () => {
       status: 'ok',
       channels: { slack: true, twilio: true, telegram: true },
       origin: true,
+      spool: true,
       redis: 'ok',
       redisMs: expect.any(Number),
-      spool: expect.objectContaining({ total: expect.any(Number) }),
+      checkedAt: expect.any(String),
     })
     expect(JSON.stringify(body)).not.toContain(TEST_SECRETS.slack)
+  })
+
+  it('/healthz is no Redis amplifier: 50 calls cost at most one PING (a cached reading)', async () => {
+    const h = harness()
+    const pings = async () => {
+      const res = await fetch(inject('redisUrl'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${inject('redisToken')}` },
+        body: JSON.stringify(['info', 'commandstats']),
+      })
+      const { result } = (await res.json()) as { result: string }
+      return Number(/cmdstat_ping:calls=(\d+)/.exec(result)?.[1] ?? 0)
+    }
+    const before = await pings()
+    for (let i = 0; i < 50; i++) {
+      const response = await h.deliver(new Request(`${GATEWAY}/healthz`))
+      expect(response.status).toBe(200)
+    }
+    expect((await pings()) - before).toBeLessThanOrEqual(1)
+  })
+
+  it('/healthz/deep needs the operator token (404 unset, 401 wrong) and shows the counters', async () => {
+    expect((await harness().deliver(new Request(`${GATEWAY}/healthz/deep`))).status).toBe(404)
+    const h = harness({ OPERATOR_TOKEN: 'op-token-for-tests' })
+    const wrong = await h.deliver(
+      new Request(`${GATEWAY}/healthz/deep`, { headers: { authorization: 'Bearer nope' } }),
+    )
+    expect(wrong.status).toBe(401)
+    expect(await wrong.text()).not.toContain('op-token-for-tests')
+    await h.redis.hincrby(h.redisKey('dedup:stats'), 'spool_queued:slack', 2)
+    const deep = await h.deliver(
+      new Request(`${GATEWAY}/healthz/deep`, {
+        headers: { authorization: 'Bearer op-token-for-tests' },
+      }),
+    )
+    expect(deep.status).toBe(200)
+    expect(await deep.json()).toMatchObject({ redis: 'ok', counters: { 'spool_queued:slack': 2 } })
   })
 
   it('reports Redis unavailable on /healthz when it does not answer', async () => {

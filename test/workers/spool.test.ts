@@ -1,22 +1,19 @@
 /**
- * The spool in workerd, against real Redis (through the Upstash stand-in) and the test origin:
- * an origin that cannot take an event now gets it later from the cron drain, exactly once, and
- * the vendor is told "ok" in between. Redis down as well: the vendor's retry status.
+ * The spool in workerd, against real Redis (through the Upstash stand-in) and the test origin.
+ * - Producer: an origin that cannot take an event now gets it on the spool queue, and the vendor
+ *   is told "ok", with or without Redis. What cannot be queued gets the vendor's retry answer.
+ * - Consumer: the ack / retry / dead-letter decision for each origin answer, one message at a
+ *   time (`createMessageBatch` + the Worker's own `queue()`), and the dead-letter consumer's
+ *   report to the origin.
+ * - The real queue binding from wrangler.toml, producer to consumer, inside the pool.
  */
-import {
-  createExecutionContext,
-  createScheduledController,
-  waitOnExecutionContext,
-} from 'cloudflare:test'
+import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test'
 import { describe, expect, inject, it } from 'vitest'
+import type { InboundEvent } from '../../contract/event'
 import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
-import {
-  slackMessageEvent,
-  slackRequest,
-  telegramRequest,
-  telegramUpdate,
-} from '../unit/signed-requests'
+import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
+import { slackMessageEvent, slackRequest } from '../unit/signed-requests'
 import {
   type Delivery,
   slackDelivery,
@@ -26,60 +23,50 @@ import {
 } from './support/deliveries'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
+const SPOOL = 'inbound-dedup-spool'
+const SPOOL_DEAD = 'inbound-dedup-spool-dead'
+
 interface ChannelCase {
   name: string
-  /** The event channel: names the spool list. */
-  channel: string
   delivery(): Delivery
   /** What "ok" looks like to this vendor. */
   okBody: string
 }
 
 const CASES: ChannelCase[] = [
-  { name: 'slack', channel: 'slack', delivery: slackDelivery, okBody: '' },
+  { name: 'slack', delivery: slackDelivery, okBody: '' },
   {
     name: 'twilio (whatsapp)',
-    channel: 'whatsapp',
     delivery: whatsappDelivery,
     okBody: '<?xml version="1.0" encoding="UTF-8"?><Response/>',
   },
-  { name: 'telegram', channel: 'telegram', delivery: telegramDelivery, okBody: '' },
+  { name: 'telegram', delivery: telegramDelivery, okBody: '' },
 ]
 
-const slackCase = CASES[0] as ChannelCase
-
-/** One cron run of the real Worker module with this test's env. */
-async function drain(env: Env): Promise<void> {
-  const ctx = createExecutionContext()
-  await worker.scheduled(
-    createScheduledController({ scheduledTime: Date.now(), cron: '* * * * *' }),
-    env,
-    ctx,
-  )
-  await waitOnExecutionContext(ctx)
+/** A producer binding that keeps what it was sent (or refuses, like a queue that is down). */
+class RecordingQueue<T> {
+  readonly sent: T[] = []
+  constructor(private readonly refuse = false) {}
+  async send(message: T): Promise<void> {
+    if (this.refuse) throw new Error('Queue send failed: Unknown Internal Error (15000)')
+    this.sent.push(structuredClone(message))
+  }
 }
 
-function spoolKey(h: Harness, channel: string): string {
-  return h.redisKey(`spool:${channel}`)
+function withQueues(overrides: Partial<Env> = {}, refuse = false) {
+  const spool = new RecordingQueue<SpoolMessage>(refuse)
+  const dead = new RecordingQueue<DeadMessage>()
+  const h = harness({
+    ...overrides,
+    SPOOL: spool as unknown as Env['SPOOL'],
+    SPOOL_DEAD: dead as unknown as Env['SPOOL_DEAD'],
+  })
+  return { h, spool, dead }
 }
 
-async function spooled(h: Harness, channel: string): Promise<string[]> {
-  return h.redis.lrange<string>(spoolKey(h, channel), 0, -1)
-}
-
-async function dead(h: Harness, channel: string): Promise<string[]> {
-  return h.redis.lrange<string>(h.redisKey(`spool-dead:${channel}`), 0, -1)
-}
-
-/** The forward body inside a spool entry. */
-function eventOf(entry: string | undefined): { deliveryKey: string; payloadHash: string } {
-  const envelope = JSON.parse(entry ?? 'null') as { body: string }
-  return JSON.parse(envelope.body)
-}
-
-describe.each(CASES)('$name with the origin down', ({ channel, delivery, okBody }) => {
-  it('answers ok, keeps the event in the spool, marks the claim spooled; a replay is not forwarded', async () => {
-    const h = harness()
+describe.each(CASES)('$name with the origin down', ({ delivery, okBody }) => {
+  it('answers ok, queues the normalized event, marks the claim spooled; a replay is not forwarded', async () => {
+    const { h, spool } = withQueues()
     const { make, deliveryKey } = delivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })
 
@@ -87,223 +74,261 @@ describe.each(CASES)('$name with the origin down', ({ channel, delivery, okBody 
     expect(response.status).toBe(200)
     expect(await response.text()).toBe(okBody)
 
-    const entries = await spooled(h, channel)
-    expect(entries).toHaveLength(1)
-    const event = eventOf(entries[0])
-    expect(event.deliveryKey).toBe(deliveryKey)
-    expect(await h.redisGet(deliveryKey)).toBe(`spooled|${event.payloadHash}`)
+    expect(spool.sent).toHaveLength(1)
+    const [message] = spool.sent as [SpoolMessage]
+    expect(message).toMatchObject({ v: 2, claimKey: deliveryKey })
+    expect(message.event.deliveryKey).toBe(deliveryKey)
+    expect(await h.redisGet(deliveryKey)).toBe(`spooled|${message.event.payloadHash}`)
     expect(await h.redisTtl(deliveryKey)).toBeGreaterThan(86_000)
 
     const replay = await h.deliver(await make())
     expect(replay.status).toBe(200)
     expect((await h.originCalls()).calls).toHaveLength(1)
-    expect(await spooled(h, channel)).toHaveLength(1)
+    expect(spool.sent).toHaveLength(1)
   })
 
-  it('the drain after the origin recovers makes exactly one row, removes the entry, claim done', async () => {
-    const h = harness()
-    const { make, deliveryKey } = delivery()
+  it('with Redis down too: still ok and queued (the queue does not need Redis)', async () => {
+    const { h, spool } = withQueues({ UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    expect((await h.deliver(await make())).status).toBe(200)
-    const event = eventOf((await spooled(h, channel))[0])
-
-    await h.setOriginMode({ kind: 'ok' })
-    await drain(h.env)
-
-    const { calls, rows } = await h.originCalls()
-    expect(calls.map((c) => c.answered)).toEqual([503, 201])
-    expect(rows).toBe(1)
-    expect(await spooled(h, channel)).toEqual([])
-    expect(await h.redisGet(deliveryKey)).toBe(`done|${event.payloadHash}`)
-    // Drained and done: a late replay is still not forwarded.
-    expect((await h.deliver(await make())).status).toBe(200)
-    expect((await h.originCalls()).calls).toHaveLength(2)
+    const response = await h.deliver(await delivery().make())
+    expect(response.status).toBe(200)
+    expect(await response.text()).toBe(okBody)
+    expect(spool.sent).toHaveLength(1)
   })
 })
 
-describe('the drain', () => {
-  it('keeps the entry while the origin is still down', async () => {
-    const h = harness()
-    const { make, deliveryKey } = slackCase.delivery()
+describe('what cannot be queued gets the retry answer, and the claim is released', () => {
+  it('the queue refuses the send', async () => {
+    const { h } = withQueues({}, true)
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    await h.deliver(await make())
-    const before = await spooled(h, 'slack')
-
-    await drain(h.env)
-
-    expect((await h.originCalls()).calls.map((c) => c.answered)).toEqual([503, 503])
-    expect(await spooled(h, 'slack')).toEqual(before)
-    expect(await h.redisGet(deliveryKey)).toMatch(/^spooled\|/)
-    expect((await h.originCalls()).rows).toBe(0)
+    const { make, deliveryKey } = slackDelivery()
+    const response = await h.deliver(await make())
+    expect(response.status).toBe(503)
+    expect(response.headers.get('x-slack-no-retry')).toBeNull()
+    expect(await h.redisGet(deliveryKey)).toBeNull()
   })
 
-  it('two drains at once forward each entry once: one row', async () => {
-    const h = harness()
-    const { make } = slackCase.delivery()
+  it('an event over the queue message limit (128 KB)', async () => {
+    const { h, spool } = withQueues()
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    await h.deliver(await make())
-    // Slow enough that the first run still holds the lock when the second starts.
-    await h.setOriginMode({ kind: 'delay', ms: 500 })
+    const eventId = `Ev${uniq()}`
+    // 45,000 three-byte characters: 135 KB of UTF-8, inside the body and event limits.
+    const big = slackMessageEvent({ eventId, ts: `${Date.now() / 1000}`, text: '€'.repeat(45_000) })
+    expect((await h.deliver(await slackRequest(`${GATEWAY}/webhooks/slack`, big))).status).toBe(503)
+    expect(await h.redisGet(`dedup:slack:A123ABC456:${eventId}`)).toBeNull()
+    expect(spool.sent).toEqual([])
+  })
 
-    await Promise.all([drain(h.env), drain(h.env)])
+  it('a channel left out of SPOOL_CHANNELS', async () => {
+    const { h, spool } = withQueues({ SPOOL_CHANNELS: 'whatsapp,sms' })
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    const { make, deliveryKey } = slackDelivery()
+    expect((await h.deliver(await make())).status).toBe(503)
+    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect(spool.sent).toEqual([])
+  })
 
+  it('no queue bound at all', async () => {
+    const h = harness({ SPOOL: undefined })
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    const { make, deliveryKey } = slackDelivery()
+    expect((await h.deliver(await make())).status).toBe(503)
+    expect(await h.redisGet(deliveryKey)).toBeNull()
+  })
+})
+
+/** Queues one event per delivery with the origin down; returns the messages as sent. */
+async function queuedMessages(h: Harness, spool: RecordingQueue<SpoolMessage>, n: number) {
+  await h.setOriginMode({ kind: 'fail', status: 503 })
+  for (let i = 0; i < n; i++) await h.deliver(await slackDelivery().make())
+  expect(spool.sent).toHaveLength(n)
+  return spool.sent.splice(0)
+}
+
+interface Consumed {
+  acked: string[]
+  retried: string[]
+}
+
+/** Runs the Worker's `queue()` on a batch, as the runtime would, and reads each decision. */
+async function consume(
+  h: Harness,
+  queue: string,
+  bodies: unknown[],
+  attempts = 1,
+): Promise<Consumed & { ids: string[] }> {
+  const ids = bodies.map(() => `msg-${uniq()}`)
+  const batch = createMessageBatch(
+    queue,
+    bodies.map((body, i) => ({
+      id: ids[i] as string,
+      timestamp: new Date(),
+      attempts,
+      body,
+    })),
+  )
+  const ctx = createExecutionContext()
+  await worker.queue(batch, h.env, ctx)
+  const result = await getQueueResult(batch, ctx)
+  return {
+    ids,
+    acked: result.explicitAcks,
+    retried: result.retryMessages.map((m: { msgId: string }) => m.msgId),
+  }
+}
+
+describe('the spool consumer', () => {
+  it('origin takes it (201): ack, one row, the claim becomes done', async () => {
+    const { h, spool } = withQueues()
+    const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
+    await h.setOriginMode({ kind: 'ok' })
+
+    const { ids, acked, retried } = await consume(h, SPOOL, [message])
+
+    expect(acked).toEqual(ids)
+    expect(retried).toEqual([])
     const { calls, rows } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([503, 201])
     expect(rows).toBe(1)
-    expect(await spooled(h, 'slack')).toEqual([])
+    expect(await h.redisGet(message.claimKey)).toBe(`done|${message.event.payloadHash}`)
   })
 
-  it('moves an entry the origin refuses for good to the dead list; the claim stays settled', async () => {
-    const h = harness()
-    const { make, deliveryKey } = slackCase.delivery()
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    await h.deliver(await make())
-    const entries = await spooled(h, 'slack')
-    await h.setOriginMode({ kind: 'reject' })
-
-    await drain(h.env)
-    await drain(h.env)
-
-    expect(await spooled(h, 'slack')).toEqual([])
-    expect(await dead(h, 'slack')).toEqual(entries)
-    // Refused once, not again on the second run: nothing loops.
-    expect((await h.originCalls()).calls.map((c) => c.answered)).toEqual([503, 400])
-    expect(await h.redisGet(deliveryKey)).toMatch(/^spooled\|/)
-    expect((await h.deliver(await make())).status).toBe(200)
-    expect((await h.originCalls()).calls).toHaveLength(2)
-  })
-
-  it('moves an unreadable entry to the dead list and drains the next one', async () => {
-    const h = harness()
-    await h.redis.rpush(spoolKey(h, 'slack'), '{"v":1,"not":"an entry"}')
-    const { make } = slackCase.delivery()
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    await h.deliver(await make())
+  it('origin had it already (200 duplicate): ack, still one row', async () => {
+    const { h, spool } = withQueues()
+    const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
     await h.setOriginMode({ kind: 'ok' })
-
-    await drain(h.env)
-
-    expect(await dead(h, 'slack')).toEqual(['{"v":1,"not":"an entry"}'])
-    expect(await spooled(h, 'slack')).toEqual([])
+    await consume(h, SPOOL, [message])
+    const again = await consume(h, SPOOL, [message])
+    expect(again.acked).toEqual(again.ids)
     expect((await h.originCalls()).rows).toBe(1)
   })
 
-  it('forwards oldest first: an edit spooled after its message reaches the origin after it', async () => {
-    const h = harness()
-    const updateId = Math.floor(Math.random() * 2 ** 30)
-    const chatId = Math.floor(Math.random() * 2 ** 30)
-    const url = `${GATEWAY}/webhooks/telegram`
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    await h.deliver(telegramRequest(url, telegramUpdate({ updateId, chatId, messageId: 9 })))
-    await h.deliver(
-      telegramRequest(
-        url,
-        telegramUpdate({
-          updateId: updateId + 1,
-          chatId,
-          messageId: 9,
-          field: 'edited_message',
-          editDate: 1700000500,
-        }),
-      ),
-    )
-    expect(await spooled(h, 'telegram')).toHaveLength(2)
+  it('origin refuses it for good (400): ack, no retry', async () => {
+    const { h, spool } = withQueues()
+    const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
+    await h.setOriginMode({ kind: 'reject' })
+    const { ids, acked, retried } = await consume(h, SPOOL, [message])
+    expect(acked).toEqual(ids)
+    expect(retried).toEqual([])
+  })
+
+  it.each([
+    ['5xx', { kind: 'fail', status: 500 }],
+    ['a configuration 4xx (401 after a secret rotation)', { kind: 'fail', status: 401 }],
+    ['a timeout', { kind: 'delay', ms: 2_000 }],
+  ] as const)('origin fails with %s: retried, not acked', async (_, mode) => {
+    const { h, spool } = withQueues({ ORIGIN_TIMEOUT_MS: '500' })
+    const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
+    await h.setOriginMode(mode)
+    const { ids, acked, retried } = await consume(h, SPOOL, [message])
+    expect(retried).toEqual(ids)
+    expect(acked).toEqual([])
+    expect(await h.redisGet(message.claimKey)).toMatch(/^spooled\|/)
+  })
+
+  it('a poisoned event among good ones: the good ones land, only it is retried', async () => {
+    const { h, spool } = withQueues()
+    const messages = await queuedMessages(h, spool, 5)
+    const poisoned = messages[2] as SpoolMessage
+    await h.setOriginMode({
+      kind: 'poison',
+      deliveryKeys: [poisoned.event.deliveryKey],
+      status: 500,
+    })
+    const { ids, acked, retried } = await consume(h, SPOOL, messages)
+    expect(retried).toEqual([ids[2]])
+    expect(acked.sort()).toEqual(ids.filter((_, i) => i !== 2).sort())
+    expect((await h.originCalls()).rows).toBe(4)
+  })
+
+  it('out of attempts (SPOOL_MAX_ATTEMPTS): onto the dead-letter queue with the last error, then ack', async () => {
+    const { h, spool, dead } = withQueues({ SPOOL_MAX_ATTEMPTS: '3' })
+    const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
+    expect((await consume(h, SPOOL, [message], 2)).retried).toHaveLength(1)
+    expect(dead.sent).toEqual([])
+
+    const last = await consume(h, SPOOL, [message], 3)
+
+    expect(last.acked).toEqual(last.ids)
+    expect(dead.sent).toHaveLength(1)
+    expect(dead.sent[0]).toMatchObject({
+      claimKey: message.claimKey,
+      event: { deliveryKey: message.event.deliveryKey },
+      dead: { attempts: 3, error: 'origin 503' },
+    })
+  })
+
+  it('an unreadable message goes to the dead letters at once and does not hold the batch', async () => {
+    const { h, spool, dead } = withQueues()
+    const [good] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
     await h.setOriginMode({ kind: 'ok' })
+    const { ids, acked } = await consume(h, SPOOL, [{ v: 1, not: 'a spool message' }, good])
+    expect(acked.sort()).toEqual([...ids].sort())
+    expect(dead.sent).toHaveLength(1)
+    expect(dead.sent[0]?.dead.error).toContain('unreadable message')
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+})
 
-    await drain(h.env)
+describe('the dead-letter consumer', () => {
+  async function deadMessage(h: Harness, spool: RecordingQueue<SpoolMessage>) {
+    const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
+    const dead: DeadMessage = { ...message, dead: { attempts: 20, error: 'origin 500', at: 1 } }
+    return { message, dead }
+  }
 
-    const { calls } = await h.originCalls()
-    expect(calls.slice(2).map((c) => [c.kind, c.answered])).toEqual([
-      ['message', 201],
-      ['edit', 200],
+  it('records the dead event at the origin (signed), then acks', async () => {
+    const { h, spool } = withQueues()
+    const { message, dead } = await deadMessage(h, spool)
+    await h.setOriginMode({ kind: 'ok' })
+    const { ids, acked } = await consume(h, SPOOL_DEAD, [dead])
+    expect(acked).toEqual(ids)
+    expect((await h.originCalls()).dead).toEqual([
+      {
+        channel: 'slack',
+        deliveryKey: (message.event as InboundEvent).deliveryKey,
+        error: 'origin 500',
+        attempts: 20,
+        answered: 201,
+      },
     ])
   })
 
-  it('is bounded by SPOOL_DRAIN_MAX_PER_RUN; the next run takes the rest', async () => {
-    const h = harness({ SPOOL_DRAIN_MAX_PER_RUN: '2' })
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    for (let i = 0; i < 3; i++) await h.deliver(await slackCase.delivery().make())
-    await h.setOriginMode({ kind: 'ok' })
-
-    await drain(h.env)
-    expect(await spooled(h, 'slack')).toHaveLength(1)
-    expect((await h.originCalls()).rows).toBe(2)
-
-    await drain(h.env)
-    expect(await spooled(h, 'slack')).toHaveLength(0)
-    expect((await h.originCalls()).rows).toBe(3)
+  it('keeps retrying while the origin cannot take the report', async () => {
+    const { h, spool } = withQueues()
+    const { dead } = await deadMessage(h, spool)
+    const { ids, retried, acked } = await consume(h, SPOOL_DEAD, [dead])
+    expect(retried).toEqual(ids)
+    expect(acked).toEqual([])
   })
 
-  it('a late answer from a slow origin and the drained copy are still one row', async () => {
-    const h = harness({ ORIGIN_TIMEOUT_MS: '500' })
-    const { make, deliveryKey } = slackCase.delivery()
-    // The origin takes the event, but after the gateway gave up waiting: spooled anyway.
-    await h.setOriginMode({ kind: 'delay', ms: 1_000 })
+  it('a message Cloudflare moved there itself (max_retries ran out) is recorded too', async () => {
+    const { h, spool } = withQueues()
+    const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
+    await h.setOriginMode({ kind: 'ok' })
+    const { acked, ids } = await consume(h, SPOOL_DEAD, [message], 1)
+    expect(acked).toEqual(ids)
+    const [report] = (await h.originCalls()).dead
+    expect(report?.error).toContain('max_retries')
+  })
+})
+
+describe('the real queue binding (wrangler.toml), producer to consumer', () => {
+  it('origin down, then back: the queued event lands once and the claim becomes done', async () => {
+    const h = harness({}, { shared: true })
+    const { make, deliveryKey } = slackDelivery()
+    await h.setOriginMode({ kind: 'fail', status: 503 })
     expect((await h.deliver(await make())).status).toBe(200)
-    expect(await h.redisGet(deliveryKey)).toMatch(/^spooled\|/)
-    await new Promise((r) => setTimeout(r, 1_000))
     await h.setOriginMode({ kind: 'ok' })
 
-    await drain(h.env)
-
-    const { calls, rows } = await h.originCalls()
-    expect(calls.map((c) => c.answered)).toEqual([201, 200])
-    expect(rows).toBe(1)
-    expect(await h.redisGet(deliveryKey)).toMatch(/^done\|/)
-  })
-})
-
-describe('what cannot be spooled gets the retry answer', () => {
-  it('Redis down and the origin down: every channel gets the retry status (503)', async () => {
-    const h = harness({ UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    for (const { delivery } of CASES) {
-      const response = await h.deliver(await delivery().make())
-      expect(response.status).toBe(503)
-      expect(response.headers.get('x-slack-no-retry')).toBeNull()
+    // The consumer runs by itself: within a batch timeout, or after a retry's backoff.
+    const deadline = Date.now() + 20_000
+    while (Date.now() < deadline && !(await h.redisGet(deliveryKey))?.startsWith('done|')) {
+      await new Promise((r) => setTimeout(r, 200))
     }
-  })
-
-  it('a full spool: 503 and the claim released; the entries already there are kept', async () => {
-    const h = harness({ SPOOL_MAX_ENTRIES: '1' })
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    const first = slackCase.delivery()
-    const second = slackCase.delivery()
-    expect((await h.deliver(await first.make())).status).toBe(200)
-    expect((await h.deliver(await second.make())).status).toBe(503)
-    expect(await h.redisGet(second.deliveryKey)).toBeNull()
-    expect(eventOf((await spooled(h, 'slack'))[0]).deliveryKey).toBe(first.deliveryKey)
-  })
-
-  it('an entry over SPOOL_MAX_ENTRY_BYTES: 503 and the claim released, nothing spooled', async () => {
-    const h = harness({ SPOOL_MAX_ENTRY_BYTES: '1024' })
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    const eventId = `Ev${uniq()}`
-    const big = slackMessageEvent({ eventId, ts: `${Date.now() / 1000}`, text: 'x'.repeat(2000) })
-    expect((await h.deliver(await slackRequest(`${GATEWAY}/webhooks/slack`, big))).status).toBe(503)
-    expect(await h.redisGet(`dedup:slack:A123ABC456:${eventId}`)).toBeNull()
-    expect(await spooled(h, 'slack')).toEqual([])
-  })
-
-  it('a channel left out of SPOOL_CHANNELS: 503 and the claim released', async () => {
-    const h = harness({ SPOOL_CHANNELS: 'whatsapp,sms' })
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    const { make, deliveryKey } = slackCase.delivery()
-    expect((await h.deliver(await make())).status).toBe(503)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
-    expect(await spooled(h, 'slack')).toEqual([])
-  })
-})
-
-describe('/healthz', () => {
-  it('shows the spool depth by channel', async () => {
-    const h = harness()
-    await h.setOriginMode({ kind: 'fail', status: 503 })
-    await h.deliver(await slackCase.delivery().make())
-    await h.deliver(await slackCase.delivery().make())
-    const response = await h.deliver(new Request(`${GATEWAY}/healthz`))
-    expect(await response.json()).toMatchObject({
-      spool: { waiting: { slack: 2 }, dead: {}, total: 2, totalDead: 0 },
-    })
+    expect(await h.redisGet(deliveryKey)).toMatch(/^done\|/)
+    const { calls } = await h.originCalls()
+    const ours = calls.filter((c) => c.deliveryKey === deliveryKey).map((c) => c.answered)
+    expect(ours).toEqual([503, 201])
   })
 })

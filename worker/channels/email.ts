@@ -92,6 +92,7 @@ export async function handleEmail(
       settings,
       origin: settings.origin,
       claims: claimStoreFor(settings),
+      spool: env.SPOOL ?? null,
       replies,
       waitUntil: (promise) => ctx.waitUntil(promise),
       startedAt,

@@ -5,7 +5,7 @@
  * One Redis string per delivery key, in one of these states (values kept short: ~20-45 bytes):
  *   inflight|{token}|{hash}   claimed by one attempt, PX lease (outlives one forward)
  *   done|{hash}               the origin took it (new or duplicate), EX dedup TTL
- *   spooled|{hash}            kept in the spool for a later forward (issue 5), EX dedup TTL
+ *   spooled|{hash}            on the spool queue for a later forward, EX dedup TTL
  * `{hash}` is the event's payload hash, so a replay with another payload under the same key is seen.
  *
  * - claim:    `SET key inflight|tok|hash NX PX lease GET`, one round trip that also returns what
@@ -14,6 +14,8 @@
  *             origin took it, so done is the truth); another attempt's claim is never overwritten.
  * - release:  a script deletes the key only if the value is still ours (compare-and-delete).
  * - record:   `SET key done|hash NX EX ttl GET` for deliveries that are remembered, not forwarded.
+ * - delivered: the spool consumer's forward was taken: `spooled|hash` (or nothing: Redis was
+ *             flushed) becomes `done|hash`; an attempt holding the key in flight is left alone.
  * Any Redis error or timeout is `unavailable`: the caller fails open (forwards; Postgres decides).
  * @module
  */
@@ -41,7 +43,8 @@ export interface ClaimSettings {
   dedupTtlSeconds: number
 }
 
-const COMPLETE_SCRIPT = `local v = redis.call('GET', KEYS[1])
+/** Compare-and-set: ARGV[2] with EX ARGV[3] if the value is ARGV[1] or gone. */
+const SET_IF_SCRIPT = `local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] or v == false then
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
   return 1
@@ -111,11 +114,25 @@ export class ClaimStore {
   /** The origin took it: `done` for the dedup TTL, unless another attempt holds the key now. */
   async complete(key: string, token: string, hash: string, state: 'done' | 'spooled' = 'done') {
     const result = await this.redis.evalScript(
-      COMPLETE_SCRIPT,
+      SET_IF_SCRIPT,
       [key],
       [
         inflightValue(token, hash),
         settledValue(state, hash),
+        String(this.settings.dedupTtlSeconds),
+      ],
+    )
+    return Number(result) === 1
+  }
+
+  /** A queued event reached the origin: `spooled` (or a flushed key) becomes `done`. */
+  async delivered(key: string, hash: string): Promise<boolean> {
+    const result = await this.redis.evalScript(
+      SET_IF_SCRIPT,
+      [key],
+      [
+        settledValue('spooled', hash),
+        settledValue('done', hash),
         String(this.settings.dedupTtlSeconds),
       ],
     )
@@ -163,7 +180,30 @@ export class ClaimStore {
   }
 
   async countPayloadMismatch(channel: string): Promise<void> {
-    await this.redis.hincrby(this.statsKey, `payload_mismatch:${channel}`, 1)
+    await this.count(`payload_mismatch:${channel}`)
+  }
+
+  /**
+   * One more in the stats hash (`{prefix}dedup:stats`): payload mismatches and the spool's
+   * queued / retried / dead-lettered / delivered counts, by channel. Failure paths only, so the
+   * hot path pays nothing for it.
+   */
+  async count(field: string): Promise<void> {
+    await this.redis.hincrby(this.statsKey, field, 1)
+  }
+
+  /** The stats hash, for the operator's health view. */
+  async stats(): Promise<Record<string, number>> {
+    const flat = await this.redis.evalScript(
+      `return redis.call('HGETALL', KEYS[1])`,
+      [this.statsKey],
+      [],
+    )
+    const out: Record<string, number> = {}
+    if (Array.isArray(flat)) {
+      for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = Number(flat[i + 1])
+    }
+    return out
   }
 
   async ping(): Promise<void> {

@@ -1,49 +1,72 @@
 /**
  * The spool's settings, parsed with the rest of the Worker's (worker/config.ts calls
  * {@link parseSpoolSettings} with its integer reader, so invalid values warn the same way).
+ *
+ * The queue's own delivery settings (batch size, `max_retries`, `dead_letter_queue`) live in
+ * wrangler.toml; these are what the code decides per message.
  * @module
  */
 import { CHANNELS, type Channel } from '../../contract/event'
+import type { StringSetting } from '../config'
 import type { Env } from '../env'
 
 export interface SpoolSettings {
   /**
-   * Event channels whose deliveries are spooled when the origin cannot take them. The rest get
-   * the vendor's retry answer. @default slack, whatsapp, sms, telegram (email is left to the
-   * sending server, which keeps the message and retries for days on a temporary SMTP error)
+   * Event channels whose deliveries go to the spool queue when the origin cannot take them. The
+   * rest get the vendor's retry answer. @default every channel (email included: accepting the
+   * mail beats a temporary SMTP failure that delays it by the sender's retry schedule)
    */
   channels: ReadonlySet<Channel>
-  /** Entries per channel list; past it a delivery gets the retry answer and an error log. @default 10000 */
-  maxEntries: number
-  /** Largest entry (envelope + forward body, UTF-8 bytes); larger: retry answer, error log. @default 262144 */
-  maxEntryBytes: number
-  /** Entries one drain run forwards at most (each costs about two subrequests). @default 200 */
-  drainMaxPerRun: number
-  /** Wall-clock budget of one drain run; the cron fires every 60 s. @default 20000 */
-  drainBudgetMs: number
+  /**
+   * Forward attempts the consumer makes before it hands a message to the dead-letter queue.
+   * Must stay below the consumer's `max_retries` in wrangler.toml. @default 20 (~8 h of retries)
+   */
+  maxAttempts: number
+  /** Wait after the first failed forward, doubling from there. @default 5 */
+  retryBaseSeconds: number
+  /** No wait is longer (Cloudflare allows at most 12 h). @default 3600 */
+  retryMaxSeconds: number
 }
 
 export const SPOOL_DEFAULTS = {
-  channels: ['slack', 'whatsapp', 'sms', 'telegram'] as readonly Channel[],
-  maxEntries: 10_000,
-  maxEntryBytes: 262_144,
-  drainMaxPerRun: 200,
-  drainBudgetMs: 20_000,
+  channels: CHANNELS,
+  maxAttempts: 20,
+  retryBaseSeconds: 5,
+  retryMaxSeconds: 3_600,
 } as const
 
-type IntReader = (name: keyof Env, fallback: number, min: number, max: number) => number
+/** Cloudflare Queues' `retry({ delaySeconds })` and `max_retries` bounds. */
+const MAX_DELAY_SECONDS = 43_200
+const MAX_RETRIES = 100
+
+type IntReader = (name: StringSetting, fallback: number, min: number, max: number) => number
 
 /**
  * `SPOOL_CHANNELS`: comma-separated event channels, or `none` to switch the spool off (then an
  * origin failure is answered with the vendor's retry status, as before the spool existed).
  */
 export function parseSpoolSettings(env: Env, int: IntReader, warnings: string[]): SpoolSettings {
+  const retryBaseSeconds = int(
+    'SPOOL_RETRY_BASE_SECONDS',
+    SPOOL_DEFAULTS.retryBaseSeconds,
+    0,
+    MAX_DELAY_SECONDS,
+  )
+  let retryMaxSeconds = int(
+    'SPOOL_RETRY_MAX_SECONDS',
+    SPOOL_DEFAULTS.retryMaxSeconds,
+    0,
+    MAX_DELAY_SECONDS,
+  )
+  if (retryMaxSeconds < retryBaseSeconds) {
+    warnings.push('SPOOL_RETRY_MAX_SECONDS is below SPOOL_RETRY_BASE_SECONDS; using the base')
+    retryMaxSeconds = retryBaseSeconds
+  }
   return {
     channels: spoolChannels(env.SPOOL_CHANNELS, warnings),
-    maxEntries: int('SPOOL_MAX_ENTRIES', SPOOL_DEFAULTS.maxEntries, 1, 10_000_000),
-    maxEntryBytes: int('SPOOL_MAX_ENTRY_BYTES', SPOOL_DEFAULTS.maxEntryBytes, 1_024, 10_485_760),
-    drainMaxPerRun: int('SPOOL_DRAIN_MAX_PER_RUN', SPOOL_DEFAULTS.drainMaxPerRun, 1, 100_000),
-    drainBudgetMs: int('SPOOL_DRAIN_BUDGET_MS', SPOOL_DEFAULTS.drainBudgetMs, 1_000, 600_000),
+    maxAttempts: int('SPOOL_MAX_ATTEMPTS', SPOOL_DEFAULTS.maxAttempts, 1, MAX_RETRIES - 1),
+    retryBaseSeconds,
+    retryMaxSeconds,
   }
 }
 

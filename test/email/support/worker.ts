@@ -89,7 +89,7 @@ export default {
     return worker.fetch(request, env, ctx)
   },
   email: (message, env, ctx) => worker.email(message, env, ctx),
-  scheduled: (controller, env, ctx) => worker.scheduled(controller, env, ctx),
+  queue: (batch, env, ctx) => worker.queue(batch, env, ctx),
 }
 `
 

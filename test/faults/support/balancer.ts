@@ -4,9 +4,17 @@
  * no health checks and no retries. When the chosen backend is down or dies mid-request, the
  * Worker's connection is dropped, as a TCP load balancer whose backend vanished would do: the
  * Worker sees a network error, exactly what it would see talking to that pod directly.
+ *
+ * It can also play a WAF in front of the origin that refuses some events for a while: every
+ * request whose body contains a poison marker is answered with a fixed status, never forwarded.
  * @module
  */
-import { createServer, request as httpRequest } from 'node:http'
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 export interface Balancer {
@@ -20,7 +28,17 @@ export interface Balancer {
    * requests whose backend could not be reached at all.
    */
   failures(): { midRequest: number; unreachable: number }
+  /** Requests matching the rule get its status (null: none); `poisoned()` counts them. */
+  setPoison(poison: PoisonRule | null): void
+  poisoned(): number
   close(): Promise<void>
+}
+
+/** A WAF rule: bodies containing `marker` (on `path` only, when given) are answered `status`. */
+export interface PoisonRule {
+  marker: string
+  status: number
+  path?: string
 }
 
 export async function startBalancer(backends: string[]): Promise<Balancer> {
@@ -28,8 +46,33 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
   let next = 0
   const sent = new Map<string, number>()
   const failures = { midRequest: 0, unreachable: 0 }
+  let poison: PoisonRule | null = null
+  let poisoned = 0
 
   const server = createServer((req, res) => {
+    if (poison && (!poison.path || req.url === poison.path)) {
+      return refuseIfPoisoned(req, res, poison)
+    }
+    forward(req, res)
+  })
+
+  /** Buffers the body to look for the marker; forwards it untouched when it is not there. */
+  function refuseIfPoisoned(req: IncomingMessage, res: ServerResponse, rule: PoisonRule): void {
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks)
+      if (body.includes(rule.marker)) {
+        poisoned++
+        res.writeHead(rule.status, { 'content-type': 'text/html' })
+        res.end('<html>Request blocked</html>')
+        return
+      }
+      forward(req, res, body)
+    })
+  }
+
+  function forward(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
     const target = targets[next++ % targets.length]
     if (!target) {
       req.socket.destroy()
@@ -63,8 +106,9 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
     })
     // The Worker gave up (its timeout): stop talking to the backend too.
     res.on('close', () => upstream.destroy())
-    req.pipe(upstream)
-  })
+    if (body) upstream.end(body)
+    else req.pipe(upstream)
+  }
   server.keepAliveTimeout = 5_000
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -78,6 +122,10 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
     },
     counts: () => Object.fromEntries(sent),
     failures: () => ({ ...failures }),
+    setPoison(rule) {
+      poison = rule
+    },
+    poisoned: () => poisoned,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())

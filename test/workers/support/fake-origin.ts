@@ -19,6 +19,8 @@ export type OriginMode =
   | { kind: 'fail'; status: number; delayMs?: number }
   | { kind: 'delay'; ms: number }
   | { kind: 'reject' }
+  /** Only these deliveries fail with `status` (a WAF refusing one message's text); others ok. */
+  | { kind: 'poison'; deliveryKeys: string[]; status: number }
 
 export interface OriginCall {
   deliveryKey: string
@@ -29,10 +31,20 @@ export interface OriginCall {
   answered: number
 }
 
+/** A dead-letter report (`POST /v1/failures/inbound`) as the origin received it. */
+export interface DeadReportCall {
+  channel: string
+  deliveryKey: string
+  error: string
+  attempts: number
+  answered: number
+}
+
 interface Namespace {
   mode: OriginMode
   calls: OriginCall[]
   rows: Map<string, string>
+  dead: DeadReportCall[]
 }
 
 export interface FakeOrigin {
@@ -57,13 +69,15 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
   const namespaces = new Map<string, Namespace>()
   const ns = (id: string): Namespace => {
-    const n = namespaces.get(id) ?? { mode: { kind: 'ok' }, calls: [], rows: new Map() }
+    const n = namespaces.get(id) ?? { mode: { kind: 'ok' }, calls: [], rows: new Map(), dead: [] }
     namespaces.set(id, n)
     return n
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const match = /^\/ns\/([\w-]+)\/(v1\/events|mode|calls)$/.exec(req.url ?? '')
+    const match = /^\/ns\/([\w-]+)\/(v1\/events|v1\/failures\/inbound|mode|calls)$/.exec(
+      req.url ?? '',
+    )
     if (!match) return send(res, 404, { error: { code: 'not_found' } })
     const [, id = '', route] = match
     const space = ns(id)
@@ -73,9 +87,9 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       return send(res, 200, space.mode)
     }
     if (route === 'calls' && req.method === 'GET') {
-      return send(res, 200, { calls: space.calls, rows: space.rows.size })
+      return send(res, 200, { calls: space.calls, rows: space.rows.size, dead: space.dead })
     }
-    if (route !== 'v1/events' || req.method !== 'POST') return send(res, 405, {})
+    if (req.method !== 'POST') return send(res, 405, {})
 
     const verdict = await verifyForward(secrets, body, {
       timestamp: req.headers['x-dedup-timestamp'] as string | undefined,
@@ -83,6 +97,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     })
     if (!verdict.ok)
       return send(res, 401, { error: { code: 'unauthorized', message: 'unauthorized' } })
+    if (route === 'v1/failures/inbound') return recordDead(space, body, res)
     const parsed = parseInboundEvent(JSON.parse(body))
     if (!parsed.ok)
       return send(res, 400, { error: { code: 'invalid_event', message: parsed.message } })
@@ -97,6 +112,10 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     }
     space.calls.push(call)
     const mode = space.mode
+    if (mode.kind === 'poison' && mode.deliveryKeys.includes(event.deliveryKey)) {
+      call.answered = mode.status
+      return send(res, mode.status, { error: { code: 'forbidden' } })
+    }
     if (mode.kind === 'fail') {
       if (mode.delayMs) await new Promise((r) => setTimeout(r, mode.delayMs))
       call.answered = mode.status
@@ -129,6 +148,20 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       conversationId: '1',
       customerId: '1',
     })
+  }
+
+  /** The dead-letter consumer's report: taken (201) unless the namespace is failing. */
+  function recordDead(space: Namespace, body: string, res: ServerResponse): void {
+    const report = JSON.parse(body) as Omit<DeadReportCall, 'answered'>
+    const answered = space.mode.kind === 'fail' ? space.mode.status : 201
+    space.dead.push({
+      channel: report.channel,
+      deliveryKey: report.deliveryKey,
+      error: report.error,
+      attempts: report.attempts,
+      answered,
+    })
+    send(res, answered, answered === 201 ? { failureId: String(space.dead.length) } : {})
   }
 
   const server: Server = createServer((req, res) => {

@@ -11,7 +11,7 @@ import { Redis } from '@upstash/redis/cloudflare'
 import { inject } from 'vitest'
 import type { Env } from '../../../worker/env'
 import worker from '../../../worker/index'
-import type { OriginCall, OriginMode } from './fake-origin'
+import type { DeadReportCall, OriginCall, OriginMode } from './fake-origin'
 
 export const GATEWAY = 'https://gateway.test'
 
@@ -20,15 +20,20 @@ export interface Harness {
   /** Full Redis key of a delivery key (`dedup:...`). */
   redisKey(deliveryKey: string): string
   deliver(request: Request): Promise<Response>
-  originCalls(): Promise<{ calls: OriginCall[]; rows: number }>
+  originCalls(): Promise<{ calls: OriginCall[]; rows: number; dead: DeadReportCall[] }>
   setOriginMode(mode: OriginMode): Promise<void>
   redisGet(deliveryKey: string): Promise<string | null>
   redisTtl(deliveryKey: string): Promise<number>
   redis: Redis
 }
 
-export function harness(overrides: Partial<Env> = {}): Harness {
-  const id = crypto.randomUUID().slice(0, 12)
+/**
+ * `shared`: the pool's own env (origin namespace and key prefix `self`), the one the queue
+ * consumer runs with when a message goes through the real queue binding. Tests that use it must
+ * not overlap (the pool runs one file at a time, tests in order).
+ */
+export function harness(overrides: Partial<Env> = {}, options: { shared?: boolean } = {}): Harness {
+  const id = options.shared ? 'self' : crypto.randomUUID().slice(0, 12)
   const originNs = `${inject('originUrl')}/ns/${id}`
   const prefix = `${inject('keyPrefix')}${id}:`
   const testEnv: Env = {
@@ -56,7 +61,11 @@ export function harness(overrides: Partial<Env> = {}): Harness {
     },
     async originCalls() {
       const response = await fetch(`${originNs}/calls`)
-      return (await response.json()) as { calls: OriginCall[]; rows: number }
+      return (await response.json()) as {
+        calls: OriginCall[]
+        rows: number
+        dead: DeadReportCall[]
+      }
     },
     async setOriginMode(mode) {
       await fetch(`${originNs}/mode`, { method: 'PUT', body: JSON.stringify(mode) })

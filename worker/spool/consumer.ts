@@ -1,0 +1,194 @@
+/**
+ * The Worker's `queue()` handler: the consumers of the spool queue and of its dead-letter queue
+ * (wrangler.toml). Every message is decided on its own, so one message never waits for another:
+ * a poisoned event is retried on its own schedule while everything behind it lands.
+ *
+ * Spool queue, per message:
+ *   origin took it (2xx, new or duplicate)   ack; its claim becomes `done`
+ *   origin refused it for good (400/413/422) ack; error log (retrying cannot help)
+ *   origin failed (5xx, timeout, network...) retry with exponential backoff and jitter; after
+ *                                            SPOOL_MAX_ATTEMPTS, onto the dead-letter queue
+ *                                            with the last error, then ack
+ * Dead-letter queue, per message: recorded in Postgres through the origin's signed
+ * `POST /v1/failures/inbound` (channel_failures, stage inbound), retried until the origin takes it.
+ *
+ * The handler never throws: locally a throwing `queue()` redelivers the whole batch, acked
+ * messages included. Each message is acked or retried explicitly.
+ * @module
+ */
+import { backoffMs } from '../../contract/backoff'
+import { type OriginConfig, type Settings, settingsFor } from '../config'
+import type { Env } from '../env'
+import { type ForwardResult, forwardBody } from '../forward'
+import { claimStoreFor } from '../gateway'
+import { describeError, logProblem } from '../log'
+import { type DeadMessage, deadReport, decodeSpoolMessage } from './message'
+
+/** A dead-letter queue's name ends with this (wrangler.toml: `dead_letter_queue`). */
+export const DEAD_LETTER_SUFFIX = '-dead'
+
+/** Retries of a dead-letter report: from 30 s up to an hour (the origin may be down for long). */
+const DEAD_REPORT_BACKOFF = { baseMs: 30_000, maxMs: 3_600_000 }
+
+export function isDeadLetterQueue(queueName: string): boolean {
+  return queueName.endsWith(DEAD_LETTER_SUFFIX)
+}
+
+export async function consumeQueue(
+  batch: MessageBatch<unknown>,
+  env: Env,
+  ctx: ExecutionContext,
+): Promise<void> {
+  const settings = settingsFor(env)
+  const handle = isDeadLetterQueue(batch.queue)
+    ? (message: Message<unknown>) => recordDead(settings, message)
+    : (message: Message<unknown>) => deliverQueued(settings, env, ctx, message)
+  await Promise.all(
+    batch.messages.map(async (message) => {
+      try {
+        await handle(message)
+      } catch (err) {
+        // A bug, not an answer: keep the message, on the normal schedule.
+        logProblem('error', 'spool_consumer_error', {
+          queue: batch.queue,
+          error: describeError(err),
+        })
+        message.retry({ delaySeconds: retryDelaySeconds(settings, message.attempts) })
+      }
+    }),
+  )
+}
+
+async function deliverQueued(
+  settings: Settings,
+  env: Env,
+  ctx: ExecutionContext,
+  message: Message<unknown>,
+): Promise<void> {
+  const decoded = decodeSpoolMessage(message.body)
+  if (!decoded.ok) {
+    return deadLetter(env, settings, ctx, message, `unreadable message: ${decoded.reason}`)
+  }
+  const { event, claimKey, queuedAt } = decoded.message
+  const fields = {
+    channel: event.channel,
+    deliveryKey: event.deliveryKey,
+    attempts: message.attempts,
+    ageMs: Date.now() - queuedAt,
+  }
+  const result: ForwardResult = settings.origin
+    ? await forwardBody(settings.origin, JSON.stringify(event), settings.originTimeoutMs)
+    : { kind: 'failed', status: null, reason: 'network' }
+  const claims = claimStoreFor(settings)
+  const later = (work: Promise<unknown> | undefined) => {
+    if (work) ctx.waitUntil(work.catch(() => {}))
+  }
+
+  if (result.kind === 'accepted') {
+    message.ack()
+    later(claims?.delivered(`${settings.redisKeyPrefix}${claimKey}`, event.payloadHash))
+    later(claims?.count(`spool_delivered:${event.channel}`))
+    info('spool_delivered', { ...fields, origin: result.outcome ?? String(result.status) })
+    return
+  }
+  if (result.kind === 'permanent') {
+    message.ack()
+    logProblem('error', 'spool_rejected', {
+      ...fields,
+      origin: `${result.status} ${result.code ?? ''}`.trim(),
+    })
+    return
+  }
+  const error = settings.origin ? describeFailure(result) : 'origin not configured'
+  if (message.attempts >= settings.spool.maxAttempts) {
+    return deadLetter(env, settings, ctx, message, `origin ${error}`)
+  }
+  const delaySeconds = retryDelaySeconds(settings, message.attempts)
+  message.retry({ delaySeconds })
+  later(claims?.count(`spool_retried:${event.channel}`))
+  logProblem('warn', 'spool_retry', { ...fields, origin: error, delaySeconds })
+}
+
+/**
+ * Out of attempts (or unreadable): onto the dead-letter queue with why, then acked. If that send
+ * fails the message stays here, retried at the longest delay; Cloudflare's own `max_retries`
+ * moves it to the same dead-letter queue in the end.
+ */
+async function deadLetter(
+  env: Env,
+  settings: Settings,
+  ctx: ExecutionContext,
+  message: Message<unknown>,
+  error: string,
+): Promise<void> {
+  const body = (message.body ?? {}) as Record<string, unknown>
+  const dead: DeadMessage = {
+    v: 2,
+    claimKey: typeof body.claimKey === 'string' ? body.claimKey : '',
+    queuedAt: typeof body.queuedAt === 'number' ? body.queuedAt : 0,
+    event: body.event ?? null,
+    dead: { attempts: message.attempts, error, at: Date.now() },
+  }
+  const report = deadReport(dead, message.attempts, message.id)
+  const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
+  try {
+    if (!env.SPOOL_DEAD) throw new Error('SPOOL_DEAD is not bound')
+    await env.SPOOL_DEAD.send(dead, { contentType: 'json' })
+  } catch (err) {
+    logProblem('error', 'spool_dead_letter_failed', { ...fields, error: describeError(err) })
+    message.retry({ delaySeconds: settings.spool.retryMaxSeconds })
+    return
+  }
+  message.ack()
+  const claims = claimStoreFor(settings)
+  if (claims) ctx.waitUntil(claims.count(`spool_dead:${report.channel}`).catch(() => {}))
+  logProblem('error', 'spool_dead_lettered', { ...fields, attempts: message.attempts, error })
+}
+
+/** A dead-letter message becomes a channel_failures row, through the origin, or waits. */
+async function recordDead(settings: Settings, message: Message<unknown>): Promise<void> {
+  const report = deadReport(message.body, message.attempts, message.id)
+  const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
+  const result: ForwardResult = settings.origin
+    ? await postReport(settings.origin, JSON.stringify(report), settings.originTimeoutMs)
+    : { kind: 'failed', status: null, reason: 'network' }
+  if (result.kind === 'accepted') {
+    message.ack()
+    logProblem('error', 'spool_dead_recorded', { ...fields, attempts: report.attempts })
+    return
+  }
+  // A refusal (400) is a bug in one of the two sides; keep the message and say so loudly.
+  const delaySeconds = Math.round(
+    backoffMs(DEAD_REPORT_BACKOFF, message.attempts, Math.random()) / 1000,
+  )
+  message.retry({ delaySeconds })
+  logProblem(result.kind === 'permanent' ? 'error' : 'warn', 'spool_dead_record_retry', {
+    ...fields,
+    origin: describeFailure(result),
+    delaySeconds,
+  })
+}
+
+function postReport(origin: OriginConfig, body: string, timeoutMs: number) {
+  return forwardBody(origin, body, timeoutMs, '/v1/failures/inbound')
+}
+
+/** The wait before the next attempt after `attempts` failed ones (SPOOL_RETRY_*). */
+export function retryDelaySeconds(settings: Settings, attempts: number, random = Math.random()) {
+  const { retryBaseSeconds, retryMaxSeconds } = settings.spool
+  const ms = backoffMs(
+    { baseMs: retryBaseSeconds * 1000, maxMs: retryMaxSeconds * 1000 },
+    attempts,
+    random,
+  )
+  return Math.round(ms / 1000)
+}
+
+function describeFailure(result: Exclude<ForwardResult, { kind: 'accepted' }>): string {
+  if (result.kind === 'permanent') return `${result.status} ${result.code ?? ''}`.trim()
+  return result.status === null ? result.reason : String(result.status)
+}
+
+function info(msg: string, fields: Record<string, string | number>): void {
+  console.log(JSON.stringify({ level: 'info', msg, ...fields }))
+}

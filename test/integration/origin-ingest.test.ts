@@ -2,7 +2,11 @@
  * What one event does to the database, by kind and channel: keys scoped by channel and chat, edits
  * and deletes updating the row (never a new one), payload mismatches, email threads.
  */
+import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parseEmail } from '../../contract/email'
+import { finalizeEvent, type InboundEvent } from '../../contract/event'
+import { rawEmail } from '../email/support/emails'
 import { eventFixture, type OriginTestbed, startOriginTestbed } from '../support/origin'
 
 let bed: OriginTestbed
@@ -242,6 +246,119 @@ describe('email threads', () => {
         "channel = 'email' AND subject = 'Order 1234' AND id NOT IN (SELECT conversation_id FROM messages)",
       ),
     ).toBe(0)
+  })
+})
+
+/**
+ * Email events as the parser makes them (contract/email.ts: the keys both email paths use), each
+ * test in a mailbox of its own.
+ */
+describe('email: one sender cannot reach into another customer', () => {
+  const ada = 'Ada <ada@customer.example>'
+  const mallory = 'Mallory <mallory@elsewhere.example>'
+  const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`
+  const parsed = async (mailbox: string, fixture: Parameters<typeof rawEmail>[0]) =>
+    finalizeEvent((await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })).draft)
+  it('the same Message-ID from two senders to one mailbox: two rows, each answered created', async () => {
+    const mailbox = freshMailbox()
+    const messageId = `predictable-${randomBytes(4).toString('hex')}@customer.example`
+    const forged = await bed.post(await parsed(mailbox, { from: mallory, messageId }))
+    const genuine = await bed.post(await parsed(mailbox, { from: ada, messageId }))
+    expect([forged.status, genuine.status]).toEqual([201, 201])
+    expect(genuine.body.customerId).not.toBe(forged.body.customerId)
+    expect(
+      await bed.count('messages', "channel = 'email' AND channel_message_id LIKE $1", [
+        `${mailbox}:%`,
+      ]),
+    ).toBe(2)
+  })
+
+  it("a stranger's reply naming another customer's message opens the stranger's own conversation", async () => {
+    const mailbox = freshMailbox()
+    const original = `original-${randomBytes(4).toString('hex')}@customer.example`
+    const first = await bed.post(await parsed(mailbox, { from: ada, messageId: original }))
+    const strangerReply = await bed.post(
+      await parsed(mailbox, { from: mallory, subject: 'Re: Order 1234', inReplyTo: original }),
+    )
+    const genuineReply = await bed.post(
+      await parsed(mailbox, { from: ada, subject: 'Re: Order 1234', inReplyTo: original }),
+    )
+    expect([first.status, strangerReply.status, genuineReply.status]).toEqual([201, 201, 201])
+    expect(strangerReply.body.conversationId).not.toBe(first.body.conversationId)
+    expect(genuineReply.body.conversationId).toBe(first.body.conversationId)
+  })
+
+  it("the origin keeps the rule even when an event names the other customer's exact key", async () => {
+    const mailbox = freshMailbox()
+    const first = await bed.post(await parsed(mailbox, { from: ada }))
+    const victimKey = (
+      await bed.sql.query('SELECT channel_message_id FROM messages WHERE id = $1', [
+        first.body.messageId,
+      ])
+    ).rows[0]?.channel_message_id
+    const forged: InboundEvent = await parsed(mailbox, { from: mallory })
+    const answer = await bed.post(await finalizeEvent({ ...forged, references: [victimKey] }))
+    expect(answer.status).toBe(201)
+    expect(answer.body.conversationId).not.toBe(first.body.conversationId)
+    expect(await bed.count('messages', 'conversation_id = $1', [first.body.conversationId])).toBe(1)
+  })
+})
+
+/**
+ * Rows stored before the sender was part of the email key hold `{mailbox}:{Message-ID}`; the same
+ * mail redelivered after the upgrade comes as `{mailbox}:{sender}:{Message-ID}`.
+ */
+describe('email keys across the upgrade', () => {
+  const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`
+  /** What the previous parser made of a mail: the key without the sender part. */
+  const storedBefore = async (mailbox: string, fixture: Parameters<typeof rawEmail>[0]) => {
+    const { draft } = await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })
+    const { references: _, ...rest } = draft
+    return finalizeEvent({
+      ...rest,
+      messageKey: `${mailbox}:${fixture.messageId}`,
+      deliveryKey: `dedup:email:${mailbox}:${fixture.messageId}`,
+    })
+  }
+  const now = async (mailbox: string, fixture: Parameters<typeof rawEmail>[0]) =>
+    finalizeEvent((await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })).draft)
+
+  it('a mail stored before, redelivered after: a duplicate of the stored row, no mismatch', async () => {
+    const mailbox = freshMailbox()
+    const messageId = `before-${randomBytes(4).toString('hex')}@customer.example`
+    const before = await bed.post(await storedBefore(mailbox, { messageId }))
+    expect(before.status).toBe(201)
+    const after = await bed.post(await now(mailbox, { messageId }))
+    expect(after.status).toBe(200)
+    expect(after.body).toMatchObject({
+      outcome: 'duplicate',
+      messageId: before.body.messageId,
+      payloadMismatch: false,
+    })
+    expect(await bed.count('messages', 'channel_message_id LIKE $1', [`${mailbox}:%`])).toBe(1)
+  })
+
+  it("another sender's mail under an id stored before is its own row", async () => {
+    const mailbox = freshMailbox()
+    const messageId = `before-${randomBytes(4).toString('hex')}@customer.example`
+    const before = await bed.post(await storedBefore(mailbox, { messageId }))
+    const other = await bed.post(
+      await now(mailbox, { messageId, from: 'mallory@elsewhere.example' }),
+    )
+    expect(other.status).toBe(201)
+    expect(other.body.messageId).not.toBe(before.body.messageId)
+  })
+
+  it('a reply to a message stored before threads, for its own sender only', async () => {
+    const mailbox = freshMailbox()
+    const messageId = `before-${randomBytes(4).toString('hex')}@customer.example`
+    const before = await bed.post(await storedBefore(mailbox, { messageId }))
+    const reply = await bed.post(await now(mailbox, { inReplyTo: messageId }))
+    const stranger = await bed.post(
+      await now(mailbox, { inReplyTo: messageId, from: 'mallory@elsewhere.example' }),
+    )
+    expect(reply.body.conversationId).toBe(before.body.conversationId)
+    expect(stranger.body.conversationId).not.toBe(before.body.conversationId)
   })
 })
 

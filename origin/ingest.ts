@@ -8,11 +8,13 @@
  * outbox row behind, and answers with the winner's ids.
  * @module
  */
-import type { InboundEvent, IngestResult } from '../contract/event'
+import { legacyEmailMessageKey } from '../contract/email'
+import { type InboundEvent, type IngestResult, payloadHashOf } from '../contract/event'
 import type { Database, Queryable } from './db'
 import {
   applyDelete,
   applyEdit,
+  findLegacyEmailMessage,
   findMessage,
   findOrCreateEmailConversation,
   findOrCreatePendingConversation,
@@ -102,10 +104,30 @@ async function winnerOf(db: Database, event: InboundEvent): Promise<StoredMessag
   return winner
 }
 
+/**
+ * An email stored before the sender was part of email keys, redelivered now: a duplicate of that
+ * row. Its hash was taken over the old key, so the mismatch check uses the old key too. No race
+ * to handle: nothing writes old keys any more.
+ */
+async function legacyEmailDuplicate(
+  db: Database,
+  event: InboundEvent,
+): Promise<IngestResult | null> {
+  if (event.channel !== 'email') return null
+  const legacyKey = legacyEmailMessageKey(event.messageKey, event.tenant)
+  if (!legacyKey) return null
+  const stored = await findLegacyEmailMessage(db, event, legacyKey)
+  if (!stored) return null
+  const payloadHash = await payloadHashOf({ ...event, messageKey: legacyKey })
+  return duplicateOf(stored, { ...event, payloadHash })
+}
+
 async function ingestMessage(db: Database, event: InboundEvent): Promise<IngestResult> {
   // The cheap path first: most duplicates are plain replays of a committed message.
   const known = await findMessage(db, event)
   if (known) return duplicateOf(known, event)
+  const legacy = await legacyEmailDuplicate(db, event)
+  if (legacy) return legacy
   const created = await tryCreate(db, event, null)
   return created ?? duplicateOf(await winnerOf(db, event), event)
 }

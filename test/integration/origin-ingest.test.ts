@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent } from '../../contract/event'
-import { rawEmail } from '../email/support/emails'
+import { type EmailFixture, rawEmail } from '../email/support/emails'
 import { eventFixture, type OriginTestbed, startOriginTestbed } from '../support/origin'
 
 let bed: OriginTestbed
@@ -257,7 +257,7 @@ describe('email: one sender cannot reach into another customer', () => {
   const ada = 'Ada <ada@customer.example>'
   const mallory = 'Mallory <mallory@elsewhere.example>'
   const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`
-  const parsed = async (mailbox: string, fixture: Parameters<typeof rawEmail>[0]) =>
+  const parsed = async (mailbox: string, fixture: EmailFixture) =>
     finalizeEvent((await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })).draft)
   it('the same Message-ID from two senders to one mailbox: two rows, each answered created', async () => {
     const mailbox = freshMailbox()
@@ -311,7 +311,7 @@ describe('email: one sender cannot reach into another customer', () => {
 describe('email keys across the upgrade', () => {
   const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`
   /** What the previous parser made of a mail: the key without the sender part. */
-  const storedBefore = async (mailbox: string, fixture: Parameters<typeof rawEmail>[0]) => {
+  const storedBefore = async (mailbox: string, fixture: EmailFixture) => {
     const { draft } = await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })
     const { references: _, ...rest } = draft
     return finalizeEvent({
@@ -320,7 +320,7 @@ describe('email keys across the upgrade', () => {
       deliveryKey: `dedup:email:${mailbox}:${fixture.messageId}`,
     })
   }
-  const now = async (mailbox: string, fixture: Parameters<typeof rawEmail>[0]) =>
+  const now = async (mailbox: string, fixture: EmailFixture) =>
     finalizeEvent((await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })).draft)
 
   it('a mail stored before, redelivered after: a duplicate of the stored row, no mismatch', async () => {

@@ -18,7 +18,7 @@
  *   body text, so a redelivered copy, whatever trace headers were added on the way, still matches.
  * - messageKey `{mailbox}:{sender}:{id}`; delivery key `dedup:email:{mailbox}:{sender}:{id}`.
  *   Rows stored before the sender was part of the key hold `{mailbox}:{id}`:
- *   {@link legacyEmailMessageKey}.
+ *   {@link otherEmailKeyForm}.
  * - references: the ids of In-Reply-To / References under the *replying* sender's scope, so a
  *   reply can only name (and thread into) mail of the same sender in the same mailbox.
  *
@@ -123,7 +123,7 @@ export async function parseEmail(
     messageId !== null
       ? await boundedId(messageId)
       : `content-sha256:${await contentHash(email, senderAddress, occurredAt, body)}`
-  const scope = `${mailbox}:${await senderKeyPart(senderAddress)}`
+  const scope = `${mailbox}:${await emailSenderKeyPart(senderAddress)}`
   const key: EmailKey = { namespace: 'email', scope, id, fallback: messageId === null }
   const messageKey = `${scope}:${id}`
   const displayName = bounded(clean(sender.name).trim(), LIMITS.name)
@@ -151,23 +151,31 @@ export function emailDeliveryKey(key: EmailKey): string {
   return `dedup:${key.namespace}:${key.scope}:${key.id}`
 }
 
-/** The sender part of email keys: `from-sha256-` + 32 hex of the normalised From address. */
-async function senderKeyPart(address: string): Promise<string> {
+/**
+ * The sender part of email keys: `from-sha256-` + 32 hex of the normalised From address (what
+ * `sender.externalId` holds).
+ */
+export async function emailSenderKeyPart(address: string): Promise<string> {
   return `from-sha256-${(await sha256Hex(address)).slice(0, 32)}`
 }
 
 /**
- * The key a message had before the sender was part of email keys (`{mailbox}:{id}`), for rows
- * stored before the upgrade; null when `messageKey` is not a current email key of `mailbox`.
- * The sender part never contains `:`, so the split is unambiguous.
+ * The other form of an email key across the upgrade that added the sender, for rows and events
+ * of either side of it: `{mailbox}:{sender}:{id}` → `{mailbox}:{id}` (how it was stored before),
+ * and `{mailbox}:{id}` (from a Worker still on the old code) → `{mailbox}:{senderPart}:{id}`,
+ * `senderPart` being that of the mail at hand. Null when `key` is no email key of `mailbox`. The
+ * sender part never contains `:`, so a key splits one way only; the caller still requires the
+ * row it finds to be the same sender's.
  */
-export function legacyEmailMessageKey(messageKey: string, mailbox: string): string | null {
+export function otherEmailKeyForm(key: string, mailbox: string, senderPart: string): string | null {
   const prefix = `${mailbox}:`
-  if (!messageKey.startsWith(prefix)) return null
-  const rest = messageKey.slice(prefix.length)
+  if (!key.startsWith(prefix)) return null
+  const rest = key.slice(prefix.length)
   const colon = rest.indexOf(':')
-  if (colon < 0 || !SENDER_PART.test(rest.slice(0, colon))) return null
-  return `${prefix}${rest.slice(colon + 1)}`
+  if (colon >= 0 && SENDER_PART.test(rest.slice(0, colon))) {
+    return `${prefix}${rest.slice(colon + 1)}`
+  }
+  return `${prefix}${senderPart}:${rest}`
 }
 
 /** Lowercased bare address (`<A@B>` → `a@b`), or null when it is not one. */

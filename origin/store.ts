@@ -6,7 +6,7 @@
  * Ids are `bigint` columns, which the driver returns as strings; they stay strings end to end.
  * @module
  */
-import { legacyEmailMessageKey } from '../contract/email'
+import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email'
 import type { InboundEvent } from '../contract/event'
 import type { Queryable } from './db'
 
@@ -135,7 +135,7 @@ export async function findOrCreateEmailConversation(
   customerId: string,
   event: InboundEvent,
 ): Promise<string> {
-  const references = withLegacyEmailKeys(event.references ?? [], event.tenant)
+  const references = await withOtherEmailKeyForms(event)
   if (references.length > 0) {
     const thread = await tx.query<{ conversation_id: string }>(
       `SELECT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
@@ -156,29 +156,35 @@ export async function findOrCreateEmailConversation(
   return created[0].id
 }
 
-/** Each key followed by its pre-upgrade form ({@link legacyEmailMessageKey}), nearest first. */
-function withLegacyEmailKeys(keys: readonly string[], mailbox: string): string[] {
-  return keys.flatMap((key) => {
-    const legacy = legacyEmailMessageKey(key, mailbox)
-    return legacy ? [key, legacy] : [key]
+/**
+ * The event's references, each followed by its form on the other side of the upgrade that added
+ * the sender to email keys ({@link otherEmailKeyForm}), nearest first.
+ */
+async function withOtherEmailKeyForms(event: InboundEvent): Promise<string[]> {
+  const references = event.references ?? []
+  if (references.length === 0) return []
+  const senderPart = await emailSenderKeyPart(event.sender.externalId)
+  return references.flatMap((key) => {
+    const other = otherEmailKeyForm(key, event.tenant, senderPart)
+    return other ? [key, other] : [key]
   })
 }
 
 /**
- * The row an email had under its pre-upgrade key (`{mailbox}:{id}`, before the sender was part
- * of email keys), if the same sender sent it: a mail stored before the upgrade and redelivered
- * after is that row. Another sender's row under the old key is not (that is the shadowing the
- * new key ends).
+ * The email stored under `key` if the event's own sender sent it. For the other form of an email
+ * key ({@link otherEmailKeyForm}): a mail stored before the upgrade and redelivered after (or the
+ * reverse, from a Worker still on the old code) is that row; another sender's row under the old
+ * key is not (that is the shadowing the new key ends).
  */
-export function findLegacyEmailMessage(
+export function findEmailMessageOfSender(
   db: Queryable,
   event: InboundEvent,
-  legacyKey: string,
+  key: string,
 ): Promise<StoredMessage | null> {
   return selectStoredMessage(
     db,
     "m.channel = 'email' AND m.channel_message_id = $1 AND m.sender_external_id = $2",
-    [legacyKey, event.sender.externalId],
+    [key, event.sender.externalId],
   )
 }
 

@@ -7,10 +7,10 @@ import { describe, expect, it } from 'vitest'
 import {
   EmailParseError,
   htmlToText,
-  legacyEmailMessageKey,
   MAX_EMAIL_BYTES,
   messageIdsIn,
   normalizeMessageId,
+  otherEmailKeyForm,
   parseEmail,
   UNKNOWN_DATE,
 } from '../../contract/email'
@@ -220,19 +220,18 @@ describe('parseEmail: one sender cannot shadow another', () => {
     expect(genuineReply.draft.references).toEqual([original.draft.messageKey])
   })
 
-  it('maps a key to the form stored before the sender was part of it ({mailbox}:{id})', async () => {
+  it('maps a key to its form on the other side of the upgrade ({mailbox}:{id})', async () => {
     const { draft } = await parse(rawEmail({ messageId: 'kept:colon@customer.example' }))
-    expect(legacyEmailMessageKey(draft.messageKey, mailbox)).toBe(
-      `${mailbox}:kept:colon@customer.example`,
-    )
+    const before = `${mailbox}:kept:colon@customer.example`
+    expect(otherEmailKeyForm(draft.messageKey, mailbox, ada)).toBe(before)
+    expect(otherEmailKeyForm(before, mailbox, ada)).toBe(draft.messageKey)
     const noId = await parse(rawEmail({ messageId: null }))
-    expect(legacyEmailMessageKey(noId.draft.messageKey, mailbox)).toMatch(
-      new RegExp(`^${mailbox}:content-sha256:[0-9a-f]{32}$`),
-    )
-    // Already the old form, another mailbox, or no email key at all: nothing to map.
-    expect(legacyEmailMessageKey(`${mailbox}:x@y`, mailbox)).toBeNull()
-    expect(legacyEmailMessageKey(draft.messageKey, 'other@inbound.example')).toBeNull()
-    expect(legacyEmailMessageKey('T1:C1:1.0001', mailbox)).toBeNull()
+    const noIdBefore = otherEmailKeyForm(noId.draft.messageKey, mailbox, ada)
+    expect(noIdBefore).toMatch(new RegExp(`^${mailbox}:content-sha256:[0-9a-f]{32}$`))
+    expect(otherEmailKeyForm(noIdBefore ?? '', mailbox, ada)).toBe(noId.draft.messageKey)
+    // Another mailbox's key, or no email key at all: nothing to map.
+    expect(otherEmailKeyForm(draft.messageKey, 'other@inbound.example', ada)).toBeNull()
+    expect(otherEmailKeyForm('T1:C1:1.0001', mailbox, ada)).toBeNull()
   })
 })
 

@@ -253,12 +253,14 @@ describe('email threads', () => {
  * Email events as the parser makes them (contract/email.ts: the keys both email paths use), each
  * test in a mailbox of its own.
  */
+const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`
+/** The event the parser makes of a mail to `mailbox`. */
+const parsed = async (mailbox: string, fixture: EmailFixture) =>
+  finalizeEvent((await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })).draft)
+
 describe('email: one sender cannot reach into another customer', () => {
   const ada = 'Ada <ada@customer.example>'
   const mallory = 'Mallory <mallory@elsewhere.example>'
-  const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`
-  const parsed = async (mailbox: string, fixture: EmailFixture) =>
-    finalizeEvent((await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })).draft)
   it('the same Message-ID from two senders to one mailbox: two rows, each answered created', async () => {
     const mailbox = freshMailbox()
     const messageId = `predictable-${randomBytes(4).toString('hex')}@customer.example`
@@ -309,7 +311,6 @@ describe('email: one sender cannot reach into another customer', () => {
  * mail redelivered after the upgrade comes as `{mailbox}:{sender}:{Message-ID}`.
  */
 describe('email keys across the upgrade', () => {
-  const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`
   /** What the previous parser made of a mail: the key without the sender part. */
   const storedBefore = async (mailbox: string, fixture: EmailFixture) => {
     const { draft } = await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })
@@ -318,24 +319,49 @@ describe('email keys across the upgrade', () => {
       ...rest,
       messageKey: `${mailbox}:${fixture.messageId}`,
       deliveryKey: `dedup:email:${mailbox}:${fixture.messageId}`,
+      ...(fixture.inReplyTo ? { references: [`${mailbox}:${fixture.inReplyTo}`] } : {}),
     })
   }
-  const now = async (mailbox: string, fixture: EmailFixture) =>
-    finalizeEvent((await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })).draft)
+  const now = parsed
 
-  it('a mail stored before, redelivered after: a duplicate of the stored row, no mismatch', async () => {
+  // Old form first: stored before the upgrade, redelivered after. New form first: the upgraded
+  // origin's Gmail poller, then a Worker still on the old code.
+  it.each([
+    ['stored before, redelivered after', 'old', 'new'],
+    ['new form first, then an old-code Worker (rollout)', 'new', 'old'],
+  ])('%s: one row, the second a duplicate of it, no mismatch', async (_, first, second) => {
     const mailbox = freshMailbox()
-    const messageId = `before-${randomBytes(4).toString('hex')}@customer.example`
-    const before = await bed.post(await storedBefore(mailbox, { messageId }))
-    expect(before.status).toBe(201)
-    const after = await bed.post(await now(mailbox, { messageId }))
-    expect(after.status).toBe(200)
-    expect(after.body).toMatchObject({
+    const messageId = `upgrade-${randomBytes(4).toString('hex')}@customer.example`
+    const form = (which: string) => (which === 'old' ? storedBefore : now)(mailbox, { messageId })
+    const created = await bed.post(await form(first))
+    expect(created.status).toBe(201)
+    const again = await bed.post(await form(second))
+    expect(again.status).toBe(200)
+    expect(again.body).toMatchObject({
       outcome: 'duplicate',
-      messageId: before.body.messageId,
+      messageId: created.body.messageId,
       payloadMismatch: false,
     })
     expect(await bed.count('messages', 'channel_message_id LIKE $1', [`${mailbox}:%`])).toBe(1)
+  })
+
+  it('during the rollout, an old-format reply joins the new-format conversation of its sender', async () => {
+    const mailbox = freshMailbox()
+    const original = `rollout-${randomBytes(4).toString('hex')}@customer.example`
+    const first = await bed.post(await now(mailbox, { messageId: original }))
+    const oldReply = await bed.post(
+      await storedBefore(mailbox, { messageId: `r-${original}`, inReplyTo: original }),
+    )
+    const oldStranger = await bed.post(
+      await storedBefore(mailbox, {
+        messageId: `s-${original}`,
+        inReplyTo: original,
+        from: 'mallory@elsewhere.example',
+      }),
+    )
+    expect([first.status, oldReply.status, oldStranger.status]).toEqual([201, 201, 201])
+    expect(oldReply.body.conversationId).toBe(first.body.conversationId)
+    expect(oldStranger.body.conversationId).not.toBe(first.body.conversationId)
   })
 
   it("another sender's mail under an id stored before is its own row", async () => {

@@ -146,7 +146,7 @@ export async function parseEmail(
   return { key, draft }
 }
 
-/** `dedup:email:{mailbox}:{sender}:{id}`: what the worker's `formatDeliveryKey` makes of {@link EmailKey}. */
+/** `dedup:email:{mailbox}:{sender}:{id}`: what the worker's `formatDeliveryKey` makes of a key. */
 export function emailDeliveryKey(key: EmailKey): string {
   return `dedup:${key.namespace}:${key.scope}:${key.id}`
 }

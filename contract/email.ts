@@ -4,14 +4,23 @@
  * same keys and the same payload hash whichever way (and however often) it arrives.
  *
  * Keys (README's key table):
- * - scope: the receiving mailbox, lowercased (Cloudflare: the envelope RCPT TO; Gmail:
+ * - mailbox: the receiving mailbox, lowercased (Cloudflare: the envelope RCPT TO; Gmail:
  *   GMAIL_MAILBOX). The same Message-ID delivered to two of our inboxes (Cc, a list and a direct
  *   copy) is two messages, one per inbox: two support inboxes are two tenants, each must see it.
+ * - sender: `from-sha256-` + 32 hex of the header From address, lowercased. A Message-ID is
+ *   chosen by whoever sends the mail, so without the sender anyone could reuse another sender's
+ *   id and have that sender's mail answered as a duplicate. The header From is what both paths
+ *   share (the envelope MAIL FROM differs between them, and Gmail has none). Hashed: fixed length,
+ *   no `:` (so a key splits one way only), and no address in Redis keys or log lines.
  * - id: the Message-ID, normalised (trimmed, angle brackets stripped, right-hand side lowercased;
  *   RFC 5322: the brackets are not part of the id, and domains are case-insensitive). Without a
  *   Message-ID (real senders do this): `content-sha256:` + a hash of from | to | date | subject |
  *   body text, so a redelivered copy, whatever trace headers were added on the way, still matches.
- * - messageKey `{mailbox}:{id}`; delivery key `dedup:email:{mailbox}:{id}` (the Redis claim).
+ * - messageKey `{mailbox}:{sender}:{id}`; delivery key `dedup:email:{mailbox}:{sender}:{id}`.
+ *   Rows stored before the sender was part of the key hold `{mailbox}:{id}`:
+ *   {@link otherEmailKeyForm}.
+ * - references: the ids of In-Reply-To / References under the *replying* sender's scope, so a
+ *   reply can only name (and thread into) mail of the same sender in the same mailbox.
  *
  * Every field is bounded to the contract's LIMITS, and nothing depends on when or how the email
  * was received: `occurredAt` is the Date header, or the Unix epoch when that is missing or
@@ -25,8 +34,13 @@ import { finalizeEvent, type InboundEventDraft, LIMITS, parseInboundEvent } from
 /** Cloudflare Email Routing's limit ("does not support messages bigger than 25 MiB"). */
 export const MAX_EMAIL_BYTES = 25 * 1024 * 1024
 
-/** Longer ids are replaced by their hash, so `dedup:email:{mailbox}:{id}` fits LIMITS.key. */
+/**
+ * Longer ids are replaced by their hash, so `dedup:email:{mailbox}:{sender}:{id}` fits LIMITS.key:
+ * 12 + 254 + 1 + 44 + 1 + 200 = 512.
+ */
 const MAX_ID_CHARS = 200
+/** `from-sha256-` + 32 hex: the sender part of every email key. */
+const SENDER_PART = /^from-sha256-[0-9a-f]{32}$/
 /** RFC 5321's limit on a forward path; longer is no address of ours. */
 const MAX_MAILBOX_CHARS = 254
 
@@ -59,7 +73,7 @@ export class EmailParseError extends Error {
 /** Redis key material, the same shape as the worker's `DeliveryKey`. */
 export interface EmailKey {
   namespace: 'email'
-  /** The receiving mailbox. */
+  /** `{mailbox}:{sender}`: the receiving mailbox and the From address's hash. */
   scope: string
   /** Normalised Message-ID, or `content-sha256:…` / `msgid-sha256:…`. */
   id: string
@@ -69,7 +83,7 @@ export interface EmailKey {
 
 export interface ParsedEmail {
   key: EmailKey
-  /** Channel `email`, kind `message`, `deliveryKey` = `dedup:email:{mailbox}:{id}`. */
+  /** Channel `email`, kind `message`, `deliveryKey` = `dedup:email:{mailbox}:{sender}:{id}`. */
   draft: InboundEventDraft
 }
 
@@ -109,8 +123,9 @@ export async function parseEmail(
     messageId !== null
       ? await boundedId(messageId)
       : `content-sha256:${await contentHash(email, senderAddress, occurredAt, body)}`
-  const key: EmailKey = { namespace: 'email', scope: mailbox, id, fallback: messageId === null }
-  const messageKey = `${mailbox}:${id}`
+  const scope = `${mailbox}:${await emailSenderKeyPart(senderAddress)}`
+  const key: EmailKey = { namespace: 'email', scope, id, fallback: messageId === null }
+  const messageKey = `${scope}:${id}`
   const displayName = bounded(clean(sender.name).trim(), LIMITS.name)
 
   const draft: InboundEventDraft = {
@@ -123,7 +138,7 @@ export async function parseEmail(
     body: bounded(body, LIMITS.body),
     occurredAt,
     ...(subject !== undefined ? { subject } : {}),
-    references: await referenceKeys(email, mailbox, messageKey),
+    references: await referenceKeys(email, scope, messageKey),
   }
   // Our own bounds should make this impossible; if not, the email cannot be stored as it is.
   const check = parseInboundEvent(await finalizeEvent(draft))
@@ -131,9 +146,36 @@ export async function parseEmail(
   return { key, draft }
 }
 
-/** `dedup:email:{mailbox}:{id}`: what the worker's `formatDeliveryKey` makes of {@link EmailKey}. */
+/** `dedup:email:{mailbox}:{sender}:{id}`: what the worker's `formatDeliveryKey` makes of a key. */
 export function emailDeliveryKey(key: EmailKey): string {
   return `dedup:${key.namespace}:${key.scope}:${key.id}`
+}
+
+/**
+ * The sender part of email keys: `from-sha256-` + 32 hex of the normalised From address (what
+ * `sender.externalId` holds).
+ */
+export async function emailSenderKeyPart(address: string): Promise<string> {
+  return `from-sha256-${(await sha256Hex(address)).slice(0, 32)}`
+}
+
+/**
+ * The other form of an email key across the upgrade that added the sender, for rows and events
+ * of either side of it: `{mailbox}:{sender}:{id}` → `{mailbox}:{id}` (how it was stored before),
+ * and `{mailbox}:{id}` (from a Worker still on the old code) → `{mailbox}:{senderPart}:{id}`,
+ * `senderPart` being that of the mail at hand. Null when `key` is no email key of `mailbox`. The
+ * sender part never contains `:`, so a key splits one way only; the caller still requires the
+ * row it finds to be the same sender's.
+ */
+export function otherEmailKeyForm(key: string, mailbox: string, senderPart: string): string | null {
+  const prefix = `${mailbox}:`
+  if (!key.startsWith(prefix)) return null
+  const rest = key.slice(prefix.length)
+  const colon = rest.indexOf(':')
+  if (colon >= 0 && SENDER_PART.test(rest.slice(0, colon))) {
+    return `${prefix}${rest.slice(colon + 1)}`
+  }
+  return `${prefix}${senderPart}:${rest}`
 }
 
 /** Lowercased bare address (`<A@B>` → `a@b`), or null when it is not one. */
@@ -178,14 +220,15 @@ async function boundedId(messageId: string): Promise<string> {
 
 /**
  * In-Reply-To first (the parent), then References from last to first (RFC 5322 lists them
- * oldest first), each scoped like our own keys, without repeats or ourselves, at most
- * LIMITS.references of them: the origin joins the conversation of the nearest one it holds.
+ * oldest first), each scoped like our own key (`{mailbox}:{sender}`: the replying sender's own
+ * mail only), without repeats or ourselves, at most LIMITS.references of them: the origin joins
+ * the conversation of the nearest one it holds.
  */
-async function referenceKeys(email: Email, mailbox: string, own: string): Promise<string[]> {
+async function referenceKeys(email: Email, scope: string, own: string): Promise<string[]> {
   const ids = [...messageIdsIn(email.inReplyTo), ...messageIdsIn(email.references).reverse()]
   const keys: string[] = []
   for (const id of ids) {
-    const key = `${mailbox}:${await boundedId(id)}`
+    const key = `${scope}:${await boundedId(id)}`
     if (key !== own && !keys.includes(key)) keys.push(key)
     if (keys.length === LIMITS.references) break
   }

@@ -8,11 +8,13 @@
  * outbox row behind, and answers with the winner's ids.
  * @module
  */
-import type { InboundEvent, IngestResult } from '../contract/event'
+import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email'
+import { type InboundEvent, type IngestResult, payloadHashOf } from '../contract/event'
 import type { Database, Queryable } from './db'
 import {
   applyDelete,
   applyEdit,
+  findEmailMessageOfSender,
   findMessage,
   findOrCreateEmailConversation,
   findOrCreatePendingConversation,
@@ -102,10 +104,33 @@ async function winnerOf(db: Database, event: InboundEvent): Promise<StoredMessag
   return winner
 }
 
+/**
+ * An email stored under the other form of its key (before the sender was part of email keys, or
+ * after, when this event comes from a Worker still on the old code): a duplicate of that row, if
+ * it is the same sender's. Its hash was taken over that key, so the mismatch check uses it too.
+ * Checked before the insert only: the old form is written by old code alone, so a race between
+ * the two forms exists only while both versions run.
+ */
+async function otherKeyFormDuplicate(
+  db: Database,
+  event: InboundEvent,
+): Promise<IngestResult | null> {
+  if (event.channel !== 'email') return null
+  const senderPart = await emailSenderKeyPart(event.sender.externalId)
+  const otherKey = otherEmailKeyForm(event.messageKey, event.tenant, senderPart)
+  if (!otherKey) return null
+  const stored = await findEmailMessageOfSender(db, event, otherKey)
+  if (!stored) return null
+  const payloadHash = await payloadHashOf({ ...event, messageKey: otherKey })
+  return duplicateOf(stored, { ...event, payloadHash })
+}
+
 async function ingestMessage(db: Database, event: InboundEvent): Promise<IngestResult> {
   // The cheap path first: most duplicates are plain replays of a committed message.
   const known = await findMessage(db, event)
   if (known) return duplicateOf(known, event)
+  const otherForm = await otherKeyFormDuplicate(db, event)
+  if (otherForm) return otherForm
   const created = await tryCreate(db, event, null)
   return created ?? duplicateOf(await winnerOf(db, event), event)
 }

@@ -6,6 +6,7 @@
  * Ids are `bigint` columns, which the driver returns as strings; they stay strings end to end.
  * @module
  */
+import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email'
 import type { InboundEvent } from '../contract/event'
 import type { Queryable } from './db'
 
@@ -39,18 +40,27 @@ function toStoredMessage(row: StoredMessageRow | undefined): StoredMessage | nul
   }
 }
 
-/** The row that holds this logical message, if any (the winner of any race, once committed). */
-export async function findMessage(
+/** The first stored message matching `condition` (trusted SQL over `m` and `c`). */
+async function selectStoredMessage(
   db: Queryable,
-  event: InboundEvent,
+  condition: string,
+  values: unknown[],
 ): Promise<StoredMessage | null> {
   const rows = await db.query<StoredMessageRow>(
     `SELECT ${STORED_MESSAGE_COLUMNS}
        FROM messages m JOIN conversations c ON c.id = m.conversation_id
-      WHERE m.channel = $1 AND m.channel_message_id = $2`,
-    [event.channel, event.messageKey],
+      WHERE ${condition}`,
+    values,
   )
   return toStoredMessage(rows[0])
+}
+
+/** The row that holds this logical message, if any (the winner of any race, once committed). */
+export function findMessage(db: Queryable, event: InboundEvent): Promise<StoredMessage | null> {
+  return selectStoredMessage(db, 'm.channel = $1 AND m.channel_message_id = $2', [
+    event.channel,
+    event.messageKey,
+  ])
 }
 
 /**
@@ -114,22 +124,26 @@ export async function findOrCreatePendingConversation(
 
 /**
  * Email conversations follow the thread, not the pending index: a reply whose In-Reply-To or
- * References names a message we hold joins that message's conversation (the nearest reference
- * wins); anything else opens a new conversation with the subject.
+ * References names a message we hold *in a conversation of this same customer* (same From
+ * address, same mailbox) joins that conversation (the nearest reference wins); anything else,
+ * a stranger naming someone else's Message-ID included, opens a new conversation with the
+ * subject. The parser already scopes references by the replying sender; the customer check keeps
+ * the rule here too, whatever an event names, and covers rows stored under the old key.
  */
 export async function findOrCreateEmailConversation(
   tx: Queryable,
   customerId: string,
   event: InboundEvent,
 ): Promise<string> {
-  const references = event.references ?? []
+  const references = await withOtherEmailKeyForms(event)
   if (references.length > 0) {
     const thread = await tx.query<{ conversation_id: string }>(
-      `SELECT conversation_id FROM messages
-        WHERE channel = 'email' AND channel_message_id = ANY($1::text[])
-        ORDER BY array_position($1::text[], channel_message_id), id
+      `SELECT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+        WHERE m.channel = 'email' AND m.channel_message_id = ANY($1::text[])
+          AND c.customer_id = $2
+        ORDER BY array_position($1::text[], m.channel_message_id), m.id
         LIMIT 1`,
-      [references],
+      [references, customerId],
     )
     if (thread[0]) return thread[0].conversation_id
   }
@@ -140,6 +154,38 @@ export async function findOrCreateEmailConversation(
   )
   if (!created[0]) throw new Error('INSERT ... RETURNING returned no row')
   return created[0].id
+}
+
+/**
+ * The event's references, each followed by its form on the other side of the upgrade that added
+ * the sender to email keys ({@link otherEmailKeyForm}), nearest first.
+ */
+async function withOtherEmailKeyForms(event: InboundEvent): Promise<string[]> {
+  const references = event.references ?? []
+  if (references.length === 0) return []
+  const senderPart = await emailSenderKeyPart(event.sender.externalId)
+  return references.flatMap((key) => {
+    const other = otherEmailKeyForm(key, event.tenant, senderPart)
+    return other ? [key, other] : [key]
+  })
+}
+
+/**
+ * The email stored under `key` if the event's own sender sent it. For the other form of an email
+ * key ({@link otherEmailKeyForm}): a mail stored before the upgrade and redelivered after (or the
+ * reverse, from a Worker still on the old code) is that row; another sender's row under the old
+ * key is not (that is the shadowing the new key ends).
+ */
+export function findEmailMessageOfSender(
+  db: Queryable,
+  event: InboundEvent,
+  key: string,
+): Promise<StoredMessage | null> {
+  return selectStoredMessage(
+    db,
+    "m.channel = 'email' AND m.channel_message_id = $1 AND m.sender_external_id = $2",
+    [key, event.sender.externalId],
+  )
 }
 
 /**

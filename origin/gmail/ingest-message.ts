@@ -1,7 +1,7 @@
 /**
  * One Gmail message through the same dedup as a Cloudflare delivery of the same email: fetched
  * raw, filtered by label, parsed by contract/email.ts (so: the same message key and payload
- * hash), claimed in Redis under the worker's own key (`dedup:email:{mailbox}:{id}`, same
+ * hash), claimed in Redis under the worker's own key (`dedup:email:{mailbox}:{sender}:{id}`, same
  * ClaimStore protocol), ingested in process through origin/ingest.ts, and the claim completed.
  *
  * Redis only saves work here: a claim the worker already completed ("done") skips the ingest; a

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REDIS_URL, runId } from '../support/services'
-import { rawEmail, uniqueMessageId } from './support/emails'
+import { CUSTOMER, rawEmail, senderKeyPart, uniqueMessageId } from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
 import type { EmailWorker } from './support/worker'
 
@@ -45,8 +45,9 @@ const inbox = () => `support-${runId()}@inbound.example`
 const rowsFor = async (mailbox: string) =>
   (await bed.messageRows()).filter((r) => r.channel_message_id.startsWith(`${mailbox}:`))
 
+/** The claim of a mail from the fixtures' customer (the From address is part of the key). */
 const claimValue = (mailbox: string, id: string) =>
-  redis.get(`${bed.prefix}dedup:email:${mailbox}:${id}`)
+  redis.get(`${bed.prefix}dedup:email:${mailbox}:${senderKeyPart()}:${id}`)
 
 describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
   it('stores an email once, however often it is delivered', async () => {
@@ -60,8 +61,8 @@ describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
     const rows = await rowsFor(to)
     expect(rows).toHaveLength(1)
     expect(rows[0]).toMatchObject({
-      channel_message_id: `${to}:${id}`,
-      first_delivery_key: `dedup:email:${to}:${id}`,
+      channel_message_id: `${to}:${senderKeyPart()}:${id}`,
+      first_delivery_key: `dedup:email:${to}:${senderKeyPart()}:${id}`,
     })
     expect(await claimValue(to, id)).toMatch(/^done\|[0-9a-f]{16}$/)
   })
@@ -111,6 +112,36 @@ describe('keys', () => {
     )
     expect(rows.map((r) => r.tenant)).toEqual([a, b].sort())
     expect(rows[0]?.conversation_id).not.toBe(rows[1]?.conversation_id)
+  })
+
+  it('the same Message-ID from another sender first: both mails are stored, each once', async () => {
+    const to = inbox()
+    const id = uniqueMessageId('customer.example')
+    const forged = rawEmail({ to, messageId: id, from: 'mallory@elsewhere.example', text: 'x' })
+    const genuine = rawEmail({ to, messageId: id })
+    for (const raw of [forged, genuine, genuine, forged])
+      expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    const rows = await rowsFor(to)
+    expect(rows.map((r) => r.channel_message_id).sort()).toEqual(
+      [
+        `${to}:${senderKeyPart('mallory@elsewhere.example')}:${id}`,
+        `${to}:${senderKeyPart()}:${id}`,
+      ].sort(),
+    )
+    expect(await claimValue(to, id)).toMatch(/^done\|/)
+  })
+
+  it("a stranger's In-Reply-To of a customer's mail opens the stranger's own conversation", async () => {
+    const to = inbox()
+    const original = uniqueMessageId('customer.example')
+    await worker.deliver(rawEmail({ to, messageId: original, subject: 'Help' }), { to })
+    const reply = { to, subject: 'Re: Help', inReplyTo: original, references: [original] }
+    await worker.deliver(rawEmail({ ...reply, from: 'mallory@elsewhere.example' }), { to })
+    await worker.deliver(rawEmail(reply), { to })
+    const rows = await rowsFor(to)
+    expect(rows).toHaveLength(3)
+    expect(rows[1]?.conversation_id).not.toBe(rows[0]?.conversation_id)
+    expect(rows[2]?.conversation_id).toBe(rows[0]?.conversation_id)
   })
 
   it('a reply joins the conversation of the message it answers', async () => {
@@ -192,7 +223,7 @@ describe('what the sending server is told', () => {
     expect(await redis.keys(`${bed.prefix}dedup:email:${to}:*`)).toEqual([])
   })
 
-  it('logs decisions with keys, never the body', async () => {
+  it('logs decisions with keys, never the body or the sender address', async () => {
     const to = inbox()
     const secretText = `private body ${runId()}`
     await worker.deliver(rawEmail({ to, text: secretText }), { to })
@@ -201,5 +232,7 @@ describe('what the sending server is told', () => {
       logs.some((l) => l.includes('"channel":"email"') && l.includes(`dedup:email:${to}:`)),
     ).toBe(true)
     expect(logs.some((l) => l.includes(secretText))).toBe(false)
+    // The From address is part of the keys only as a hash.
+    expect(logs.some((l) => l.includes(CUSTOMER))).toBe(false)
   })
 })

@@ -13,6 +13,7 @@ import {
   CLOUDFLARE_TRACE_HEADERS,
   GMAIL_TRACE_HEADERS,
   rawEmail,
+  senderKeyPart,
   uniqueMessageId,
 } from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
@@ -134,5 +135,45 @@ describe('the same email both ways', () => {
     const stored = await rows()
     expect(stored).toHaveLength(2)
     expect(stored[1]?.conversation_id).toBe(stored[0]?.conversation_id)
+  })
+})
+
+describe('another sender reusing the Message-ID', () => {
+  const mallory = 'mallory@elsewhere.example'
+
+  it('forged first via Cloudflare, then the genuine mail both ways: one row each', async () => {
+    await freshMailbox()
+    const email = copies()
+    const messageId = /^Message-ID: <(.*)>$/m.exec(email.viaGmail)?.[1]
+    const forged = rawEmail({ to: mailbox, messageId, from: mallory, text: 'not the real one' })
+    expect(await worker.deliver(forged, { to: mailbox, from: mallory })).toEqual({
+      outcome: 'accepted',
+    })
+    expect(await worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
+      outcome: 'accepted',
+    })
+    gmail.deliver(email.viaGmail)
+    expect(await poller.pollOnce()).toMatchObject({ status: 'completed', ingested: 1 })
+
+    const keys = (await rows()).map((r) => r.channel_message_id).sort()
+    expect(keys).toEqual(
+      [
+        `${mailbox}:${senderKeyPart(mallory)}:${messageId}`,
+        `${mailbox}:${senderKeyPart()}:${messageId}`,
+      ].sort(),
+    )
+  })
+
+  it("a stranger's reply via Gmail to a customer's Cloudflare mail stays out of its conversation", async () => {
+    await freshMailbox()
+    const original = uniqueMessageId('customer.example')
+    await worker.deliver(copies({ messageId: original, subject: 'Help' }).viaCloudflare, {
+      to: mailbox,
+    })
+    gmail.deliver(copies({ subject: 'Re: Help', inReplyTo: original, from: mallory }).viaGmail)
+    await poller.pollOnce()
+    const stored = await rows()
+    expect(stored).toHaveLength(2)
+    expect(stored[1]?.conversation_id).not.toBe(stored[0]?.conversation_id)
   })
 })

@@ -10,13 +10,20 @@ import {
   MAX_EMAIL_BYTES,
   messageIdsIn,
   normalizeMessageId,
+  otherEmailKeyForm,
   parseEmail,
   UNKNOWN_DATE,
 } from '../../contract/email'
 import { finalizeEvent, LIMITS, parseInboundEvent } from '../../contract/event'
-import { CLOUDFLARE_TRACE_HEADERS, GMAIL_TRACE_HEADERS, rawEmail } from './support/emails'
+import {
+  CLOUDFLARE_TRACE_HEADERS,
+  GMAIL_TRACE_HEADERS,
+  rawEmail,
+  senderKeyPart,
+} from './support/emails'
 
 const mailbox = 'support@inbound.example'
+const ada = senderKeyPart()
 
 async function parse(raw: string, box = mailbox) {
   return parseEmail(raw, { mailbox: box })
@@ -55,14 +62,14 @@ describe('Message-ID normalisation', () => {
 })
 
 describe('parseEmail: keys and fields', () => {
-  it('keys a message by the receiving mailbox and the normalised Message-ID', async () => {
+  it('keys a message by the receiving mailbox, the From address and the normalised Message-ID', async () => {
     const { key, draft } = await parse(
       rawEmail({ messageId: 'Order.42@Shop.EXAMPLE', from: '"Ada" <Ada@Customer.Example>' }),
       'Support@Inbound.Example',
     )
     expect(key).toEqual({
       namespace: 'email',
-      scope: 'support@inbound.example',
+      scope: `support@inbound.example:${ada}`,
       id: 'Order.42@shop.example',
       fallback: false,
     })
@@ -70,8 +77,8 @@ describe('parseEmail: keys and fields', () => {
       kind: 'message',
       channel: 'email',
       tenant: 'support@inbound.example',
-      deliveryKey: 'dedup:email:support@inbound.example:Order.42@shop.example',
-      messageKey: 'support@inbound.example:Order.42@shop.example',
+      deliveryKey: `dedup:email:support@inbound.example:${ada}:Order.42@shop.example`,
+      messageKey: `support@inbound.example:${ada}:Order.42@shop.example`,
       sender: { externalId: 'ada@customer.example', displayName: 'Ada' },
       subject: 'Order 1234 has not arrived',
       occurredAt: '2024-08-27T15:49:44.000Z',
@@ -95,8 +102,8 @@ describe('parseEmail: keys and fields', () => {
     const raw = rawEmail({ messageId: 'cc@customer.example', to: 'a@inbound.example' })
     const first = await parse(raw, 'a@inbound.example')
     const second = await parse(raw, 'b@inbound.example')
-    expect(first.draft.messageKey).toBe('a@inbound.example:cc@customer.example')
-    expect(second.draft.messageKey).toBe('b@inbound.example:cc@customer.example')
+    expect(first.draft.messageKey).toBe(`a@inbound.example:${ada}:cc@customer.example`)
+    expect(second.draft.messageKey).toBe(`b@inbound.example:${ada}:cc@customer.example`)
     expect(first.draft.tenant).not.toBe(second.draft.tenant)
   })
 
@@ -124,9 +131,9 @@ describe('parseEmail: keys and fields', () => {
       }),
     )
     expect(draft.references).toEqual([
-      `${mailbox}:Parent@support.example`,
-      `${mailbox}:parent@support.example`,
-      `${mailbox}:root@customer.example`,
+      `${mailbox}:${ada}:Parent@support.example`,
+      `${mailbox}:${ada}:parent@support.example`,
+      `${mailbox}:${ada}:root@customer.example`,
     ])
   })
 
@@ -147,7 +154,7 @@ describe('parseEmail: keys and fields', () => {
     expect(draft.body.at(-1)).toBe('\ude00')
     expect(draft.subject?.length).toBe(LIMITS.subject)
     expect(draft.references).toHaveLength(LIMITS.references)
-    expect(draft.references?.[0]).toBe(`${mailbox}:ref-299@customer.example`)
+    expect(draft.references?.[0]).toBe(`${mailbox}:${ada}:ref-299@customer.example`)
     expect(parseInboundEvent(await finalizeEvent(draft)).ok).toBe(true)
     // The reply to that long id finds it under the same hashed key.
     const reply = await parse(rawEmail({ inReplyTo: longId }))
@@ -158,6 +165,73 @@ describe('parseEmail: keys and fields', () => {
     const { draft } = await parse(rawEmail({ text: 'nul\u0000here', subject: 'a\u0001b' }))
     expect(draft.body).toBe('nulhere')
     expect(draft.subject).toBe('ab')
+  })
+})
+
+describe('parseEmail: one sender cannot shadow another', () => {
+  const stranger = senderKeyPart('mallory@elsewhere.example')
+
+  it('the same Message-ID from two senders to one mailbox: two delivery keys, two message keys', async () => {
+    const messageId = 'predictable-42@customer.example'
+    const genuine = await parse(rawEmail({ messageId, from: 'Ada <ada@customer.example>' }))
+    const forged = await parse(rawEmail({ messageId, from: 'mallory@elsewhere.example' }))
+    expect(forged.draft.deliveryKey).not.toBe(genuine.draft.deliveryKey)
+    expect(forged.draft.messageKey).not.toBe(genuine.draft.messageKey)
+    expect(forged.draft.messageKey).toBe(`${mailbox}:${stranger}:${messageId}`)
+    expect(genuine.draft.messageKey).toBe(`${mailbox}:${ada}:${messageId}`)
+  })
+
+  it('the sender part is a fixed-length hash of the lower-cased From address, never the address', async () => {
+    const upper = await parse(rawEmail({ from: 'ADA@Customer.EXAMPLE', messageId: 'x@y' }))
+    const lower = await parse(rawEmail({ from: 'ada@customer.example', messageId: 'x@y' }))
+    expect(upper.draft.messageKey).toBe(lower.draft.messageKey)
+    expect(lower.draft.deliveryKey).not.toContain('ada@customer.example')
+    // A From address with a colon (quoted local part) cannot make a key that splits another way.
+    const odd = await parse(rawEmail({ from: '"a:b"@customer.example', messageId: 'x@y' }))
+    expect(odd.key.scope).toMatch(/^support@inbound\.example:from-sha256-[0-9a-f]{32}$/)
+  })
+
+  it('the longest mailbox, From address and Message-ID still fit the contract', async () => {
+    const longMailbox = `${'m'.repeat(64)}@${'d'.repeat(181)}.example`
+    expect(longMailbox).toHaveLength(254)
+    const { draft } = await parse(
+      rawEmail({
+        to: longMailbox,
+        from: `${'f'.repeat(64)}@${'e'.repeat(180)}.example`,
+        messageId: `${'i'.repeat(180)}@${'j'.repeat(11)}.example`,
+      }),
+      longMailbox,
+    )
+    // The worst case is exactly the contract's bound.
+    expect(draft.deliveryKey).toHaveLength(LIMITS.key)
+    expect(parseInboundEvent(await finalizeEvent(draft)).ok).toBe(true)
+  })
+
+  it("a stranger's In-Reply-To names a key of the stranger's own, never the other sender's", async () => {
+    const original = await parse(rawEmail({ messageId: 'original@customer.example' }))
+    const strangerReply = await parse(
+      rawEmail({ from: 'mallory@elsewhere.example', inReplyTo: 'original@customer.example' }),
+    )
+    const genuineReply = await parse(rawEmail({ inReplyTo: 'original@customer.example' }))
+    expect(strangerReply.draft.references).toEqual([
+      `${mailbox}:${stranger}:original@customer.example`,
+    ])
+    expect(strangerReply.draft.references).not.toContain(original.draft.messageKey)
+    expect(genuineReply.draft.references).toEqual([original.draft.messageKey])
+  })
+
+  it('maps a key to its form on the other side of the upgrade ({mailbox}:{id})', async () => {
+    const { draft } = await parse(rawEmail({ messageId: 'kept:colon@customer.example' }))
+    const before = `${mailbox}:kept:colon@customer.example`
+    expect(otherEmailKeyForm(draft.messageKey, mailbox, ada)).toBe(before)
+    expect(otherEmailKeyForm(before, mailbox, ada)).toBe(draft.messageKey)
+    const noId = await parse(rawEmail({ messageId: null }))
+    const noIdBefore = otherEmailKeyForm(noId.draft.messageKey, mailbox, ada)
+    expect(noIdBefore).toMatch(new RegExp(`^${mailbox}:content-sha256:[0-9a-f]{32}$`))
+    expect(otherEmailKeyForm(noIdBefore ?? '', mailbox, ada)).toBe(noId.draft.messageKey)
+    // Another mailbox's key, or no email key at all: nothing to map.
+    expect(otherEmailKeyForm(draft.messageKey, 'other@inbound.example', ada)).toBeNull()
+    expect(otherEmailKeyForm('T1:C1:1.0001', mailbox, ada)).toBeNull()
   })
 })
 

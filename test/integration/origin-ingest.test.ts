@@ -2,7 +2,11 @@
  * What one event does to the database, by kind and channel: keys scoped by channel and chat, edits
  * and deletes updating the row (never a new one), payload mismatches, email threads.
  */
+import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parseEmail } from '../../contract/email'
+import { finalizeEvent, type InboundEvent } from '../../contract/event'
+import { type EmailFixture, rawEmail } from '../email/support/emails'
 import { eventFixture, type OriginTestbed, startOriginTestbed } from '../support/origin'
 
 let bed: OriginTestbed
@@ -242,6 +246,145 @@ describe('email threads', () => {
         "channel = 'email' AND subject = 'Order 1234' AND id NOT IN (SELECT conversation_id FROM messages)",
       ),
     ).toBe(0)
+  })
+})
+
+/**
+ * Email events as the parser makes them (contract/email.ts: the keys both email paths use), each
+ * test in a mailbox of its own.
+ */
+const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`
+/** The event the parser makes of a mail to `mailbox`. */
+const parsed = async (mailbox: string, fixture: EmailFixture) =>
+  finalizeEvent((await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })).draft)
+
+describe('email: one sender cannot reach into another customer', () => {
+  const ada = 'Ada <ada@customer.example>'
+  const mallory = 'Mallory <mallory@elsewhere.example>'
+  it('the same Message-ID from two senders to one mailbox: two rows, each answered created', async () => {
+    const mailbox = freshMailbox()
+    const messageId = `predictable-${randomBytes(4).toString('hex')}@customer.example`
+    const forged = await bed.post(await parsed(mailbox, { from: mallory, messageId }))
+    const genuine = await bed.post(await parsed(mailbox, { from: ada, messageId }))
+    expect([forged.status, genuine.status]).toEqual([201, 201])
+    expect(genuine.body.customerId).not.toBe(forged.body.customerId)
+    expect(
+      await bed.count('messages', "channel = 'email' AND channel_message_id LIKE $1", [
+        `${mailbox}:%`,
+      ]),
+    ).toBe(2)
+  })
+
+  it("a stranger's reply naming another customer's message opens the stranger's own conversation", async () => {
+    const mailbox = freshMailbox()
+    const original = `original-${randomBytes(4).toString('hex')}@customer.example`
+    const first = await bed.post(await parsed(mailbox, { from: ada, messageId: original }))
+    const strangerReply = await bed.post(
+      await parsed(mailbox, { from: mallory, subject: 'Re: Order 1234', inReplyTo: original }),
+    )
+    const genuineReply = await bed.post(
+      await parsed(mailbox, { from: ada, subject: 'Re: Order 1234', inReplyTo: original }),
+    )
+    expect([first.status, strangerReply.status, genuineReply.status]).toEqual([201, 201, 201])
+    expect(strangerReply.body.conversationId).not.toBe(first.body.conversationId)
+    expect(genuineReply.body.conversationId).toBe(first.body.conversationId)
+  })
+
+  it("the origin keeps the rule even when an event names the other customer's exact key", async () => {
+    const mailbox = freshMailbox()
+    const first = await bed.post(await parsed(mailbox, { from: ada }))
+    const victimKey = (
+      await bed.sql.query('SELECT channel_message_id FROM messages WHERE id = $1', [
+        first.body.messageId,
+      ])
+    ).rows[0]?.channel_message_id
+    const forged: InboundEvent = await parsed(mailbox, { from: mallory })
+    const answer = await bed.post(await finalizeEvent({ ...forged, references: [victimKey] }))
+    expect(answer.status).toBe(201)
+    expect(answer.body.conversationId).not.toBe(first.body.conversationId)
+    expect(await bed.count('messages', 'conversation_id = $1', [first.body.conversationId])).toBe(1)
+  })
+})
+
+/**
+ * Rows stored before the sender was part of the email key hold `{mailbox}:{Message-ID}`; the same
+ * mail redelivered after the upgrade comes as `{mailbox}:{sender}:{Message-ID}`.
+ */
+describe('email keys across the upgrade', () => {
+  /** What the previous parser made of a mail: the key without the sender part. */
+  const storedBefore = async (mailbox: string, fixture: EmailFixture) => {
+    const { draft } = await parseEmail(rawEmail({ to: mailbox, ...fixture }), { mailbox })
+    const { references: _, ...rest } = draft
+    return finalizeEvent({
+      ...rest,
+      messageKey: `${mailbox}:${fixture.messageId}`,
+      deliveryKey: `dedup:email:${mailbox}:${fixture.messageId}`,
+      ...(fixture.inReplyTo ? { references: [`${mailbox}:${fixture.inReplyTo}`] } : {}),
+    })
+  }
+  const now = parsed
+
+  // Old form first: stored before the upgrade, redelivered after. New form first: the upgraded
+  // origin's Gmail poller, then a Worker still on the old code.
+  it.each([
+    ['stored before, redelivered after', 'old', 'new'],
+    ['new form first, then an old-code Worker (rollout)', 'new', 'old'],
+  ])('%s: one row, the second a duplicate of it, no mismatch', async (_, first, second) => {
+    const mailbox = freshMailbox()
+    const messageId = `upgrade-${randomBytes(4).toString('hex')}@customer.example`
+    const form = (which: string) => (which === 'old' ? storedBefore : now)(mailbox, { messageId })
+    const created = await bed.post(await form(first))
+    expect(created.status).toBe(201)
+    const again = await bed.post(await form(second))
+    expect(again.status).toBe(200)
+    expect(again.body).toMatchObject({
+      outcome: 'duplicate',
+      messageId: created.body.messageId,
+      payloadMismatch: false,
+    })
+    expect(await bed.count('messages', 'channel_message_id LIKE $1', [`${mailbox}:%`])).toBe(1)
+  })
+
+  it('during the rollout, an old-format reply joins the new-format conversation of its sender', async () => {
+    const mailbox = freshMailbox()
+    const original = `rollout-${randomBytes(4).toString('hex')}@customer.example`
+    const first = await bed.post(await now(mailbox, { messageId: original }))
+    const oldReply = await bed.post(
+      await storedBefore(mailbox, { messageId: `r-${original}`, inReplyTo: original }),
+    )
+    const oldStranger = await bed.post(
+      await storedBefore(mailbox, {
+        messageId: `s-${original}`,
+        inReplyTo: original,
+        from: 'mallory@elsewhere.example',
+      }),
+    )
+    expect([first.status, oldReply.status, oldStranger.status]).toEqual([201, 201, 201])
+    expect(oldReply.body.conversationId).toBe(first.body.conversationId)
+    expect(oldStranger.body.conversationId).not.toBe(first.body.conversationId)
+  })
+
+  it("another sender's mail under an id stored before is its own row", async () => {
+    const mailbox = freshMailbox()
+    const messageId = `before-${randomBytes(4).toString('hex')}@customer.example`
+    const before = await bed.post(await storedBefore(mailbox, { messageId }))
+    const other = await bed.post(
+      await now(mailbox, { messageId, from: 'mallory@elsewhere.example' }),
+    )
+    expect(other.status).toBe(201)
+    expect(other.body.messageId).not.toBe(before.body.messageId)
+  })
+
+  it('a reply to a message stored before threads, for its own sender only', async () => {
+    const mailbox = freshMailbox()
+    const messageId = `before-${randomBytes(4).toString('hex')}@customer.example`
+    const before = await bed.post(await storedBefore(mailbox, { messageId }))
+    const reply = await bed.post(await now(mailbox, { inReplyTo: messageId }))
+    const stranger = await bed.post(
+      await now(mailbox, { inReplyTo: messageId, from: 'mallory@elsewhere.example' }),
+    )
+    expect(reply.body.conversationId).toBe(before.body.conversationId)
+    expect(stranger.body.conversationId).not.toBe(before.body.conversationId)
   })
 })
 

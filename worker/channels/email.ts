@@ -9,8 +9,9 @@
  * The log line says which, with the keys; never the body or the sender's address.
  *
  * Keys come from contract/email.ts, the parser the Gmail poller uses too: delivery key
- * `dedup:email:{RCPT TO}:{Message-ID or content hash}`, so an email that arrives both ways is
- * claimed once in Redis and stored once in Postgres.
+ * `dedup:email:{RCPT TO}:{hash of the From address}:{Message-ID or content hash}`, so an email
+ * that arrives both ways is claimed once in Redis and stored once in Postgres, and another
+ * sender reusing its Message-ID is a mail of its own.
  * @module
  */
 import {

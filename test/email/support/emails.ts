@@ -3,7 +3,7 @@
  * (`messageId: null` leaves the header out, as some real senders do).
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 
 export interface EmailFixture {
   from?: string
@@ -24,12 +24,23 @@ export function uniqueMessageId(domain = 'mail.example.com'): string {
   return `${randomBytes(8).toString('hex')}.${Date.now()}@${domain}`
 }
 
+/** The address the fixtures send from unless told otherwise. */
+export const CUSTOMER = 'ada@customer.example'
+
+/**
+ * The sender part of email keys (`from-sha256-` + 32 hex of the lower-cased From address),
+ * computed here independently of contract/email.ts, so the tests pin the format.
+ */
+export function senderKeyPart(address = CUSTOMER): string {
+  return `from-sha256-${createHash('sha256').update(address.toLowerCase()).digest('hex').slice(0, 32)}`
+}
+
 /** A raw message with CRLF line ends, as it travels over SMTP. */
 export function rawEmail(fixture: EmailFixture = {}): string {
   const messageId = fixture.messageId === undefined ? uniqueMessageId() : fixture.messageId
   const headers = [
     ...(fixture.traceHeaders ?? []),
-    `From: ${fixture.from ?? '"Ada Customer" <ada@customer.example>'}`,
+    `From: ${fixture.from ?? `"Ada Customer" <${CUSTOMER}>`}`,
     `To: ${fixture.to ?? 'support@inbound.example'}`,
     `Subject: ${fixture.subject ?? 'Order 1234 has not arrived'}`,
     ...(fixture.date === null

@@ -7,8 +7,8 @@
  *
  * Why `SET` after connecting rather than a startup parameter: Neon's proxy drops a
  * `statement_timeout` startup parameter silently, and its pooler (PgBouncer) refuses `options=-c
- * ...` outright ("unsupported startup parameter in options"). A plain `SET` works on Postgres, on
- * Neon's direct endpoint and on PGlite. On the pooled endpoint (`-pooler`, transaction mode) a
+ * ...` outright ("unsupported startup parameter in options"). A plain `SET` works on Postgres and on
+ * Neon's direct endpoint (PGlite, local only, accepts it but never cancels: it has no timers). On the pooled endpoint (`-pooler`, transaction mode) a
  * session `SET` does not follow our connection: there only the `SET LOCAL` of transactions holds,
  * and the role's default (`ALTER ROLE ... SET statement_timeout`) must bound the rest; the origin
  * warns at start-up.

@@ -4,9 +4,10 @@
  * server whether or not they run in a transaction, the pool wait bounded below the Worker's forward
  * budget, and no work done for a request whose client has gone.
  *
- * Every test holds a real row lock from a separate pg connection, so the origin's statement really
- * waits in Postgres, and checks the rows and pg_stat_activity, not only the answers.
+ * The waits are real: a separate pg session holds a row lock, so the origin's statement waits in
+ * Postgres; the tests check the rows and pg_stat_activity, not only the answers.
  */
+import { randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -20,6 +21,8 @@ import { createDatabase } from '../../origin/db'
 import { DatabaseUnavailableError } from '../../origin/errors'
 import { createLogger, silentLogger } from '../../origin/log'
 import type { RunningOrigin } from '../../origin/server'
+import { rawEmail } from '../email/support/emails'
+import { startFakeGmail } from '../support/fake-gmail'
 import {
   eventFixture,
   type OriginTestbed,
@@ -51,21 +54,16 @@ async function lockWaiters(except: number): Promise<number> {
   return rows[0]?.n ?? 0
 }
 
-async function waitForLockWaiter(except: number, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if ((await lockWaiters(except)) > 0) return
-    await sleep(20)
-  }
-  throw new Error('no origin statement started waiting on the lock')
-}
-
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
+    if (Date.now() > deadline) throw new Error(`not so within ${timeoutMs} ms: ${check}`)
     await sleep(50)
   }
+}
+
+function waitForLockWaiter(except: number): Promise<void> {
+  return waitFor(async () => (await lockWaiters(except)) > 0, 15_000)
 }
 
 /**
@@ -138,6 +136,9 @@ describe('a database connection that drops inside a transaction', () => {
 
   it('the origin process answers 503, lives on, and after the proxy is back the event is 201 and one row', async () => {
     let proxy = await startNeonWsProxy({ target: { host: '127.0.0.1', port: 5432 } })
+    // The Gmail poller and the outbox relay run in the same process and meet the fault too.
+    const mailbox = `support-${randomBytes(4).toString('hex')}@inbound.example`
+    const gmail = await startFakeGmail({ mailbox })
     const origin = await spawnOriginProcess({
       DATABASE_URL: bed.databaseUrl,
       NEON_WS_PROXY: proxy.wsProxy,
@@ -146,6 +147,8 @@ describe('a database connection that drops inside a transaction', () => {
       DB_QUERY_TIMEOUT_MS: '20000',
       DOWNSTREAM_URL: downstreamUrl,
       OUTBOX_POLL_INTERVAL_MS: '20',
+      ...gmail.env,
+      GMAIL_POLL_INTERVAL_MS: '50',
     })
     const event = await eventFrom('U-drop')
     const lock = await lockCustomerOf(origin.url, event, bed.secret)
@@ -178,11 +181,24 @@ describe('a database connection that drops inside a transaction', () => {
       expect(
         (await fetch(`${origin.url}/healthz`, { signal: AbortSignal.timeout(10_000) })).status,
       ).toBe(200)
+      // The poller and the relay carried on: a new mail is stored and handed downstream.
+      gmail.deliver(rawEmail({ to: mailbox }))
+      const mailKey = `${mailbox}:%`
+      await waitFor(
+        async () =>
+          (await bed.count(
+            'messages m JOIN outbox o ON o.message_id = m.id',
+            'm.channel_message_id LIKE $1 AND o.processed_at IS NOT NULL',
+            [mailKey],
+          )) === 1,
+        20_000,
+      )
       expect(origin.output().join('\n')).not.toMatch(/uncaught|unhandled/i)
     } finally {
       await lock.release().catch(() => {})
       await origin.stop()
       await proxy.close()
+      await gmail.close()
     }
   })
 })
@@ -210,6 +226,24 @@ describe('every statement is bounded on the server', () => {
     } finally {
       await db.close()
     }
+  })
+
+  it("on Neon's pooled endpoint, where a session SET does not stick, the origin says what to do", async () => {
+    const { logger, lines } = capturingLogger()
+    const db = createDatabase({
+      databaseUrl: 'postgres://app@ep-quiet-sky-123456-pooler.us-east-2.aws.neon.tech/inbound',
+      poolMax: 1,
+      connectTimeoutMs: 1000,
+      queryTimeoutMs: 5000,
+      logger,
+    })
+    await db.close()
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        hint: expect.stringContaining('ALTER ROLE <role> SET statement_timeout'),
+      }),
+    ])
   })
 
   it('an edit (no transaction) stuck behind a row lock: 503, and nothing keeps waiting in Postgres', async () => {

@@ -68,6 +68,8 @@ const SHARED_SETTINGS = [
   'DEDUP_TTL_SECONDS',
   'CLAIM_LEASE_MS',
   'REDIS_TIMEOUT_MS',
+  // The origin keeps its pool wait below the Worker's forward budget.
+  'ORIGIN_TIMEOUT_MS',
 ] as const
 
 const DEFAULT_PORTS = { UPSTASH_PORT: 8079, ORIGIN_PORT: 8788, WORKER_PORT: 8787 } as const

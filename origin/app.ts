@@ -12,6 +12,7 @@ import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyForward } from '../contract/f
 import type { Database } from './db'
 import {
   BodyTooLargeError,
+  ClientGoneError,
   DatabaseUnavailableError,
   describeError,
   InternalError,
@@ -70,7 +71,8 @@ export function createOriginApp(deps: OriginDeps): Hono {
   app.post('/v1/events', limit, async (c) => {
     const event = parseEvent(await signedBody(c))
     const started = performance.now()
-    const result = await ingestEvent(db, event)
+    // The Worker hangs up at its forward budget; from then on nobody waits for this work.
+    const result = await ingestEvent(db.withSignal(c.req.raw.signal), event)
     const durationMs = performance.now() - started
     record(metrics, logger, event, result, durationMs)
     return c.json(result, result.outcome === 'created' ? 201 : 200)
@@ -117,6 +119,8 @@ export function createOriginApp(deps: OriginDeps): Hono {
     const known = err instanceof OriginError ? err : new InternalError({ cause: err })
     if (known instanceof DatabaseUnavailableError) {
       logger.warn('database unavailable', describeError(known.cause))
+    } else if (known instanceof ClientGoneError) {
+      logger.info('request abandoned: the client closed it, its work stopped')
     } else if (known instanceof InternalError) {
       logger.error('request failed', describeError(err))
     }

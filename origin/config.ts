@@ -25,10 +25,21 @@ export interface OriginConfig {
   dbPoolMax: number
   /** `MAX_EVENT_BYTES`: larger bodies get 413 before they are read. @default 262144 */
   maxEventBytes: number
-  /** `DB_QUERY_TIMEOUT_MS`: Postgres cancels a statement after this. @default 5000 */
+  /**
+   * `DB_QUERY_TIMEOUT_MS`: Postgres cancels any statement after this, in a transaction or not
+   * (the relay's and the Gmail poller's too). @default 5000
+   */
   dbQueryTimeoutMs: number
-  /** `DB_CONNECT_TIMEOUT_MS`: bound on opening (or waiting for) a pooled connection. @default 5000 */
+  /**
+   * `DB_CONNECT_TIMEOUT_MS`: bound on opening (or waiting for) a pooled connection; must be below
+   * `originTimeoutMs`. @default 1000, or half of `originTimeoutMs` if that is less
+   */
   dbConnectTimeoutMs: number
+  /**
+   * `ORIGIN_TIMEOUT_MS`, the Worker's budget for one forward, read here (same variable, same
+   * default) only to keep the pool wait below it. @default 2000
+   */
+  originTimeoutMs: number
   /** `LOG_LEVEL` @default 'info' */
   logLevel: LogLevel
 }
@@ -49,7 +60,8 @@ const DEFAULTS = {
   dbPoolMax: 10,
   maxEventBytes: 256 * 1024,
   dbQueryTimeoutMs: 5000,
-  dbConnectTimeoutMs: 5000,
+  dbConnectTimeoutMs: 1000,
+  originTimeoutMs: 2000,
 } as const
 
 /** @throws {ConfigError} listing every problem found, not just the first. */
@@ -84,6 +96,9 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
   const logLevel = env.LOG_LEVEL?.trim() || 'info'
   if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
+  const originTimeoutMs = int('ORIGIN_TIMEOUT_MS', DEFAULTS.originTimeoutMs, 100, 60_000)
+  // Unset, the pool wait follows a shorter forward budget instead of refusing to start.
+  const defaultPoolWait = Math.min(DEFAULTS.dbConnectTimeoutMs, Math.floor(originTimeoutMs / 2))
   const config: OriginConfig = {
     databaseUrl,
     neonWsProxy,
@@ -93,8 +108,14 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
     dbPoolMax: int('DB_POOL_MAX', DEFAULTS.dbPoolMax, 1, 1000),
     maxEventBytes: int('MAX_EVENT_BYTES', DEFAULTS.maxEventBytes, 1024, 16 * 1024 * 1024),
     dbQueryTimeoutMs: int('DB_QUERY_TIMEOUT_MS', DEFAULTS.dbQueryTimeoutMs, 100, 600_000),
-    dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', DEFAULTS.dbConnectTimeoutMs, 100, 600_000),
+    dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', defaultPoolWait, 100, 600_000),
+    originTimeoutMs,
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
+  }
+  if (config.dbConnectTimeoutMs >= config.originTimeoutMs) {
+    problems.push(
+      `DB_CONNECT_TIMEOUT_MS (${config.dbConnectTimeoutMs}) must be below ORIGIN_TIMEOUT_MS (${config.originTimeoutMs}): the Worker gives up on a forward after ORIGIN_TIMEOUT_MS, so a longer wait for a connection only does work nobody waits for`,
+    )
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

@@ -11,6 +11,7 @@ export type OriginErrorCode =
   | 'body_too_large'
   | 'not_found'
   | 'database_unavailable'
+  | 'client_gone'
   | 'internal_error'
 
 export class OriginError extends Error {
@@ -57,6 +58,18 @@ export class NotFoundError extends OriginError {
 export class DatabaseUnavailableError extends OriginError {
   constructor(options?: ErrorOptions) {
     super('database_unavailable', 503, 'database unavailable, retry later', options)
+  }
+}
+
+/**
+ * The HTTP client hung up before the answer (the Worker's forward timed out): the request's work
+ * stopped, its transaction, if any, was rolled back. Nobody reads the answer (it is for the log and
+ * the counters); it is a 503 because "try again" is what it means. The Worker retries, and finds a
+ * duplicate if the work had committed after all.
+ */
+export class ClientGoneError extends OriginError {
+  constructor() {
+    super('client_gone', 503, 'the client closed the request')
   }
 }
 

@@ -126,7 +126,8 @@ describe('configuration', () => {
       dbPoolMax: 10,
       maxEventBytes: 256 * 1024,
       dbQueryTimeoutMs: 5000,
-      dbConnectTimeoutMs: 5000,
+      dbConnectTimeoutMs: 1000,
+      originTimeoutMs: 2000,
       logLevel: 'info',
     })
   })

@@ -399,6 +399,41 @@ describe('one message that cannot be fetched or parsed', () => {
     },
   )
 
+  it('a message the database refuses is recorded with its parsed event, and the historyId moves past it', async () => {
+    // A stand-in for a value Postgres refuses (class 22, data exception), for this subject only.
+    const subject = `refused ${runId()}`
+    await bed.db.sql.query(`
+      CREATE OR REPLACE FUNCTION refuse_subject() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.subject = '${subject}' THEN
+          RAISE EXCEPTION 'refused for the test' USING ERRCODE = '22023';
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_subject BEFORE INSERT ON messages
+        FOR EACH ROW EXECUTE FUNCTION refuse_subject();`)
+    try {
+      const gmail = await fakeGmail()
+      const { poller } = bed.poller(gmail)
+      await poller.pollOnce()
+      const bad = gmail.deliver(rawEmail({ subject }))
+      gmail.deliver(rawEmail({ subject: 'accepted' }))
+
+      expect(await poller.pollOnce()).toMatchObject({
+        status: 'completed',
+        ingested: 1,
+        failures: 1,
+      })
+      expect(await failuresOf(gmail)).toMatchObject([
+        { source_ref: bad.id, has_event: true, error: /^rejected: invalid event/ },
+      ])
+      expect(await storedHistoryId(mailboxOf(gmail))).toBe(gmail.currentHistoryId())
+      expect(await counterValue(poller.metrics.failed, { reason: 'rejected' })).toBe(1)
+    } finally {
+      await bed.db.sql.query('DROP TRIGGER IF EXISTS refuse_subject ON messages')
+    }
+  })
+
   it('a full sync records a bad message and stores the historyId too', async () => {
     const gmail = await fakeGmail()
     gmail.deliver(rawEmail({ subject: 'one' }))

@@ -8,8 +8,10 @@
  *   replay --all-dead                                    the same for every dead row
  *
  * Reads DATABASE_URL and NEON_WS_PROXY like the origin; a downstream replay also DOWNSTREAM_URL
- * (and DOWNSTREAM_TIMEOUT_MS, FAILURE_*). A downstream replay goes through the same statements and
- * the same `Idempotency-Key: outbox-{id}` as the relay's retries; an inbound replay through the
+ * (and DOWNSTREAM_TIMEOUT_MS, FAILURE_*); the replay of a Gmail inbound row the origin's GMAIL_*
+ * settings (and the worker's UPSTASH_REDIS_REST_*, REDIS_KEY_PREFIX, when set), because it fetches
+ * the message again (origin/gmail/replay.ts). A downstream replay goes through the same statements
+ * and the same `Idempotency-Key: outbox-{id}` as the relay's retries; an inbound replay through the
  * same ingest as a live delivery. Neither can double anything.
  *
  * Exit codes: 0 done; 1 a replay failed, a row was not replayable, or the database did not
@@ -20,10 +22,18 @@ import { pathToFileURL } from 'node:url'
 import { ConfigError, intSetting, isPostgresUrl, type OriginEnv } from '../config'
 import { createDatabase, type Database } from '../db'
 import { DatabaseUnavailableError, describeError } from '../errors'
+import { type GmailConfig, loadGmailConfig } from '../gmail/config'
+import { GmailHttpError } from '../gmail/http'
+import { replayGmailFailure } from '../gmail/replay'
 import { silentLogger } from '../log'
 import { type DownstreamConfig, readDownstream } from '../outbox/config'
 import { idempotencyKey } from '../outbox/downstream'
-import { getDeadInboundFailure, INBOUND_STAGE, replayInboundEvent } from './inbound'
+import {
+  type DeadInboundFailure,
+  getDeadInboundFailure,
+  INBOUND_STAGE,
+  replayInboundEvent,
+} from './inbound'
 import { type RetryPolicy, readRetryPolicy } from './policy'
 import { type ReplayOutcome, replayClaimed } from './replay'
 import {
@@ -95,6 +105,8 @@ interface CliConfig {
   connectTimeoutMs: number
   downstream: DownstreamConfig | null
   retry: RetryPolicy
+  /** Null without the GMAIL_* settings: Gmail inbound rows cannot be fetched again. */
+  gmail: GmailConfig | null
 }
 
 export function loadCliConfig(env: OriginEnv): CliConfig {
@@ -110,9 +122,20 @@ export function loadCliConfig(env: OriginEnv): CliConfig {
     connectTimeoutMs: intSetting(env, problems, 'DB_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
     downstream: readDownstream(env, problems),
     retry: readRetryPolicy(env, problems),
+    gmail: readGmail(env, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config
+}
+
+function readGmail(env: OriginEnv, problems: string[]): GmailConfig | null {
+  try {
+    return loadGmailConfig(env)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    problems.push(...err.problems)
+    return null
+  }
 }
 
 export async function runCli(args: readonly string[], env: OriginEnv, io: CliIo): Promise<number> {
@@ -142,7 +165,13 @@ export async function runCli(args: readonly string[], env: OriginEnv, io: CliIo)
   })
   try {
     if (command.name === 'list') return await list(db, command, io)
-    const deps = { db, downstream: config.downstream, retry: config.retry }
+    const deps = {
+      db,
+      downstream: config.downstream,
+      retry: config.retry,
+      gmail: config.gmail,
+      env,
+    }
     if (command.name === 'replay') return await replayOne(deps, command.id, io)
     return await replayAllDead(deps, io)
   } catch (err) {
@@ -217,9 +246,21 @@ interface ReplayCliDeps {
   /** Null without DOWNSTREAM_URL: inbound rows still replay, downstream rows do not. */
   downstream: DownstreamConfig | null
   retry: RetryPolicy
+  /** Null without GMAIL_*: downstream and queue rows still replay, Gmail rows do not. */
+  gmail: GmailConfig | null
+  env: OriginEnv
 }
 
 const NO_DOWNSTREAM = 'DOWNSTREAM_URL is not set: a downstream replay hands outbox rows to it'
+const NO_GMAIL =
+  'GMAIL_CLIENT_ID, GMAIL_CLIENT_SECRET, GMAIL_REFRESH_TOKEN and GMAIL_MAILBOX are not set: a Gmail row is replayed by fetching the message again'
+
+/** Why this process cannot replay `failure` at all (a configuration error), or null. */
+function missingSettings(deps: ReplayCliDeps, failure: Failure): string | null {
+  if (failure.stage === 'downstream' && !deps.downstream) return NO_DOWNSTREAM
+  if (failure.stage === INBOUND_STAGE && failure.source === 'gmail' && !deps.gmail) return NO_GMAIL
+  return null
+}
 
 async function replayOne(deps: ReplayCliDeps, id: string, io: CliIo): Promise<number> {
   const failure = await getFailure(deps.db, id)
@@ -227,8 +268,9 @@ async function replayOne(deps: ReplayCliDeps, id: string, io: CliIo): Promise<nu
     io.err(`failure ${id}: no such row`)
     return EXIT.failed
   }
-  if (failure.stage === 'downstream' && !deps.downstream) {
-    io.err(`configuration: ${NO_DOWNSTREAM}`)
+  const missing = missingSettings(deps, failure)
+  if (missing) {
+    io.err(`configuration: ${missing}`)
     return EXIT.usage
   }
   const refusal = notReplayable(failure, deps.retry)
@@ -249,8 +291,9 @@ async function replayAllDead(deps: ReplayCliDeps, io: CliIo): Promise<number> {
   let resolved = 0
   for (const id of ids) {
     const failure = await getFailure(deps.db, id)
-    if (failure?.stage === 'downstream' && !deps.downstream) {
-      io.err(`failure ${id}: skipped; ${NO_DOWNSTREAM}`)
+    const missing = failure && missingSettings(deps, failure)
+    if (missing) {
+      io.err(`failure ${id}: skipped; ${missing}`)
       continue
     }
     if (failure && (await replayDead(deps, failure, io))) resolved++
@@ -283,7 +326,7 @@ function notReplayable(
 
 /** Replays one dead row and prints one line. True when it is now stored / handed off. */
 async function replayDead(deps: ReplayCliDeps, failure: Failure, io: CliIo): Promise<boolean> {
-  if (failure.stage === INBOUND_STAGE) return replayInbound(deps.db, failure.id, io)
+  if (failure.stage === INBOUND_STAGE) return replayInbound(deps, failure.id, io)
   const downstream = deps.downstream as DownstreamConfig
   const leaseMs = downstream.timeoutMs + REPLAY_LEASE_MARGIN_MS
   const claimed = await claimDeadFailure(deps.db, failure.id, leaseMs)
@@ -298,13 +341,14 @@ async function replayDead(deps: ReplayCliDeps, failure: Failure, io: CliIo): Pro
 }
 
 /** An inbound event through the ingest path: one line naming the message it is now. */
-async function replayInbound(db: Database, id: string, io: CliIo): Promise<boolean> {
-  const failure = await getDeadInboundFailure(db, id)
+async function replayInbound(deps: ReplayCliDeps, id: string, io: CliIo): Promise<boolean> {
+  const failure = await getDeadInboundFailure(deps.db, id)
   if (!failure) {
     io.err(`failure ${id}: no longer dead (replayed or resolved meanwhile)`)
     return false
   }
-  const replay = await replayInboundEvent(db, failure)
+  if (failure.source === 'gmail') return replayGmail(deps, failure, io)
+  const replay = await replayInboundEvent(deps.db, failure)
   if (replay.outcome === 'not_replayable') {
     io.err(`failure ${id}: not replayable: ${replay.reason}`)
     return false
@@ -314,6 +358,48 @@ async function replayInbound(db: Database, id: string, io: CliIo): Promise<boole
   const by = replay.outcome === 'claim_lost' ? '; another replay resolved the row' : '; resolved'
   io.out(`failure ${id}: ${failure.deliveryKey} ingested (${outcome}, ${what})${by}`)
   return true
+}
+
+/** A Gmail row: the message fetched again and taken through the poller's path. */
+async function replayGmail(
+  deps: ReplayCliDeps,
+  failure: DeadInboundFailure,
+  io: CliIo,
+): Promise<boolean> {
+  const config = { db: deps.db, config: deps.gmail as GmailConfig, env: deps.env }
+  const line = (text: string) => `failure ${failure.id}: ${text}`
+  let replay: Awaited<ReturnType<typeof replayGmailFailure>>
+  try {
+    replay = await replayGmailFailure(config, failure)
+  } catch (err) {
+    // Gmail or OAuth unavailable: nothing was tried, nothing written; the row is as it was.
+    if (!(err instanceof GmailHttpError)) throw err
+    io.err(line(`Gmail unavailable (${err.message}); the row stays dead, try again later`))
+    return false
+  }
+  switch (replay.outcome) {
+    case 'not_replayable':
+      io.err(line(`not replayable: ${replay.reason}`))
+      return false
+    case 'failed':
+      io.err(line(`still failing: ${replay.error}; the row stays dead`))
+      return false
+    case 'skipped':
+      io.err(
+        line(
+          `gmail message ${replay.gmailId} is labelled SENT, DRAFT, SPAM or TRASH now: not a customer message; the row stays dead`,
+        ),
+      )
+      return false
+    case 'resolved':
+    case 'claim_lost': {
+      const what = replay.messageId ? `message ${replay.messageId}` : 'no message'
+      const by =
+        replay.outcome === 'claim_lost' ? '; another replay resolved the row' : '; resolved'
+      io.out(line(`gmail message ${replay.gmailId} ingested (${replay.ingested}, ${what})${by}`))
+      return true
+    }
+  }
 }
 
 function isSuccess(outcome: ReplayOutcome): boolean {

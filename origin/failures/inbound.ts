@@ -5,7 +5,8 @@
  * - source 'queue': the Worker's dead-letter consumer (the spool queue gave up on an event after
  *   its retries) posts the normalized event to `POST /v1/failures/inbound`.
  * - source 'gmail': the Gmail poller could not fetch or parse one message; it keeps the Gmail
- *   message id (`source_ref`) and moves on, so one message never stalls its mailbox.
+ *   message id (`source_ref`) and moves on, so one message never stalls its mailbox. Its replay
+ *   fetches the message again (origin/gmail/replay.ts), whether or not an event was kept.
  *
  * One row per delivery key (unique index `channel_failures_inbound_key`): recording it again
  * updates the row. A replay runs the stored event through {@link ingestEvent}, the same idempotent
@@ -130,12 +131,26 @@ export async function replayInboundEvent(
   const parsed = parseInboundEvent(failure.event)
   if (!parsed.ok) return { outcome: 'not_replayable', reason: parsed.message }
   const result = await ingestEvent(db, parsed.event)
+  return (await resolveInboundFailure(db, failure.id, result.messageId))
+    ? { outcome: 'resolved', result }
+    : { outcome: 'claim_lost', result }
+}
+
+/**
+ * Marks a dead inbound row resolved (its event is now stored, as `messageId` when known). False
+ * when it was not dead any more: another replay resolved it first.
+ */
+export async function resolveInboundFailure(
+  db: Queryable,
+  id: string,
+  messageId: string | null,
+): Promise<boolean> {
   const rows = await db.query<{ id: string }>(
     `UPDATE channel_failures
         SET status = 'resolved', message_id = coalesce($2, message_id), updated_at = now()
       WHERE id = $1 AND status = 'dead'
       RETURNING id`,
-    [failure.id, result.messageId],
+    [id, messageId],
   )
-  return rows.length > 0 ? { outcome: 'resolved', result } : { outcome: 'claim_lost', result }
+  return rows.length > 0
 }

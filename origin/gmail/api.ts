@@ -3,11 +3,31 @@
  * users.messages.list, users.messages.get format=raw), for the authorized user (`me`), with the
  * answers checked into small typed shapes. A 401 drops the access token and tries once more with
  * a fresh one; a 404 from history.list is {@link HistoryExpiredError} (the stored historyId is too
- * old: do a full sync); a 404 from messages.get is null (deleted since it was listed).
+ * old: do a full sync).
+ *
+ * messages.get draws the line between "this one message is bad" and "Gmail is unavailable":
+ * - **Gmail is unavailable** ({@link GmailHttpError}: the poll fails, stores nothing, and the next
+ *   one tries again): no answer, a timeout, 429 or 5xx once the retries ran out, 401 even with a
+ *   fresh token, 403 (Gmail's per-user rate limits and a missing scope answer 403 for every
+ *   message), 408, and any failure of the OAuth token endpoint.
+ * - **This message is bad** ({@link BadMessageError}: recorded in channel_failures and passed
+ *   over): 404, any other 4xx, a 200 without a base64url `raw`, an answer over the size bound.
+ *   The same poll just listed the history with the same token, so Gmail works; an answer about
+ *   this id that is not worth repeating is about this id. Misjudging one costs a replay
+ *   (`npm run failures -- replay`), never the message.
  * @module
  */
-import { errorReason, GmailHttpError, type HttpOptions, type JsonAnswer, requestJson } from './http'
-import type { AccessTokens } from './oauth'
+import type { InboundEvent } from '../../contract/event'
+import {
+  AnswerTooLargeError,
+  errorReason,
+  GmailHttpError,
+  type HttpOptions,
+  type JsonAnswer,
+  requestJson,
+} from './http'
+import type { FailureReason } from './metrics'
+import { AccessTokens, type OAuthClient } from './oauth'
 
 export interface HistoryMessage {
   id: string
@@ -40,6 +60,23 @@ export interface RawMessage {
   raw: Buffer
 }
 
+/**
+ * One message that cannot be taken as it is while Gmail itself answers: trying it again on every
+ * poll would stop the mailbox's history at it, so it is recorded for replay and passed over.
+ */
+export class BadMessageError extends Error {
+  constructor(
+    readonly reason: FailureReason,
+    /** For the log and the failure row: statuses and codes, never the message's content. */
+    readonly detail: string,
+    /** The parsed event, when it was the database that refused it. */
+    readonly event: InboundEvent | null = null,
+  ) {
+    super(`${reason}: ${detail}`)
+    this.name = 'BadMessageError'
+  }
+}
+
 export class HistoryExpiredError extends Error {
   constructor() {
     super('history.list: startHistoryId is too old (404): full sync needed')
@@ -49,7 +86,11 @@ export class HistoryExpiredError extends Error {
 
 /** Answers are bounded: listing pages are small; a raw message is at most ~34 MiB (25 MiB, base64). */
 const MAX_LIST_BYTES = 8 * 1024 * 1024
-const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
+export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
+/** messages.get answers that mean Gmail (or our access to it), not this message, is the problem. */
+const UNAVAILABLE_STATUSES = new Set([401, 403, 408, 429])
+/** Gmail's `raw`: base64url, padded or not (Node's decoder would skip anything else silently). */
+const BASE64URL = /^[A-Za-z0-9_-]*={0,2}$/
 /** Gmail's maximum page size for history.list (its default is 100). */
 const HISTORY_PAGE_SIZE = 500
 const MESSAGES_PAGE_SIZE = 100
@@ -61,6 +102,8 @@ export class GmailApi {
     private readonly baseUrl: string,
     private readonly tokens: AccessTokens,
     private readonly http: HttpOptions,
+    /** Bound on one messages.get answer. @default {@link MAX_MESSAGE_BYTES} */
+    private readonly maxMessageBytes = MAX_MESSAGE_BYTES,
   ) {}
 
   async profile(): Promise<{ historyId: string }> {
@@ -106,13 +149,29 @@ export class GmailApi {
     return { ids, nextPageToken: pageTokenOf(body.nextPageToken) }
   }
 
-  /** The message as RFC 822 bytes, or null when it no longer exists. */
-  async rawMessage(id: string): Promise<RawMessage | null> {
+  /**
+   * The message as RFC 822 bytes.
+   * @throws {BadMessageError} when this message cannot be had; {@link GmailHttpError} when Gmail
+   * cannot be reached or refuses us (see the module's comment for the line).
+   */
+  async rawMessage(id: string): Promise<RawMessage> {
     const url = this.url(`messages/${encodeURIComponent(id)}`, { format: 'raw' })
-    const answer = await this.get('messages.get', url, MAX_MESSAGE_BYTES)
-    if (answer.status === 404) return null
+    let answer: JsonAnswer
+    try {
+      answer = await this.get('messages.get', url, this.maxMessageBytes)
+    } catch (err) {
+      if (!(err instanceof AnswerTooLargeError)) throw err
+      throw new BadMessageError('too_large', `answer over ${err.maxBytes} bytes`)
+    }
+    const { status } = answer
+    if (status >= 400 && status < 500 && !UNAVAILABLE_STATUSES.has(status)) {
+      const reason = status === 404 ? 'not_found' : 'client_error'
+      throw new BadMessageError(reason, `messages.get ${status} ${errorReason(answer.body)}`)
+    }
     const body = okBody(answer, 'messages.get')
-    if (typeof body.raw !== 'string') throw new GmailHttpError(200, 'no_raw', 'messages.get')
+    if (typeof body.raw !== 'string' || !BASE64URL.test(body.raw)) {
+      throw new BadMessageError('no_raw', 'messages.get 200 without a base64url raw')
+    }
     return {
       id,
       labelIds: stringsOrNull(body.labelIds) ?? [],
@@ -147,6 +206,24 @@ export class GmailApi {
     }
     return answer as JsonAnswer
   }
+}
+
+/** The token cache and the API client for one mailbox (the poller and the replay alike). */
+export function gmailClient(
+  config: OAuthClient & { apiBaseUrl: string },
+  http: HttpOptions,
+  maxMessageBytes = MAX_MESSAGE_BYTES,
+): { tokens: AccessTokens; api: GmailApi } {
+  const tokens = new AccessTokens(
+    {
+      tokenUrl: config.tokenUrl,
+      clientId: config.clientId,
+      clientSecret: config.clientSecret,
+      refreshToken: config.refreshToken,
+    },
+    http,
+  )
+  return { tokens, api: new GmailApi(config.apiBaseUrl, tokens, http, maxMessageBytes) }
 }
 
 function okBody(answer: JsonAnswer, endpoint: string): Record<string, unknown> {

@@ -51,6 +51,18 @@ export class GmailHttpError extends Error {
   }
 }
 
+/** The answer's body was over the caller's bound: the same bytes will be too large next time. */
+export class AnswerTooLargeError extends GmailHttpError {
+  constructor(
+    status: number,
+    endpoint: string,
+    readonly maxBytes: number,
+  ) {
+    super(status, 'answer_too_large', endpoint)
+    this.name = 'AnswerTooLargeError'
+  }
+}
+
 export class StoppedError extends Error {
   constructor() {
     super('the poller is stopping')
@@ -145,7 +157,7 @@ async function readJson(
     text = (await readBoundedBody(response, maxBytes)).text
   } catch (err) {
     if (err instanceof BodyTooLargeError) {
-      throw new GmailHttpError(response.status, 'answer_too_large', endpoint)
+      throw new AnswerTooLargeError(response.status, endpoint, maxBytes)
     }
     throw err
   }

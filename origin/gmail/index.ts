@@ -10,7 +10,7 @@ import { upstashPort } from '../../worker/dedup/redis'
 import type { OriginConfig, OriginEnv } from '../config'
 import { createDatabase } from '../db'
 import type { Logger } from '../log'
-import type { GmailConfig } from './config'
+import type { GmailConfig, GmailRedisSettings } from './config'
 import { loadGmailRedisSettings } from './config'
 import { createGmailPoller, type GmailPoller, type PollerLimits } from './poller'
 
@@ -39,6 +39,17 @@ export interface RunningGmailPoller {
   stop(): Promise<void>
 }
 
+/** The worker's claim store (same keys, same protocol) when UPSTASH_* are set, else null. */
+export function gmailClaims(redis: GmailRedisSettings): ClaimStore | null {
+  return redis.redis
+    ? new ClaimStore(
+        upstashPort(redis.redis, redis.redisTimeoutMs),
+        { claimLeaseMs: redis.claimLeaseMs, dedupTtlSeconds: redis.dedupTtlSeconds },
+        `${redis.redisKeyPrefix}dedup:stats`,
+      )
+    : null
+}
+
 export function startGmailPolling(options: StartGmailOptions): RunningGmailPoller {
   const { origin, logger } = options
   const redis = loadGmailRedisSettings(options.env)
@@ -51,13 +62,7 @@ export function startGmailPolling(options: StartGmailOptions): RunningGmailPolle
     queryTimeoutMs: origin.dbQueryTimeoutMs,
     logger,
   })
-  const claims = redis.redis
-    ? new ClaimStore(
-        upstashPort(redis.redis, redis.redisTimeoutMs),
-        { claimLeaseMs: redis.claimLeaseMs, dedupTtlSeconds: redis.dedupTtlSeconds },
-        `${redis.redisKeyPrefix}dedup:stats`,
-      )
-    : null
+  const claims = gmailClaims(redis)
   const poller = createGmailPoller({
     config: options.gmail,
     db,

@@ -6,8 +6,16 @@
  *
  * Redis only saves work here: a claim the worker already completed ("done") skips the ingest; a
  * claim the worker holds right now (in flight) or a Redis that does not answer sends the message
- * straight to Postgres, whose unique index decides. A failed ingest releases our claim and throws,
- * so the poll fails, stores no historyId, and the message is tried again next poll.
+ * straight to Postgres, whose unique index decides.
+ *
+ * Two kinds of failure, kept apart (the line is drawn in api.ts):
+ * - This message is bad ({@link BadMessageError}: Gmail will not serve it, it does not parse, or
+ *   the database refuses its content): it is recorded in channel_failures (stage inbound, source
+ *   gmail, delivery key `gmail:{mailbox}:{gmail id}`), counted and logged, and the outcome is
+ *   'failed': the poll moves on and may store a historyId past it. The same function replays it
+ *   (`replayGmailFailure`).
+ * - Anything else (Gmail, OAuth, Postgres unavailable) throws: the poll fails, stores nothing,
+ *   and the message is tried again next poll. A failed ingest releases our claim first.
  * @module
  */
 import { EmailParseError, parseEmail } from '../../contract/email'
@@ -16,10 +24,11 @@ import { formatDeliveryKey } from '../../worker/channels/types'
 import { type ClaimStore, newClaimToken } from '../../worker/dedup/claims'
 import type { Database } from '../db'
 import { describeError, InvalidEventError } from '../errors'
+import { recordInboundFailure } from '../failures/inbound'
 import { ingestEvent } from '../ingest'
 import type { Logger } from '../log'
-import type { GmailApi } from './api'
-import type { GmailMetrics } from './metrics'
+import { BadMessageError, type GmailApi } from './api'
+import type { FailureReason, GmailMetrics, SkipReason } from './metrics'
 
 /** Gmail labels of mail that is not an inbound customer message. */
 export const SKIPPED_LABELS = ['SENT', 'DRAFT', 'SPAM', 'TRASH'] as const
@@ -36,49 +45,62 @@ export interface MessageDeps {
 }
 
 export type MessageOutcome =
-  | { status: 'skipped'; reason: 'label' | 'unparseable' | 'gone' | 'rejected' }
+  | { status: 'skipped'; reason: SkipReason }
+  /** Recorded in channel_failures (row `failureId`) and passed over. */
+  | { status: 'failed'; reason: FailureReason; error: string; failureId: string }
   | {
       status: 'ingested'
       outcome: IngestResult['outcome']
       decidedBy: 'redis' | 'postgres'
       messageKey: string
+      /** Null when Redis decided (the claim was "done"). */
+      messageId: string | null
     }
 
 export function hasSkippedLabel(labelIds: readonly string[] | null): boolean {
   return labelIds?.some((label) => (SKIPPED_LABELS as readonly string[]).includes(label)) ?? false
 }
 
+/**
+ * The delivery key of Gmail message `id`: its event's (so the row remembers which path created
+ * it) and, when it cannot be fetched or parsed, its failure row's. Before the message is parsed
+ * its Message-ID is unknown; the Gmail id is the one stable name there is, and it is per mailbox.
+ */
+export function gmailDeliveryKey(mailbox: string, id: string): string {
+  return `gmail:${mailbox}:${id}`
+}
+
+/**
+ * Takes message `id`: ingested, skipped by label, or recorded as a failure.
+ * @throws when Gmail, OAuth or the database is unavailable (nothing is recorded then).
+ */
 export async function ingestGmailMessage(deps: MessageDeps, id: string): Promise<MessageOutcome> {
+  try {
+    return await takeMessage(deps, id)
+  } catch (err) {
+    if (!(err instanceof BadMessageError)) throw err
+    return recordBadMessage(deps, id, err)
+  }
+}
+
+async function takeMessage(deps: MessageDeps, id: string): Promise<MessageOutcome> {
   const message = await deps.api.rawMessage(id)
-  if (!message) return skip(deps, id, 'gone')
   deps.metrics.fetched.inc()
   if (hasSkippedLabel(message.labelIds)) return skip(deps, id, 'label')
-
-  let parsed: Awaited<ReturnType<typeof parseEmail>>
-  try {
-    parsed = await parseEmail(message.raw, { mailbox: deps.mailbox })
-  } catch (err) {
-    if (!(err instanceof EmailParseError)) throw err
-    deps.logger.warn('gmail message unparseable', {
-      gmailId: id,
-      code: err.code,
-      detail: err.detail,
-    })
-    return skip(deps, id, 'unparseable')
-  }
-  // The row remembers which path created it: `gmail:{mailbox}:{id}` (the payload hash does not
-  // cover the delivery key, so both paths still agree on the message).
-  const event = await finalizeEvent({ ...parsed.draft, deliveryKey: `gmail:${deps.mailbox}:${id}` })
+  const parsed = await parse(message.raw, deps.mailbox)
+  // The payload hash does not cover the delivery key, so both paths still agree on the message.
+  const event = await finalizeEvent({
+    ...parsed.draft,
+    deliveryKey: gmailDeliveryKey(deps.mailbox, id),
+  })
   const redisKey = `${deps.redisKeyPrefix}${formatDeliveryKey(parsed.key)}`
   let decided: Decided
   try {
     decided = await claimAndIngest(deps, event, redisKey)
   } catch (err) {
-    // A message the database refuses for its content fails the same way on every poll: skip it
-    // (logged and counted) rather than stop the mailbox's history at it forever.
-    if (!(err instanceof InvalidEventError)) throw err
-    deps.logger.error('gmail message rejected', { gmailId: id, messageKey: event.messageKey })
-    return skip(deps, id, 'rejected')
+    // A message the database refuses for its content fails the same way on every poll.
+    if (err instanceof InvalidEventError) throw new BadMessageError('rejected', err.message, event)
+    throw err
   }
   deps.metrics.ingested.labels(decided.outcome, decided.decidedBy).inc()
   deps.logger.info('gmail message', {
@@ -95,11 +117,53 @@ export async function ingestGmailMessage(deps: MessageDeps, id: string): Promise
     outcome: decided.outcome,
     decidedBy: decided.decidedBy,
     messageKey: event.messageKey,
+    messageId: decided.messageId,
   }
+}
+
+async function parse(raw: Buffer, mailbox: string): ReturnType<typeof parseEmail> {
+  try {
+    return await parseEmail(raw, { mailbox })
+  } catch (err) {
+    if (!(err instanceof EmailParseError)) throw err
+    const reason = err.code === 'too_large' || err.code === 'no_sender' ? err.code : 'unparseable'
+    // The parser's detail names the rule, never the content.
+    throw new BadMessageError(reason, `${err.code}: ${err.detail}`)
+  }
+}
+
+/**
+ * One row per delivery key: recording the same message again (a poll that failed after
+ * recording it, a replay that failed again) updates that row, so recording before the historyId
+ * is stored can never add a second one, and a crash in between loses nothing.
+ */
+async function recordBadMessage(
+  deps: MessageDeps,
+  id: string,
+  bad: BadMessageError,
+): Promise<MessageOutcome> {
+  const failureId = await recordInboundFailure(deps.db, {
+    channel: 'email',
+    deliveryKey: gmailDeliveryKey(deps.mailbox, id),
+    source: 'gmail',
+    sourceRef: id,
+    event: bad.event,
+    error: bad.message,
+    attempts: 1,
+  })
+  deps.metrics.failed.labels(bad.reason).inc()
+  deps.logger.error('gmail message failed', {
+    gmailId: id,
+    reason: bad.reason,
+    detail: bad.detail,
+    failureId,
+  })
+  return { status: 'failed', reason: bad.reason, error: bad.message, failureId }
 }
 
 interface Decided {
   outcome: IngestResult['outcome']
+  messageId: string | null
   decidedBy: 'redis' | 'postgres'
   redis: 'ok' | 'unavailable' | 'not_configured' | 'inflight'
   payloadMismatch: boolean
@@ -118,6 +182,7 @@ async function claimAndIngest(
     case 'settled':
       return {
         outcome: 'duplicate',
+        messageId: null,
         decidedBy: 'redis',
         redis: 'ok',
         payloadMismatch: claim.hash !== null && claim.hash !== event.payloadHash,
@@ -145,6 +210,7 @@ async function claimAndIngest(
   await claims.complete(redisKey, token, event.payloadHash).catch(() => false)
   return {
     outcome: result.outcome,
+    messageId: result.messageId,
     decidedBy: 'postgres',
     redis: 'ok',
     payloadMismatch: result.payloadMismatch === true,
@@ -159,17 +225,14 @@ async function viaPostgres(
   const result = await ingestEvent(deps.db, event)
   return {
     outcome: result.outcome,
+    messageId: result.messageId,
     decidedBy: 'postgres',
     redis,
     payloadMismatch: result.payloadMismatch === true,
   }
 }
 
-function skip(
-  deps: MessageDeps,
-  id: string,
-  reason: 'label' | 'unparseable' | 'gone' | 'rejected',
-): MessageOutcome {
+function skip(deps: MessageDeps, id: string, reason: SkipReason): MessageOutcome {
   deps.metrics.skipped.labels(reason).inc()
   deps.logger.debug('gmail message skipped', { gmailId: id, reason })
   return { status: 'skipped', reason }

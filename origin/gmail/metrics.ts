@@ -5,8 +5,31 @@
  */
 import { Counter, Registry } from 'prom-client'
 
-export const SKIP_REASONS = ['label', 'unparseable', 'gone', 'rejected'] as const
+/** Not a customer message: SENT, DRAFT, SPAM or TRASH. */
+export const SKIP_REASONS = ['label'] as const
 export type SkipReason = (typeof SKIP_REASONS)[number]
+
+/**
+ * Why one message could not be taken (recorded in channel_failures and passed over; the
+ * `reason` of inbound_gmail_messages_failed_total, the log line and the stored error).
+ */
+export const FAILURE_REASONS = [
+  /** messages.get answered 404: deleted since it was listed, or not visible (yet). */
+  'not_found',
+  /** Another 4xx for this id (400, 410, ...): Gmail will not serve this message. */
+  'client_error',
+  /** A 200 without a base64url `raw`. */
+  'no_raw',
+  /** The answer, or the decoded email, is over the size bound. */
+  'too_large',
+  /** postal-mime gave up, or the result is not a valid event. */
+  'unparseable',
+  /** No From address: there is no customer to file it under. */
+  'no_sender',
+  /** The database refused its content (invalid_event). */
+  'rejected',
+] as const
+export type FailureReason = (typeof FAILURE_REASONS)[number]
 
 export const POLL_RESULTS = ['completed', 'partial', 'busy', 'failed'] as const
 export type PollStatus = (typeof POLL_RESULTS)[number]
@@ -33,6 +56,8 @@ export interface GmailMetrics {
   /** messages.get answers with a message in them. */
   fetched: Counter<string>
   skipped: Counter<'reason'>
+  /** Messages recorded as inbound failures and passed over, by {@link FailureReason}. */
+  failed: Counter<'reason'>
   /** By the origin's outcome and by which layer decided it (redis: the claim said "done"). */
   ingested: Counter<'outcome' | 'decided_by'>
   polls: Counter<'result'>
@@ -49,7 +74,12 @@ export function createGmailMetrics(registry: Registry = new Registry()): GmailMe
     fetched: counter('inbound_gmail_messages_fetched_total', 'Gmail messages fetched (format=raw)'),
     skipped: counter(
       'inbound_gmail_messages_skipped_total',
-      'Gmail messages not ingested: SENT/DRAFT/SPAM/TRASH label, unparseable, or deleted',
+      'Gmail messages not ingested on purpose: SENT/DRAFT/SPAM/TRASH label',
+      ['reason'],
+    ),
+    failed: counter(
+      'inbound_gmail_messages_failed_total',
+      'Gmail messages that could not be fetched, parsed or stored: kept in channel_failures for replay',
       ['reason'],
     ),
     ingested: counter(
@@ -77,6 +107,7 @@ export function createGmailMetrics(registry: Registry = new Registry()): GmailMe
   // Zero-valued series from the start, so rate() and alerts work before the first event.
   metrics.fetched.inc(0)
   for (const reason of SKIP_REASONS) metrics.skipped.labels(reason).inc(0)
+  for (const reason of FAILURE_REASONS) metrics.failed.labels(reason).inc(0)
   for (const result of POLL_RESULTS) metrics.polls.labels(result).inc(0)
   for (const reason of POLL_ERRORS) metrics.pollErrors.labels(reason).inc(0)
   return metrics

@@ -10,8 +10,13 @@
  * - A poll takes at most `maxMessagesPerPoll` messages; a backlog larger than that is worked off
  *   over several polls by storing the id of the last history record fully processed (a valid
  *   startHistoryId: "records after" it are exactly the ones not yet processed).
- * - A poll that fails (Gmail, OAuth, Postgres) stores nothing, is logged and counted, and the next
- *   interval tries again from the same historyId: it never stops the origin.
+ * - One message that cannot be fetched, parsed or stored (404 or another 4xx for its id, no
+ *   `raw`, over the size bound, unparseable, refused by the database; the line is in api.ts) is
+ *   recorded in channel_failures and counts as processed: the historyId moves past it, and it is
+ *   not fetched again on every poll (`npm run failures -- replay` fetches it once more). The
+ *   historyId only ever moves past messages that were ingested, skipped by label, or recorded.
+ * - A poll that fails (Gmail, OAuth, Postgres unavailable) stores nothing, is logged and counted,
+ *   and the next interval tries again from the same historyId: it never stops the origin.
  * @module
  */
 import { hostname } from 'node:os'
@@ -20,12 +25,12 @@ import type { ClaimStore } from '../../worker/dedup/claims'
 import type { Database } from '../db'
 import { describeError } from '../errors'
 import type { Logger } from '../log'
-import { GmailApi, HistoryExpiredError } from './api'
+import { gmailClient, HistoryExpiredError, MAX_MESSAGE_BYTES } from './api'
 import type { GmailConfig } from './config'
 import { DEFAULT_RETRY, GmailHttpError, type RetryPolicy, StoppedError, sleep } from './http'
 import { hasSkippedLabel, ingestGmailMessage, type MessageDeps } from './ingest-message'
 import { createGmailMetrics, type GmailMetrics, type PollError, type PollStatus } from './metrics'
-import { AccessTokens } from './oauth'
+import type { AccessTokens } from './oauth'
 import { type Lease, SyncState } from './sync-state'
 
 export interface PollerLimits {
@@ -37,6 +42,8 @@ export interface PollerLimits {
   fullSyncMaxMessages: number
   /** Bound on one Gmail / OAuth call. @default 10000 */
   httpTimeoutMs: number
+  /** Bound on one messages.get answer; a larger one is recorded as a failure. @default 40 MiB */
+  maxMessageBytes: number
   retry: RetryPolicy
 }
 
@@ -45,6 +52,7 @@ export const DEFAULT_LIMITS: PollerLimits = {
   maxMessagesPerPoll: 1_000,
   fullSyncMaxMessages: 500,
   httpTimeoutMs: 10_000,
+  maxMessageBytes: MAX_MESSAGE_BYTES,
   retry: DEFAULT_RETRY,
 }
 
@@ -66,9 +74,10 @@ export interface GmailPollerOptions {
 export interface PollResult {
   status: PollStatus
   mode?: 'history' | 'full_sync'
-  /** Messages taken through dedup / skipped in this poll. */
+  /** Messages taken through dedup / skipped by label / recorded as failures in this poll. */
   ingested: number
   skipped: number
+  failures: number
   /** Error code of a failed poll. */
   error?: string
   /** When this poller held the lease (epoch ms), for the one-at-a-time check. */
@@ -97,10 +106,7 @@ class LeaseLostError extends Error {
   }
 }
 
-interface PollCounts {
-  ingested: number
-  skipped: number
-}
+type PollCounts = Pick<PollResult, 'ingested' | 'skipped' | 'failures'>
 
 export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
   const { config, logger } = options
@@ -116,16 +122,7 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
     random: options.random,
     onRetry: (reason: string) => metrics.httpRetries.labels(reason).inc(),
   }
-  const tokens = new AccessTokens(
-    {
-      tokenUrl: config.tokenUrl,
-      clientId: config.clientId,
-      clientSecret: config.clientSecret,
-      refreshToken: config.refreshToken,
-    },
-    http,
-  )
-  const api = new GmailApi(config.apiBaseUrl, tokens, http)
+  const { tokens, api } = gmailClient(config, http, limits.maxMessageBytes)
   const state = new SyncState(options.db, config.mailbox, owner, limits.leaseMs)
   const deps: MessageDeps = {
     api,
@@ -150,6 +147,7 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
     await keepLease()
     const outcome = await ingestGmailMessage(deps, id)
     if (outcome.status === 'skipped') counts.skipped++
+    else if (outcome.status === 'failed') counts.failures++
     else counts.ingested++
   }
 
@@ -211,7 +209,7 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
   }
 
   async function poll(): Promise<PollResult> {
-    const counts: PollCounts = { ingested: 0, skipped: 0 }
+    const counts: PollCounts = { ingested: 0, skipped: 0, failures: 0 }
     const started = Date.now()
     let lease: Lease | null
     try {
@@ -221,7 +219,7 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
     }
     if (!lease) {
       metrics.polls.labels('busy').inc()
-      return { status: 'busy', ingested: 0, skipped: 0 }
+      return { status: 'busy', ingested: 0, skipped: 0, failures: 0 }
     }
     const heldFrom = Date.now()
     renewedAt = heldFrom
@@ -242,7 +240,7 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
       metrics.polls.labels(status).inc()
       const result = { status, mode, ...counts, heldFrom, heldUntil: Date.now() }
       // A poll that found nothing is the common case: only worth a line when debugging.
-      const idle = mode === 'history' && counts.ingested + counts.skipped === 0
+      const idle = mode === 'history' && counts.ingested + counts.skipped + counts.failures === 0
       const line = { mailbox: config.mailbox, ...result, ms: Date.now() - started }
       if (idle) logger.debug('gmail poll', line)
       else logger.info('gmail poll', line)

@@ -6,7 +6,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { counterValue } from '../../origin/gmail/metrics'
 import { SyncState } from '../../origin/gmail/sync-state'
-import { type FakeGmail, type FakeGmailOptions, startFakeGmail } from '../support/fake-gmail'
+import { createLogger } from '../../origin/log'
+import {
+  type FakeGmail,
+  type FakeGmailOptions,
+  type MessageFault,
+  startFakeGmail,
+} from '../support/fake-gmail'
+import { runFailuresCli } from '../support/origin'
 import { runId } from '../support/services'
 import { rawEmail } from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
@@ -264,6 +271,240 @@ describe('several origin pods', () => {
     expect(await rowsOf(gmail)).toHaveLength(1)
     expect(await ghost.store('1')).toBe(false)
     expect(await storedHistoryId(mailbox)).toBe(gmail.currentHistoryId())
+  })
+})
+
+/** The inbound failure rows of this fake's mailbox (delivery key `gmail:{mailbox}:{gmail id}`). */
+async function failuresOf(fake: FakeGmail) {
+  const { rows } = await bed.db.sql.query(
+    `SELECT id::text, channel, stage, source, source_ref, delivery_key, status, error,
+            message_id::text, event IS NOT NULL AS has_event
+       FROM channel_failures WHERE delivery_key LIKE $1 ORDER BY id`,
+    [`gmail:${mailboxOf(fake)}:%`],
+  )
+  return rows
+}
+
+/** The first lines' worth of a test email; none of it may reach a log line or a failure row. */
+const SECRET_TEXT = 'the account number is 4242-unlogged'
+/** Without a From header: parseEmail refuses it (no customer to file it under). */
+const noSender = () =>
+  rawEmail({ subject: 'no sender', text: SECRET_TEXT }).replace(/^From: .*\r\n/m, '')
+const messageGets = (fake: FakeGmail, id: string) =>
+  fake.requests('messages.get').filter((r) => r.messageId === id)
+
+describe('one message that cannot be fetched or parsed', () => {
+  const MAX_BYTES = 64 * 1024
+  const cases: Array<[string, MessageFault | 'no_sender', string]> = [
+    ['answers 404', { kind: 'status', status: 404 }, 'not_found'],
+    ['answers 400', { kind: 'status', status: 400 }, 'client_error'],
+    ['has no raw', { kind: 'no_raw' }, 'no_raw'],
+    ['is over the size bound', { kind: 'oversize', bytes: 2 * MAX_BYTES }, 'too_large'],
+    ['does not parse', 'no_sender', 'no_sender'],
+  ]
+
+  it.each(cases)(
+    '%s: the others land, it is recorded once, the historyId moves past it, it is not fetched again',
+    async (_, fault, reason) => {
+      const gmail = await fakeGmail()
+      const lines: string[] = []
+      const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) })
+      const { poller } = bed.poller(gmail, { logger, limits: { maxMessageBytes: MAX_BYTES } })
+      await poller.pollOnce()
+      gmail.deliver(rawEmail({ subject: 'before' }))
+      const bad = gmail.deliver(
+        fault === 'no_sender' ? noSender() : rawEmail({ subject: 'bad', text: SECRET_TEXT }),
+      )
+      if (fault !== 'no_sender') gmail.breakMessage(bad.id, fault)
+      gmail.deliver(rawEmail({ subject: 'after' }))
+
+      const result = await poller.pollOnce()
+
+      expect(result).toMatchObject({
+        status: 'completed',
+        mode: 'history',
+        ingested: 2,
+        failures: 1,
+      })
+      expect(await rowsOf(gmail)).toHaveLength(2)
+      expect(await storedHistoryId(mailboxOf(gmail))).toBe(gmail.currentHistoryId())
+      const failures = await failuresOf(gmail)
+      expect(failures).toMatchObject([
+        {
+          channel: 'email',
+          stage: 'inbound',
+          source: 'gmail',
+          source_ref: bad.id,
+          delivery_key: `gmail:${mailboxOf(gmail)}:${bad.id}`,
+          status: 'dead',
+          has_event: false,
+        },
+      ])
+      expect(failures[0].error).toMatch(new RegExp(`^${reason}\\b`))
+      expect(await counterValue(poller.metrics.failed, { reason })).toBe(1)
+      const logged = lines
+        .map((line) => JSON.parse(line))
+        .find((l) => l.msg === 'gmail message failed')
+      expect(logged).toMatchObject({
+        level: 'error',
+        gmailId: bad.id,
+        reason,
+        failureId: failures[0].id,
+      })
+      expect(lines.join('\n')).not.toContain(SECRET_TEXT)
+      expect(failures[0].error).not.toContain(SECRET_TEXT)
+
+      gmail.deliver(rawEmail({ subject: 'later' }))
+      expect(await poller.pollOnce()).toMatchObject({
+        status: 'completed',
+        ingested: 1,
+        failures: 0,
+      })
+      expect(messageGets(gmail, bad.id)).toHaveLength(1)
+      expect(await rowsOf(gmail)).toHaveLength(3)
+    },
+  )
+
+  it.each([
+    [503, 'gmail_unavailable'],
+    [403, 'gmail_unauthorized'],
+  ])(
+    'a %i for one message fails the poll without advancing; once Gmail answers, everything lands once',
+    async (status, error) => {
+      const gmail = await fakeGmail()
+      const { poller } = bed.poller(gmail)
+      await poller.pollOnce()
+      const before = await storedHistoryId(mailboxOf(gmail))
+      gmail.deliver(rawEmail({ subject: 'first' }))
+      const bad = gmail.deliver(noSender())
+      const unavailable = gmail.deliver(rawEmail({ subject: 'third' }))
+      gmail.breakMessage(unavailable.id, { kind: 'status', status })
+
+      expect(await poller.pollOnce()).toMatchObject({ status: 'failed', error })
+      expect(await storedHistoryId(mailboxOf(gmail))).toBe(before)
+      expect(await failuresOf(gmail)).toHaveLength(1)
+      gmail.repairMessage(unavailable.id)
+
+      // The next poll takes the same history again: the first is a duplicate, the bad one's row is
+      // recorded again (the same row: a crash between recording and storing loses nothing).
+      expect(await poller.pollOnce()).toMatchObject({
+        status: 'completed',
+        ingested: 2,
+        failures: 1,
+      })
+      expect(await rowsOf(gmail)).toHaveLength(2)
+      expect(await counterValue(poller.metrics.ingested, { outcome: 'created' })).toBe(2)
+      expect(await failuresOf(gmail)).toMatchObject([{ source_ref: bad.id, status: 'dead' }])
+      expect(await storedHistoryId(mailboxOf(gmail))).toBe(gmail.currentHistoryId())
+    },
+  )
+
+  it('a message the database refuses is recorded with its parsed event, and the historyId moves past it', async () => {
+    // A stand-in for a value Postgres refuses (class 22, data exception), for this subject only.
+    const subject = `refused ${runId()}`
+    await bed.db.sql.query(`
+      CREATE OR REPLACE FUNCTION refuse_subject() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.subject = '${subject}' THEN
+          RAISE EXCEPTION 'refused for the test' USING ERRCODE = '22023';
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_subject BEFORE INSERT ON messages
+        FOR EACH ROW EXECUTE FUNCTION refuse_subject();`)
+    try {
+      const gmail = await fakeGmail()
+      const { poller } = bed.poller(gmail)
+      await poller.pollOnce()
+      const bad = gmail.deliver(rawEmail({ subject }))
+      gmail.deliver(rawEmail({ subject: 'accepted' }))
+
+      expect(await poller.pollOnce()).toMatchObject({
+        status: 'completed',
+        ingested: 1,
+        failures: 1,
+      })
+      expect(await failuresOf(gmail)).toMatchObject([
+        { source_ref: bad.id, has_event: true, error: /^rejected: invalid event/ },
+      ])
+      expect(await storedHistoryId(mailboxOf(gmail))).toBe(gmail.currentHistoryId())
+      expect(await counterValue(poller.metrics.failed, { reason: 'rejected' })).toBe(1)
+    } finally {
+      await bed.db.sql.query('DROP TRIGGER IF EXISTS refuse_subject ON messages')
+    }
+  })
+
+  it('a full sync records a bad message and stores the historyId too', async () => {
+    const gmail = await fakeGmail()
+    gmail.deliver(rawEmail({ subject: 'one' }))
+    const bad = gmail.deliver(rawEmail({ subject: 'two' }))
+    gmail.breakMessage(bad.id, { kind: 'no_raw' })
+    const { poller } = bed.poller(gmail)
+
+    expect(await poller.pollOnce()).toMatchObject({
+      status: 'completed',
+      mode: 'full_sync',
+      ingested: 1,
+      failures: 1,
+    })
+    expect(await failuresOf(gmail)).toMatchObject([{ source_ref: bad.id, error: /^no_raw/ }])
+    expect(await storedHistoryId(mailboxOf(gmail))).toBe(gmail.currentHistoryId())
+  })
+})
+
+describe('npm run failures -- replay (gmail)', () => {
+  it('fetches the message again by id: still dead while Gmail refuses it, one row once it can', async () => {
+    const gmail = await fakeGmail()
+    const { poller } = bed.poller(gmail)
+    await poller.pollOnce()
+    const bad = gmail.deliver(rawEmail({ subject: 'replay me' }))
+    gmail.breakMessage(bad.id, { kind: 'status', status: 404 })
+    expect(await poller.pollOnce()).toMatchObject({ status: 'completed', failures: 1 })
+    const [row] = await failuresOf(gmail)
+    const env = { ...bed.originEnv(gmail), DOWNSTREAM_URL: '' }
+
+    const listed = await runFailuresCli(bed.db, ['list', '--status', 'dead'], env)
+    expect(listed.stdout).toMatch(new RegExp(`${row.id}\\s+dead\\s+inbound/gmail`))
+
+    gmail.breakMessage(bad.id, { kind: 'status', status: 400 })
+    const refused = await runFailuresCli(bed.db, ['replay', row.id], env)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`failure ${row.id}: still failing: client_error`)
+    expect(await failuresOf(gmail)).toMatchObject([{ status: 'dead', error: /^client_error/ }])
+
+    gmail.repairMessage(bad.id)
+    const replayed = await runFailuresCli(bed.db, ['replay', row.id], env)
+    expect(replayed).toMatchObject({ code: 0 })
+    expect(replayed.stdout).toContain(
+      `failure ${row.id}: gmail message ${bad.id} ingested (created`,
+    )
+    const [message] = await rowsOf(gmail)
+    expect(await rowsOf(gmail)).toHaveLength(1)
+    expect(message?.first_delivery_key).toBe(`gmail:${mailboxOf(gmail)}:${bad.id}`)
+    expect(await failuresOf(gmail)).toMatchObject([{ status: 'resolved', message_id: message?.id }])
+
+    const twice = await runFailuresCli(bed.db, ['replay', row.id], env)
+    expect(twice.stdout).toContain('already resolved')
+    // The poller neither fetches it again nor stores it twice.
+    expect(await poller.pollOnce()).toMatchObject({ status: 'completed', ingested: 0 })
+    expect(await rowsOf(gmail)).toHaveLength(1)
+    expect(messageGets(gmail, bad.id)).toHaveLength(3)
+  })
+
+  it('needs the GMAIL_* settings: without them, a configuration error (exit 2) and the row stays dead', async () => {
+    const gmail = await fakeGmail()
+    const { poller } = bed.poller(gmail)
+    await poller.pollOnce()
+    const bad = gmail.deliver(rawEmail())
+    gmail.breakMessage(bad.id, { kind: 'no_raw' })
+    await poller.pollOnce()
+    const [row] = await failuresOf(gmail)
+
+    const run = await runFailuresCli(bed.db, ['replay', row.id], { DOWNSTREAM_URL: '' })
+
+    expect(run.code).toBe(2)
+    expect(run.stderr).toMatch(/^configuration: .*GMAIL_CLIENT_ID/m)
+    expect(await failuresOf(gmail)).toMatchObject([{ status: 'dead', error: /^no_raw/ }])
   })
 })
 

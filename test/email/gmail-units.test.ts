@@ -4,11 +4,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigError } from '../../origin/config'
+import { BadMessageError, GmailApi } from '../../origin/gmail/api'
 import { GMAIL_DEFAULTS, loadGmailConfig, loadGmailRedisSettings } from '../../origin/gmail/config'
 import { backoffDelay, GmailHttpError, type HttpOptions } from '../../origin/gmail/http'
 import { hasSkippedLabel } from '../../origin/gmail/ingest-message'
 import { AccessTokens } from '../../origin/gmail/oauth'
-import { type FakeGmail, startFakeGmail } from '../support/fake-gmail'
+import { type FakeGmail, type MessageFault, startFakeGmail } from '../support/fake-gmail'
 
 const REQUIRED = {
   GMAIL_CLIENT_ID: 'client',
@@ -154,5 +155,86 @@ describe('OAuth access tokens', () => {
     expect(error).toMatchObject({ status: 400, reason: 'invalid_grant', endpoint: 'token' })
     expect(String((error as Error).message)).not.toContain(google.clientSecret)
     expect(google.requests('token').length - before).toBe(1)
+  })
+})
+
+describe('messages.get: one bad message, or Gmail unavailable', () => {
+  let google: FakeGmail
+  const http: HttpOptions = {
+    timeoutMs: 5_000,
+    retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+  }
+  const MAX_BYTES = 16 * 1024
+
+  beforeAll(async () => {
+    google = await startFakeGmail({ mailbox: 'support@inbound.example' })
+  })
+  afterAll(async () => {
+    await google?.close()
+  })
+
+  const api = (refreshToken = google.refreshToken) =>
+    new GmailApi(
+      google.url,
+      new AccessTokens(
+        {
+          tokenUrl: `${google.url}/token`,
+          clientId: google.clientId,
+          clientSecret: google.clientSecret,
+          refreshToken,
+        },
+        http,
+      ),
+      http,
+      MAX_BYTES,
+    )
+  const status = (code: number): MessageFault => ({ kind: 'status', status: code })
+  const RAW = 'From: a@b.example\r\n\r\nhi\r\n'
+  /** What rawMessage throws for a fresh message that answers `fault` (undefined: nothing). */
+  async function thrownFor(fault: MessageFault | null, refreshToken?: string): Promise<unknown> {
+    const message = google.deliver(RAW)
+    if (fault) google.breakMessage(message.id, fault)
+    return api(refreshToken)
+      .rawMessage(message.id)
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      )
+  }
+
+  it.each<[string, MessageFault, string]>([
+    ['404', status(404), 'not_found'],
+    ['400', status(400), 'client_error'],
+    ['410', status(410), 'client_error'],
+    ['a 200 without raw', { kind: 'no_raw' }, 'no_raw'],
+    ['an answer over the bound', { kind: 'oversize', bytes: 2 * MAX_BYTES }, 'too_large'],
+  ])('%s: this message is bad (BadMessageError)', async (_, fault, reason) => {
+    const error = await thrownFor(fault)
+    expect(error).toBeInstanceOf(BadMessageError)
+    expect(error).toMatchObject({ reason })
+  })
+
+  it.each<[string, MessageFault, object]>([
+    ['401 even with a fresh token', status(401), { status: 401, exhausted: false }],
+    ['403 (rate limits, scope)', status(403), { status: 403, exhausted: false }],
+    ['408', status(408), { status: 408 }],
+    ['429 after the retries', status(429), { status: 429, exhausted: true }],
+    ['503 after the retries', status(503), { status: 503, exhausted: true }],
+  ])('%s: Gmail is unavailable (GmailHttpError), not the message', async (_, fault, fields) => {
+    const error = await thrownFor(fault)
+    expect(error).toBeInstanceOf(GmailHttpError)
+    expect(error).not.toBeInstanceOf(BadMessageError)
+    expect(error).toMatchObject({ endpoint: 'messages.get', ...fields })
+  })
+
+  it('a refresh token Google refuses is OAuth failing, not the message', async () => {
+    const error = await thrownFor(null, 'revoked')
+    expect(error).toBeInstanceOf(GmailHttpError)
+    expect(error).toMatchObject({ endpoint: 'token', status: 400 })
+  })
+
+  it('a good message is its raw bytes', async () => {
+    const message = google.deliver(RAW)
+    expect((await api().rawMessage(message.id)).raw.toString()).toBe(RAW)
   })
 })

@@ -15,7 +15,8 @@
  *   resultSizeEstimate}`, newest first.
  * - `GET messages/{id}?format=raw` → `{id, threadId, labelIds, snippet, historyId, internalDate,
  *   sizeEstimate, raw}` with `raw` base64url without padding; 404 for an unknown id.
- * History ids grow with random gaps, like Gmail's. Faults can be queued per endpoint.
+ * History ids grow with random gaps, like Gmail's. Faults can be queued per endpoint, and one
+ * message can be broken (an error status, no `raw`, an oversized answer) until it is repaired.
  * @module
  */
 import { randomBytes } from 'node:crypto'
@@ -51,9 +52,20 @@ export interface Fault {
   laterPagesOnly?: boolean
 }
 
+/** What messages.get answers for one message instead of it, until it is repaired. */
+export type MessageFault =
+  /** An error answer with this status (404, 400, 403, 503, ...), every time. */
+  | { kind: 'status'; status: number }
+  /** 200 with the message's metadata but no `raw` field. */
+  | { kind: 'no_raw' }
+  /** 200 with the message, padded by an extra field to at least `bytes` (over a size bound). */
+  | { kind: 'oversize'; bytes: number }
+
 export interface RequestRecord {
   endpoint: Endpoint
   status: number
+  /** messages.get: the id asked for. */
+  messageId?: string
   /** The query parameters as received. */
   query: Record<string, string>
   /** The bearer token used (API calls). */
@@ -76,6 +88,10 @@ export interface FakeGmail {
   fail(endpoint: Endpoint, fault: Fault, count?: number): void
   /** Drops every queued fault. */
   clearFaults(): void
+  /** messages.get for `id` answers `fault` from now on (other messages are unaffected). */
+  breakMessage(id: string, fault: MessageFault): void
+  /** messages.get for `id` answers the message again. */
+  repairMessage(id: string): void
   /** Every token issued so far stops working (401 on the API). */
   revokeAccessTokens(): void
   /** Delay every answer (ms). */
@@ -83,6 +99,17 @@ export interface FakeGmail {
   requests(endpoint?: Endpoint): RequestRecord[]
   currentHistoryId(): string
   close(): Promise<void>
+}
+
+/** Google's `error.status` for an HTTP status, as the API sends it. */
+function statusName(status: number): string {
+  const names: Record<number, string> = {
+    400: 'INVALID_ARGUMENT',
+    403: 'PERMISSION_DENIED',
+    404: 'NOT_FOUND',
+    429: 'RESOURCE_EXHAUSTED',
+  }
+  return names[status] ?? (status >= 500 ? 'UNAVAILABLE' : 'FAILED_PRECONDITION')
 }
 
 export async function startFakeGmail(options: FakeGmailOptions): Promise<FakeGmail> {
@@ -98,6 +125,7 @@ export async function startFakeGmail(options: FakeGmailOptions): Promise<FakeGma
   const records: Array<{ id: string; message: StoredMessage }> = []
   const validTokens = new Set<string>()
   const faults = new Map<Endpoint, Array<Fault>>()
+  const brokenMessages = new Map<string, MessageFault>()
   const log: RequestRecord[] = []
   let latencyMs = 0
 
@@ -278,7 +306,14 @@ export async function startFakeGmail(options: FakeGmailOptions): Promise<FakeGma
         })
       }
       case 'messages.get': {
-        const message = messages.find((m) => m.id === decodeURIComponent(match[2] ?? ''))
+        const id = decodeURIComponent(match[2] ?? '')
+        record.messageId = id
+        const message = messages.find((m) => m.id === id)
+        const broken = brokenMessages.get(id)
+        if (broken?.kind === 'status') {
+          answer(broken.status)
+          return apiError(res, broken.status, statusName(broken.status), 'broken by the test')
+        }
         if (!message) {
           answer(404)
           return apiError(res, 404, 'NOT_FOUND', 'Requested entity was not found.')
@@ -297,7 +332,8 @@ export async function startFakeGmail(options: FakeGmailOptions): Promise<FakeGma
           internalDate: String(Date.now()),
           sizeEstimate: bytes.length,
           // Gmail's raw is base64url; Node's encoder leaves out the padding, as Gmail does.
-          raw: bytes.toString('base64url'),
+          ...(broken?.kind === 'no_raw' ? {} : { raw: bytes.toString('base64url') }),
+          ...(broken?.kind === 'oversize' ? { padding: 'x'.repeat(broken.bytes) } : {}),
         })
       }
       default:
@@ -348,6 +384,12 @@ export async function startFakeGmail(options: FakeGmailOptions): Promise<FakeGma
     },
     clearFaults() {
       faults.clear()
+    },
+    breakMessage(id, fault) {
+      brokenMessages.set(id, fault)
+    },
+    repairMessage(id) {
+      brokenMessages.delete(id)
     },
     revokeAccessTokens() {
       validTokens.clear()

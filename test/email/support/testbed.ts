@@ -16,7 +16,7 @@ import {
   startGmailPolling,
 } from '../../../origin/gmail'
 import type { PollerLimits } from '../../../origin/gmail/poller'
-import { silentLogger } from '../../../origin/log'
+import { type Logger, silentLogger } from '../../../origin/log'
 import type { FakeGmail } from '../../support/fake-gmail'
 import { type OriginTestbed, startOriginTestbed } from '../../support/origin'
 import { deleteRedisPrefix, REDIS_URL, runId } from '../../support/services'
@@ -34,6 +34,8 @@ export interface PollerOptions {
   owner?: string
   limits?: Partial<PollerLimits>
   pollIntervalMs?: number
+  /** To look at the log lines. @default silent */
+  logger?: Logger
 }
 
 export interface EmailTestbed {
@@ -106,7 +108,7 @@ export async function startEmailTestbed(): Promise<EmailTestbed> {
         gmail: loadGmailConfig(env) as GmailConfig,
         origin: loadConfig(env),
         env,
-        logger: silentLogger,
+        logger: options.logger ?? silentLogger,
         owner: options.owner,
         limits: { ...TEST_LIMITS, ...options.limits },
         autoStart: false,

@@ -171,21 +171,52 @@ describe('what the sending server is told', () => {
     ['down', 'http://127.0.0.1:9'],
     ['answering 503', '/503'],
   ])(
-    'origin %s: the handler throws (temporary SMTP error) and releases its claim',
+    'origin %s: the mail is accepted and queued; the queue consumer stores it once',
     async (_, origin) => {
       const to = inbox()
       const id = uniqueMessageId()
       const raw = rawEmail({ to, messageId: id })
       const ORIGIN_URL = origin.startsWith('/') ? `${statusOriginUrl}${origin}` : origin
 
+      // This delivery's env points at a dead origin; the queue consumer runs with the Worker's
+      // own env, whose origin is up, as after a recovery.
       const answer = await worker.deliver(
         raw,
         { to },
         { env: { ORIGIN_URL, ORIGIN_TIMEOUT_MS: '500' } },
       )
 
+      expect(answer).toEqual({ outcome: 'accepted' })
+      const deadline = Date.now() + 20_000
+      while (Date.now() < deadline && (await rowsFor(to)).length === 0) {
+        await new Promise((r) => setTimeout(r, 200))
+      }
+      expect(await rowsFor(to)).toHaveLength(1)
+      expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+      expect(await rowsFor(to)).toHaveLength(1)
+    },
+  )
+
+  it.each([
+    ['email left out of SPOOL_CHANNELS', { SPOOL_CHANNELS: 'slack,whatsapp,sms,telegram' }, ''],
+    // 45,000 three-byte characters: 135 KB of UTF-8, over a queue message's 128 KB.
+    ['an event too large for a queue message', {}, '€'.repeat(45_000)],
+  ])(
+    'origin down and %s: the handler throws (temporary SMTP error) and releases its claim',
+    async (_, env, text) => {
+      const to = inbox()
+      const id = uniqueMessageId()
+      const raw = rawEmail({ to, messageId: id, ...(text ? { text } : {}) })
+
+      const answer = await worker.deliver(
+        raw,
+        { to },
+        { env: { ORIGIN_URL: 'http://127.0.0.1:9', ORIGIN_TIMEOUT_MS: '500', ...env } },
+      )
+
       expect(answer.outcome).toBe('threw')
       expect(await claimValue(to, id)).toBeNull()
+      await new Promise((r) => setTimeout(r, 1_500))
       expect(await rowsFor(to)).toHaveLength(0)
       // The sender's retry, once the origin is back, is taken.
       expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })

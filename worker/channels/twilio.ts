@@ -12,6 +12,7 @@
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
 import type { RawBody } from '../body'
 import { InvalidPayloadError } from '../errors'
+import { type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'
 import {
   type ChannelDelivery,
   type DeliveryKey,
@@ -113,6 +114,24 @@ export async function verifyTwilio(
     }
   }
   return { ok: false, reason: 'signature_mismatch' }
+}
+
+/**
+ * Verifies with the tokens of the account the request names (`AccountSid`, read before
+ * verification the way {@link classifyTwilio} reads it: an untrusted hint that picks the tokens).
+ */
+export function verifyTwilioTenant(
+  parts: RequestParts,
+  authTokens: TenantSecrets,
+  options: TwilioVerifyOptions = {},
+): Promise<TenantVerdict> {
+  let accountSid: string | null = null
+  try {
+    accountSid = str(parseTwilio(parts.body, parts.url).get('AccountSid'))
+  } catch {
+    // Unparseable: no account, hence (per tenant) no secrets to try.
+  }
+  return verifyForTenant(authTokens, accountSid, (tokens) => verifyTwilio(parts, tokens, options))
 }
 
 /** Parameters by name (the first value of a repeated name). */

@@ -81,7 +81,8 @@ export async function verifySlackTenant(
   secrets: TenantSecrets,
   options: VerifyOptions = {},
 ): Promise<TenantVerdict> {
-  const appId = slackAppIdOf(parts)
+  // Shared secrets verify any app: nothing to read before the signature then.
+  const appId = secrets.kind === 'shared' ? null : slackAppIdOf(parts)
   if (appId === null && secrets.kind === 'per-tenant') {
     const verdict = await verifySlack(parts, allSecrets(secrets), options)
     return verdict.ok ? { ok: true, tenant: null, handshakeOnly: true } : verdict

@@ -125,13 +125,17 @@ export function verifyTwilioTenant(
   authTokens: TenantSecrets,
   options: TwilioVerifyOptions = {},
 ): Promise<TenantVerdict> {
-  let accountSid: string | null = null
-  try {
-    accountSid = str(parseTwilio(parts.body, parts.url).get('AccountSid'))
-  } catch {
-    // Unparseable: no account, hence (per tenant) no secrets to try.
-  }
+  // Shared tokens verify any account: nothing to read before the signature then.
+  const accountSid = authTokens.kind === 'shared' ? null : accountSidOf(parts)
   return verifyForTenant(authTokens, accountSid, (tokens) => verifyTwilio(parts, tokens, options))
+}
+
+function accountSidOf(parts: RequestParts): string | null {
+  try {
+    return str(parseTwilio(parts.body, parts.url).get('AccountSid'))
+  } catch {
+    return null // unparseable: no account, hence no tokens to try
+  }
 }
 
 /** Parameters by name (the first value of a repeated name). */

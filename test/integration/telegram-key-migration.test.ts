@@ -3,30 +3,21 @@
  * `{chat.id}:{message_id}` move to `{bot id}:{chat.id}:{message_id}` (the bot is the customer's
  * tenant), so a replay or an edit after the upgrade finds them instead of making a second row.
  */
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrate } from '../../local/migrate'
-import { createTestDatabase, type TestDatabase } from '../support/services'
+import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 
-let database: TestDatabase
-let sql: pg.Client
+let bed: SqlTestbed
 
 beforeAll(async () => {
-  database = await createTestDatabase()
-  sql = new pg.Client({ connectionString: database.url })
-  await sql.connect()
+  bed = await openSqlTestbed()
 })
 
 afterAll(async () => {
-  await sql?.end()
-  await database?.drop()
+  await bed?.close()
 })
 
-async function insert(text: string, values: unknown[]): Promise<string> {
-  const { rows } = await sql.query<{ id: string }>(`${text} RETURNING id::text`, values)
-  if (!rows[0]) throw new Error('insert returned no row')
-  return rows[0].id
-}
+const insert: SqlTestbed['insert'] = (text, values) => bed.insert(text, values)
 
 async function message(conversationId: string, channel: string, key: string): Promise<string> {
   return insert(
@@ -38,7 +29,7 @@ async function message(conversationId: string, channel: string, key: string): Pr
 }
 
 async function keyOf(id: string): Promise<string> {
-  const { rows } = await sql.query<{ key: string }>(
+  const { rows } = await bed.sql.query<{ key: string }>(
     'SELECT channel_message_id AS key FROM messages WHERE id = $1',
     [id],
   )
@@ -69,8 +60,8 @@ describe('Telegram bot-scoped message keys', () => {
     const fresh = await message(botA, 'telegram', '4242:9:2')
     const other = await message(sms, 'sms', '12:34')
 
-    await sql.query("DELETE FROM schema_migrations WHERE version = '20261201000002'")
-    await migrate(database.url)
+    await bed.sql.query("DELETE FROM schema_migrations WHERE version = '20261201000002'")
+    await migrate(bed.database.url)
 
     expect(
       await Promise.all([old, sameIdOtherBot, already, stale, fresh, other].map(keyOf)),

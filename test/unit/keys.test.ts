@@ -432,6 +432,29 @@ describe('Telegram keys', () => {
     expect(created.action === 'forward' && created.draft.tenant).toBe(`${bot}:biz:BC1`)
   })
 
+  it("ignores the business account's own messages in its chats (the owner's, or a bot's for it)", () => {
+    const outgoing = (extra: Record<string, unknown>) => ({
+      update_id: 32,
+      business_message: {
+        business_connection_id: 'BC1',
+        message_id: 5,
+        date: 1700000000,
+        chat: { id: 7, type: 'private' },
+        text: 'we open at 9',
+        ...extra,
+      },
+    })
+    for (const update of [
+      outgoing({ from: { id: 99 } }),
+      outgoing({ from: { id: 99 }, sender_business_bot: { id: 1, is_bot: true } }),
+    ]) {
+      expect(summary(classifyTelegram(update, bot))).toEqual({
+        action: 'ignore',
+        reason: 'telegram_business_outgoing',
+      })
+    }
+  })
+
   it('gives an edit its update_id as the sequence that orders edits of the same second', () => {
     const edit = classifyTelegram(
       telegramUpdate({ updateId: 77, field: 'edited_message', editDate: 1700000100 }),

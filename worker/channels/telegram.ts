@@ -8,7 +8,8 @@
  *   the bot's); a business message `{bot id}:biz:{business_connection_id}:{chat.id}:{message_id}`
  *   (a business chat may share its id with a bot chat). An edit has the same key, kind `edit`, time
  *   `edit_date` and `editSeq` = `update_id` (edits within one second are ordered by it).
- * - service messages (members joined, title changed, pinned, ...) are recorded, never forwarded.
+ * - service messages (members joined, title changed, pinned, ...) are recorded, never forwarded;
+ *   the business account's own messages in its chats are ignored (like a bot's echoes).
  * @module
  */
 import { timingSafeEqual } from '../../contract/crypto'
@@ -181,6 +182,9 @@ export function classifyTelegram(update: TelegramUpdate, botId: string): Channel
   if (business !== undefined && !isKeyPart(str(business))) {
     throw new InvalidPayloadError(`telegram ${field} with an invalid business_connection_id`)
   }
+  if (business !== undefined && isBusinessOutgoing(message, chatId)) {
+    return { action: 'ignore', reason: 'telegram_business_outgoing' }
+  }
   // A business account is its own inbox: its chats, and its customers, are not the bot's.
   const tenant = business === undefined ? botId : `${botId}:biz:${business}`
 
@@ -203,6 +207,18 @@ export function classifyTelegram(update: TelegramUpdate, botId: string): Channel
     ...(kind === 'edit' ? { editSeq: updateId } : {}),
   }
   return { action: 'forward', key, draft }
+}
+
+/**
+ * Business updates carry both sides of the account's private chats: the customer's messages, and
+ * the account's own (typed by its owner, or sent by a bot on its behalf: `sender_business_bot`).
+ * The chat is the private chat with the customer, so its id is the customer's user id [inferred
+ * from the Bot API's private-chat ids]; a message from anyone else is the business speaking.
+ */
+function isBusinessOutgoing(message: Record<string, unknown>, chatId: number): boolean {
+  if (message.sender_business_bot !== undefined) return true
+  const fromId = obj(message.from)?.id
+  return obj(message.chat)?.type === 'private' && fromId !== undefined && fromId !== chatId
 }
 
 /** Chat and user ids are integers (up to 52 bits; channels are negative). */

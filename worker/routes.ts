@@ -10,6 +10,7 @@ import { classifyTelegram, parseTelegram, verifyTelegramBot } from './channels/t
 import { classifyTwilio, parseTwilio, verifyTwilioTenant } from './channels/twilio'
 import { type ChannelReplies, handleDelivery } from './deliver'
 import type { Env } from './env'
+import { UnauthorizedError } from './errors'
 import {
   assertVerifiedTenant,
   deliveryContext,
@@ -52,7 +53,6 @@ webhooks.post('/slack', async (c) => {
   const delivery = await classifySlack(
     parseSlack(request.body, c.req.header('content-type') ?? null),
   )
-  if (delivery.action !== 'challenge') assertVerifiedTenant('slack', request, delivery)
   if (delivery.action === 'challenge') {
     logDecision({
       channel: 'slack',
@@ -63,6 +63,7 @@ webhooks.post('/slack', async (c) => {
     })
     return c.text(delivery.challenge)
   }
+  assertVerifiedTenant('slack', request, delivery)
   const ctx = deliveryContext(c, 'slack', request, slackReplies, RESPONSE_BUDGET_MS.slack)
   return handleDelivery(ctx, delivery, request.body.text)
 })
@@ -93,8 +94,9 @@ async function telegram(c: GatewayContext, pathBotId: string | undefined): Promi
     (parts, config) =>
       verifyTelegramBot(parts, config.secretTokens, pathBotId ?? config.pathlessBotId),
   )
-  // Per bot, always: the verified tenant is the bot.
-  const botId = request.tenant as string
+  // Telegram secrets are always per bot, so the verified tenant is the bot.
+  const botId = request.tenant
+  if (botId === null) throw new UnauthorizedError('telegram: no bot')
   const delivery = classifyTelegram(parseTelegram(request.body), botId)
   assertVerifiedTenant('telegram', request, delivery)
   const ctx = deliveryContext(c, 'telegram', request, telegramReplies, RESPONSE_BUDGET_MS.telegram)

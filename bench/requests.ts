@@ -146,7 +146,7 @@ export class EventFactory {
     return {
       vendor: 'telegram',
       channel: 'telegram',
-      messageKey: `${chatId}:${seq}`,
+      messageKey: `${BENCH_SECRETS.telegramBotId}:${chatId}:${seq}`,
       path: '/webhooks/telegram',
       contentType: 'application/json',
       body,

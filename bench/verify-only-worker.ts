@@ -8,9 +8,9 @@
  * @module
  */
 import { Hono } from 'hono'
-import { verifySlack } from '../worker/channels/slack'
-import { verifyTelegram } from '../worker/channels/telegram'
-import { verifyTwilio } from '../worker/channels/twilio'
+import { verifySlackTenant } from '../worker/channels/slack'
+import { verifyTelegramBot } from '../worker/channels/telegram'
+import { verifyTwilioTenant } from '../worker/channels/twilio'
 import type { Env } from '../worker/env'
 import { GatewayError } from '../worker/errors'
 import { verifiedRequest } from '../worker/gateway'
@@ -23,7 +23,7 @@ app.post('/webhooks/slack', async (c) => {
     c,
     'slack',
     (s) => s.slack,
-    (parts, config) => verifySlack(parts, config.signingSecrets),
+    (parts, config) => verifySlackTenant(parts, config.signingSecrets),
   )
   return ok()
 })
@@ -34,7 +34,7 @@ app.post('/webhooks/twilio', async (c) => {
     'twilio',
     (s) => s.twilio,
     (parts, config) =>
-      verifyTwilio(parts, config.authTokens, { publicBaseUrl: config.publicBaseUrl }),
+      verifyTwilioTenant(parts, config.authTokens, { publicBaseUrl: config.publicBaseUrl }),
   )
   return ok()
 })
@@ -44,7 +44,7 @@ app.post('/webhooks/telegram', async (c) => {
     c,
     'telegram',
     (s) => s.telegram,
-    (parts, config) => verifyTelegram(parts, config.secretTokens),
+    (parts, config) => verifyTelegramBot(parts, config.secretTokens, config.pathlessBotId),
   )
   return ok()
 })

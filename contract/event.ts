@@ -43,6 +43,11 @@ export const InboundEventSchema = v.strictObject({
   body: v.pipe(v.string(), v.maxLength(LIMITS.body)),
   /** When the vendor says the message (or the edit) happened. */
   occurredAt: IsoTime,
+  /**
+   * Edits only, optional: orders two edits with the same `occurredAt` (vendor clocks with
+   * one-second resolution); the larger wins. A per-tenant sequence such as Telegram's update_id.
+   */
+  editSeq: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0))),
   /** Email only: subject line. */
   subject: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.subject))),
   /** Email only: message keys named by In-Reply-To / References, nearest first. */

@@ -5,10 +5,12 @@
  *   tsx local/send-webhook.ts slack    [--text hi] [--id Ev123] [--times 8]
  *   tsx local/send-webhook.ts twilio   [--text hi] [--id SM...] [--sms] [--status delivered]
  *   tsx local/send-webhook.ts telegram [--text hi] [--id 1001] [--chat 7] [--message-id 42] [--edit]
- *   ... [--url http://127.0.0.1:8787] [--curl]
+ *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
  * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Secrets
  * come from the environment, else `.dev.vars`, else `.dev.vars.example` (what `npm run dev` uses).
+ * With a per-tenant variable set (SLACK_SIGNING_SECRETS_BY_APP, ...), the request is signed as the
+ * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id), else as its first tenant.
  * Slack signatures expire after 5 minutes: a printed curl must be run within that.
  * @module
  */
@@ -17,6 +19,7 @@ import { parseArgs } from 'node:util'
 import { slackSignature } from '../worker/channels/slack'
 import { TELEGRAM_SECRET_HEADER } from '../worker/channels/telegram'
 import { twilioSignature } from '../worker/channels/twilio'
+import { parseTenantSecrets } from '../worker/tenants'
 import { loadDevVars } from './dev-vars'
 
 const USAGE = `usage: tsx local/send-webhook.ts slack|twilio|telegram [options]
@@ -25,6 +28,7 @@ const USAGE = `usage: tsx local/send-webhook.ts slack|twilio|telegram [options]
   --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
+  --tenant ID        sign as this Slack app / Twilio account / Telegram bot (per-tenant secrets)
   slack:    --channel C123 --user U123 --ts 1700000000.000100
   twilio:   --sms (an SMS instead of WhatsApp) --from +14155550100 --status delivered
   telegram: --chat 7 --message-id 42 --edit`
@@ -44,6 +48,9 @@ const SECRET_NAMES = [
   'TWILIO_AUTH_TOKEN',
   'TELEGRAM_SECRET_TOKEN',
   'TELEGRAM_BOT_ID',
+  'SLACK_SIGNING_SECRETS_BY_APP',
+  'TWILIO_AUTH_TOKENS_BY_ACCOUNT',
+  'TELEGRAM_SECRET_TOKENS_BY_BOT',
   'PUBLIC_BASE_URL',
 ] as const
 
@@ -54,13 +61,48 @@ function firstSecret(vars: Record<string, string>, name: string): string {
   return value
 }
 
+/**
+ * Who signs, and with what: the tenant's first secret from the per-tenant variable when it is set
+ * (the `--tenant` one, else its first tenant), else the single-tenant variable (tenant undefined).
+ */
+function signer(
+  vars: Record<string, string>,
+  perTenant: string,
+  shared: string,
+  tenant: string | undefined,
+): { tenant: string | undefined; secret: string } {
+  const warnings: string[] = []
+  const byTenant = parseTenantSecrets(
+    perTenant,
+    vars[perTenant],
+    { test: () => true, hint: '' },
+    warnings,
+  )
+  for (const warning of warnings) console.error(warning)
+  if (byTenant === null || byTenant.size === 0) return { tenant, secret: firstSecret(vars, shared) }
+  const chosen = tenant ?? [...byTenant.keys()][0]
+  const secret = chosen === undefined ? undefined : byTenant.get(chosen)?.[0]
+  if (chosen === undefined || secret === undefined) {
+    throw new Error(`${perTenant} has no entry for tenant ${chosen}`)
+  }
+  return { tenant: chosen, secret }
+}
+
+const tenantOption = (o: Options) => (typeof o.tenant === 'string' ? o.tenant : undefined)
+
 async function buildSlack(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
   const micros = String(Math.floor(Math.random() * 1e6)).padStart(6, '0')
   const ts = String(o.ts ?? `${Math.floor(Date.now() / 1000)}.${micros}`)
+  const { tenant, secret } = signer(
+    vars,
+    'SLACK_SIGNING_SECRETS_BY_APP',
+    'SLACK_SIGNING_SECRET',
+    tenantOption(o),
+  )
   const payload = {
     token: 'send-webhook',
     team_id: 'T0LOCAL',
-    api_app_id: 'A0LOCAL',
+    api_app_id: tenant ?? 'A0LOCAL',
     type: 'event_callback',
     event_id: String(o.id ?? `Ev${hex(6).toUpperCase()}`),
     event_time: Math.floor(Date.now() / 1000),
@@ -81,11 +123,7 @@ async function buildSlack(base: string, vars: Record<string, string>, o: Options
     headers: {
       'content-type': 'application/json',
       'x-slack-request-timestamp': timestamp,
-      'x-slack-signature': await slackSignature(
-        firstSecret(vars, 'SLACK_SIGNING_SECRET'),
-        timestamp,
-        body,
-      ),
+      'x-slack-signature': await slackSignature(secret, timestamp, body),
     },
     body,
   }
@@ -94,10 +132,16 @@ async function buildSlack(base: string, vars: Record<string, string>, o: Options
 async function buildTwilio(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
   const sid = String(o.id ?? `SM${hex(16)}`)
   const from = String(o.from ?? (o.sms ? '+14155550100' : 'whatsapp:+14155550100'))
+  const { tenant, secret } = signer(
+    vars,
+    'TWILIO_AUTH_TOKENS_BY_ACCOUNT',
+    'TWILIO_AUTH_TOKEN',
+    tenantOption(o),
+  )
   const params: Array<[string, string]> = [
     ['MessageSid', sid],
     ['SmsSid', sid],
-    ['AccountSid', 'AC00000000000000000000000000000000'],
+    ['AccountSid', tenant ?? 'AC00000000000000000000000000000000'],
     ['From', from],
     ['To', o.sms ? '+14155550199' : 'whatsapp:+14155550199'],
     ['Body', String(o.text ?? 'hello from send-webhook')],
@@ -112,11 +156,7 @@ async function buildTwilio(base: string, vars: Record<string, string>, o: Option
     url,
     headers: {
       'content-type': 'application/x-www-form-urlencoded',
-      'x-twilio-signature': await twilioSignature(
-        firstSecret(vars, 'TWILIO_AUTH_TOKEN'),
-        signedUrl,
-        params,
-      ),
+      'x-twilio-signature': await twilioSignature(secret, signedUrl, params),
     },
     body: new URLSearchParams(params).toString(),
   }
@@ -137,11 +177,18 @@ function buildTelegram(base: string, vars: Record<string, string>, o: Options): 
     update_id: Number(o.id ?? Math.floor(Math.random() * 2 ** 31)),
     [o.edit ? 'edited_message' : 'message']: message,
   }
+  // A bot of TELEGRAM_SECRET_TOKENS_BY_BOT (or --tenant) has its own path; else the bare one.
+  const { tenant: bot, secret } = signer(
+    vars,
+    'TELEGRAM_SECRET_TOKENS_BY_BOT',
+    'TELEGRAM_SECRET_TOKEN',
+    tenantOption(o),
+  )
   return {
-    url: `${base}/webhooks/telegram`,
+    url: `${base}/webhooks/telegram${bot === undefined ? '' : `/${bot}`}`,
     headers: {
       'content-type': 'application/json',
-      [TELEGRAM_SECRET_HEADER]: firstSecret(vars, 'TELEGRAM_SECRET_TOKEN'),
+      [TELEGRAM_SECRET_HEADER]: secret,
     },
     body: JSON.stringify(update),
   }
@@ -179,6 +226,7 @@ async function main(): Promise<void> {
       chat: { type: 'string' },
       'message-id': { type: 'string' },
       edit: { type: 'boolean' },
+      tenant: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })

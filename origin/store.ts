@@ -204,8 +204,9 @@ export async function insertMessageWithOutbox(
   const rows = await tx.query<{ message_id: string }>(
     `WITH inserted AS (
        INSERT INTO messages (conversation_id, channel, channel_message_id, sender_external_id,
-                             body, subject, payload_hash, first_delivery_key, occurred_at, edited_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                             body, subject, payload_hash, first_delivery_key, occurred_at, edited_at,
+                             edit_seq)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12)
        ON CONFLICT (channel, channel_message_id) WHERE channel_message_id IS NOT NULL DO NOTHING
        RETURNING id
      )
@@ -227,6 +228,8 @@ export async function insertMessageWithOutbox(
       event.occurredAt,
       editedAt,
       customerId,
+      // A row created by an edit keeps the edit's sequence, so an older same-second edit loses.
+      editedAt === null ? null : (event.editSeq ?? null),
     ],
   )
   return rows[0]?.message_id ?? null
@@ -234,18 +237,20 @@ export async function insertMessageWithOutbox(
 
 /**
  * Applies an edit if it is newer than the last one applied: an edit that arrives after a newer
- * one (vendors do not order deliveries) or a replay changes nothing and returns null.
+ * one (vendors do not order deliveries) or a replay changes nothing and returns null. Two edits
+ * with the same time are ordered by `editSeq` when both have one (the larger wins).
  * `payload_hash` keeps the original message's hash, so a replay of the original is no mismatch.
  */
 export async function applyEdit(db: Queryable, event: InboundEvent): Promise<StoredMessage | null> {
   const rows = await db.query<StoredMessageRow>(
     `UPDATE messages m
-        SET body = $3, edited_at = $4, updated_at = now()
+        SET body = $3, edited_at = $4, edit_seq = $5, updated_at = now()
        FROM conversations c
       WHERE c.id = m.conversation_id AND m.channel = $1 AND m.channel_message_id = $2
-        AND (m.edited_at IS NULL OR m.edited_at < $4)
+        AND (m.edited_at IS NULL OR m.edited_at < $4
+             OR (m.edited_at = $4 AND m.edit_seq < $5))
       RETURNING ${STORED_MESSAGE_COLUMNS}`,
-    [event.channel, event.messageKey, event.body, event.occurredAt],
+    [event.channel, event.messageKey, event.body, event.occurredAt, event.editSeq ?? null],
   )
   return toStoredMessage(rows[0])
 }

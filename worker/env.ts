@@ -9,6 +9,11 @@ export interface Env {
   SLACK_SIGNING_SECRET?: string
   TWILIO_AUTH_TOKEN?: string
   TELEGRAM_SECRET_TOKEN?: string
+  // Per tenant (`TENANT=secret1|secret2,OTHER=secret3`, worker/tenants.ts); each replaces (Slack,
+  // Twilio) or extends (Telegram) its single-tenant variable above.
+  SLACK_SIGNING_SECRETS_BY_APP?: string
+  TWILIO_AUTH_TOKENS_BY_ACCOUNT?: string
+  TELEGRAM_SECRET_TOKENS_BY_BOT?: string
   ORIGIN_SHARED_SECRET?: string
   UPSTASH_REDIS_REST_URL?: string
   UPSTASH_REDIS_REST_TOKEN?: string

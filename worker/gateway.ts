@@ -5,13 +5,14 @@
  */
 import type { Context } from 'hono'
 import { type RawBody, readBoundedBody } from './body'
-import type { RequestParts, Verdict } from './channels/types'
+import type { ChannelDelivery, RequestParts } from './channels/types'
 import { type ChannelConfig, type Settings, settingsFor } from './config'
 import { ClaimStore } from './dedup/claims'
 import { upstashPort } from './dedup/redis'
 import type { ChannelReplies, DeliveryContext } from './deliver'
 import type { Env } from './env'
 import { ChannelNotConfiguredError, UnauthorizedError } from './errors'
+import type { TenantVerdict } from './tenants'
 
 export type GatewayContext = Context<{ Bindings: Env }>
 
@@ -21,6 +22,10 @@ export interface VerifiedRequest<T> {
   config: T
   body: RawBody
   startedAt: number
+  /** The tenant whose secrets matched; null for shared (single-tenant) secrets. */
+  tenant: string | null
+  /** Matched without naming a tenant (Slack's handshake): good for nothing that writes. */
+  handshakeOnly: boolean
 }
 
 /**
@@ -31,7 +36,7 @@ export async function verifiedRequest<T>(
   c: GatewayContext,
   channel: string,
   pick: (settings: Settings) => ChannelConfig<T>,
-  verify: (parts: RequestParts, config: T) => Promise<Verdict>,
+  verify: (parts: RequestParts, config: T) => Promise<TenantVerdict>,
 ): Promise<VerifiedRequest<T>> {
   const startedAt = Date.now()
   const settings = settingsFor(c.env)
@@ -40,7 +45,31 @@ export async function verifiedRequest<T>(
   const body = await readBoundedBody(c.req.raw, settings.maxBodyBytes)
   const verdict = await verify({ url: c.req.url, headers: c.req.raw.headers, body }, config.value)
   if (!verdict.ok) throw new UnauthorizedError(`${channel}: ${verdict.reason}`)
-  return { settings, config: config.value, body, startedAt }
+  return {
+    settings,
+    config: config.value,
+    body,
+    startedAt,
+    tenant: verdict.tenant,
+    handshakeOnly: verdict.handshakeOnly === true,
+  }
+}
+
+/**
+ * A delivery may only be claimed or forwarded under the tenant whose secrets verified it. The
+ * channels read the tenant the same way before and after verification, so this holds by
+ * construction; checked anyway, because a drift here would let one tenant write as another.
+ */
+export function assertVerifiedTenant(
+  channel: string,
+  request: VerifiedRequest<unknown>,
+  delivery: ChannelDelivery,
+): void {
+  if (delivery.action === 'ignore') return
+  if (request.handshakeOnly) throw new UnauthorizedError(`${channel}: no tenant named`)
+  if (request.tenant !== null && delivery.key.scope !== request.tenant) {
+    throw new UnauthorizedError(`${channel}: verified tenant differs from the delivery's`)
+  }
 }
 
 const claimStores = new WeakMap<Settings, ClaimStore>()

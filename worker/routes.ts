@@ -5,12 +5,19 @@
  * @module
  */
 import { Hono } from 'hono'
-import { classifySlack, parseSlack, verifySlack } from './channels/slack'
-import { classifyTelegram, parseTelegram, verifyTelegram } from './channels/telegram'
-import { classifyTwilio, parseTwilio, verifyTwilio } from './channels/twilio'
+import { classifySlack, parseSlack, verifySlackTenant } from './channels/slack'
+import { classifyTelegram, parseTelegram, verifyTelegramBot } from './channels/telegram'
+import { classifyTwilio, parseTwilio, verifyTwilioTenant } from './channels/twilio'
 import { type ChannelReplies, handleDelivery } from './deliver'
 import type { Env } from './env'
-import { deliveryContext, retryLaterResponse, verifiedRequest } from './gateway'
+import { UnauthorizedError } from './errors'
+import {
+  assertVerifiedTenant,
+  deliveryContext,
+  type GatewayContext,
+  retryLaterResponse,
+  verifiedRequest,
+} from './gateway'
 import { logDecision } from './log'
 
 /**
@@ -41,7 +48,7 @@ webhooks.post('/slack', async (c) => {
     c,
     'slack',
     (s) => s.slack,
-    (parts, config) => verifySlack(parts, config.signingSecrets),
+    (parts, config) => verifySlackTenant(parts, config.signingSecrets),
   )
   const delivery = await classifySlack(
     parseSlack(request.body, c.req.header('content-type') ?? null),
@@ -56,6 +63,7 @@ webhooks.post('/slack', async (c) => {
     })
     return c.text(delivery.challenge)
   }
+  assertVerifiedTenant('slack', request, delivery)
   const ctx = deliveryContext(c, 'slack', request, slackReplies, RESPONSE_BUDGET_MS.slack)
   return handleDelivery(ctx, delivery, request.body.text)
 })
@@ -66,21 +74,34 @@ webhooks.post('/twilio', async (c) => {
     'twilio',
     (s) => s.twilio,
     (parts, config) =>
-      verifyTwilio(parts, config.authTokens, { publicBaseUrl: config.publicBaseUrl }),
+      verifyTwilioTenant(parts, config.authTokens, { publicBaseUrl: config.publicBaseUrl }),
   )
   const delivery = classifyTwilio(parseTwilio(request.body, c.req.url))
+  assertVerifiedTenant('twilio', request, delivery)
   const ctx = deliveryContext(c, 'twilio', request, twilioReplies, RESPONSE_BUDGET_MS.twilio)
   return handleDelivery(ctx, delivery, request.body.text)
 })
 
-webhooks.post('/telegram', async (c) => {
+/**
+ * One bot per path (`/telegram/{botId}`, its own secret_token list); the bare `/telegram` is the
+ * bot of TELEGRAM_BOT_ID (the single-tenant setup).
+ */
+async function telegram(c: GatewayContext, pathBotId: string | undefined): Promise<Response> {
   const request = await verifiedRequest(
     c,
     'telegram',
     (s) => s.telegram,
-    (parts, config) => verifyTelegram(parts, config.secretTokens),
+    (parts, config) =>
+      verifyTelegramBot(parts, config.secretTokens, pathBotId ?? config.pathlessBotId),
   )
-  const delivery = classifyTelegram(parseTelegram(request.body), request.config.botId)
+  // Telegram secrets are always per bot, so the verified tenant is the bot.
+  const botId = request.tenant
+  if (botId === null) throw new UnauthorizedError('telegram: no bot')
+  const delivery = classifyTelegram(parseTelegram(request.body), botId)
+  assertVerifiedTenant('telegram', request, delivery)
   const ctx = deliveryContext(c, 'telegram', request, telegramReplies, RESPONSE_BUDGET_MS.telegram)
   return handleDelivery(ctx, delivery, request.body.text)
-})
+}
+
+webhooks.post('/telegram', (c) => telegram(c, undefined))
+webhooks.post('/telegram/:botId', (c) => telegram(c, c.req.param('botId')))

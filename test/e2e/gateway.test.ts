@@ -157,7 +157,7 @@ const CASES: Case[] = [
             `${worker.url}/webhooks/telegram`,
             telegramUpdate({ updateId, chatId, messageId: 42 }),
           ),
-        messageKey: `${chatId}:42`,
+        messageKey: `${TEST_SECRETS.telegramBotId}:${chatId}:42`,
         deliveryKey: `dedup:telegram:${TEST_SECRETS.telegramBotId}:${updateId}`,
       }
     },
@@ -236,7 +236,9 @@ describe('Postgres as the backstop', () => {
         ),
       ).toBe(200)
     }
-    for (const chatId of chats) expect(await rows('telegram', `${chatId}:42`)).toBe(1)
+    for (const chatId of chats) {
+      expect(await rows('telegram', `${TEST_SECRETS.telegramBotId}:${chatId}:42`)).toBe(1)
+    }
   })
 
   it('a Twilio status callback never becomes a row and does not block the message', async () => {

@@ -152,6 +152,58 @@ describe('edits', () => {
   })
 })
 
+describe('edits in the same second (Telegram edit_date has one-second resolution)', () => {
+  const second = new Date(Math.floor(Date.now() / 1000 - 60) * 1000).toISOString()
+  const editAt = async (
+    original: Awaited<ReturnType<typeof eventFixture>>,
+    body: string,
+    seq: number,
+  ) =>
+    eventFixture({
+      ...original,
+      kind: 'edit',
+      body,
+      occurredAt: second,
+      editSeq: seq,
+      deliveryKey: `edit-${seq}`,
+    })
+
+  it('the later sequence wins whichever arrives first', async () => {
+    for (const order of ['in order', 'reversed'] as const) {
+      const original = await eventFixture({
+        channel: 'telegram',
+        body: 'v1',
+        occurredAt: minutesAgo(5),
+      })
+      expect((await bed.post(original)).status).toBe(201)
+      const older = await editAt(original, 'v2', 100)
+      const newer = await editAt(original, 'v3', 101)
+      const sequence = order === 'in order' ? [older, newer] : [newer, older]
+      const answers = []
+      for (const edit of sequence) answers.push((await bed.post(edit)).body.outcome)
+      expect(answers).toEqual(
+        order === 'in order' ? ['updated', 'updated'] : ['updated', 'duplicate'],
+      )
+      const rows = await messageRow('telegram', original.messageKey)
+      expect(rows.map((r) => r.body)).toEqual(['v3'])
+      // A replay of the winning edit changes nothing.
+      expect((await bed.post(newer)).body.outcome).toBe('duplicate')
+    }
+  })
+
+  it('an edit that created the row keeps its sequence: an older same-second edit does not win', async () => {
+    const original = await eventFixture({
+      channel: 'telegram',
+      body: 'v1',
+      occurredAt: minutesAgo(5),
+    })
+    const newer = await editAt(original, 'v3', 201)
+    expect((await bed.post(newer)).body.outcome).toBe('created')
+    expect((await bed.post(await editAt(original, 'v2', 200))).body.outcome).toBe('duplicate')
+    expect((await messageRow('telegram', original.messageKey)).map((r) => r.body)).toEqual(['v3'])
+  })
+})
+
 describe('deletes', () => {
   it('mark the row deleted; a repeat is a duplicate; an unknown message is ignored', async () => {
     const original = await eventFixture({ occurredAt: minutesAgo(4) })

@@ -6,21 +6,23 @@
 import { readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import pg from 'pg'
+import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrate } from '../../local/migrate'
-import { createTestDatabase, type TestDatabase } from '../support/services'
+import type { TestDatabase } from '../support/services'
+import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const INDEX_MIGRATIONS = ['20261130000002', '20261130000003']
 
+let bed: SqlTestbed
 let database: TestDatabase
 let sql: pg.Client
+let insert: SqlTestbed['insert']
 
 beforeAll(async () => {
-  database = await createTestDatabase()
-  sql = new pg.Client({ connectionString: database.url })
-  await sql.connect()
+  bed = await openSqlTestbed()
+  ;({ database, sql, insert } = bed)
   // Back to the state before the index migrations: tables only.
   await sql.query('DROP INDEX messages_channel_message_key')
   await sql.query('DROP INDEX conversations_one_pending_key')
@@ -28,15 +30,8 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await sql?.end()
-  await database?.drop()
+  await bed?.close()
 })
-
-async function insert(text: string, values: unknown[]): Promise<string> {
-  const { rows } = await sql.query<{ id: string }>(`${text} RETURNING id::text`, values)
-  if (!rows[0]) throw new Error('insert returned no row')
-  return rows[0].id
-}
 
 const message = (conversationId: string, key: string | null, body: string) =>
   insert(

@@ -147,7 +147,7 @@ const DELIVERIES = {
           `${worker.url}/webhooks/telegram`,
           telegramUpdate({ updateId, chatId, messageId: 7 }),
         ),
-      messageKey: `${chatId}:7`,
+      messageKey: `${TEST_SECRETS.telegramBotId}:${chatId}:7`,
       deliveryKey: `dedup:telegram:${TEST_SECRETS.telegramBotId}:${updateId}`,
     }
   },

@@ -23,7 +23,10 @@ describe('settings', () => {
 
   it('disables only the channel whose secret is missing, naming the variable', () => {
     const s = parseSettings({ ...complete, TWILIO_AUTH_TOKEN: '' })
-    expect(s.twilio).toEqual({ ok: false, missing: ['TWILIO_AUTH_TOKEN'] })
+    expect(s.twilio).toEqual({
+      ok: false,
+      missing: ['TWILIO_AUTH_TOKEN (or TWILIO_AUTH_TOKENS_BY_ACCOUNT)'],
+    })
     expect(s.slack.ok).toBe(true)
     expect(s.telegram.ok).toBe(true)
   })
@@ -35,6 +38,108 @@ describe('settings', () => {
     })
     expect(parseSettings({ ...complete, TELEGRAM_BOT_ID: 'bot' }).telegram).toMatchObject({
       ok: false,
+    })
+  })
+
+  it('reads the single-tenant variables as shared secrets (any tenant), as before', () => {
+    const s = parseSettings({ ...complete, SLACK_SIGNING_SECRET: 'new, old' })
+    expect(s.slack).toEqual({
+      ok: true,
+      value: { signingSecrets: { kind: 'shared', secrets: ['new', 'old'] } },
+    })
+    expect(s.telegram).toEqual({
+      ok: true,
+      value: {
+        secretTokens: { kind: 'per-tenant', byTenant: new Map([['123', ['g']]]) },
+        pathlessBotId: '123',
+      },
+    })
+  })
+
+  describe('per-tenant secrets', () => {
+    const appA = 'A0AAAA'
+    const accountA = `AC${'a'.repeat(32)}`
+    const perTenant: Env = {
+      ...complete,
+      SLACK_SIGNING_SECRETS_BY_APP: ` ${appA}=s-a1 | s-a2 , A0BBBB=s-b,`,
+      TWILIO_AUTH_TOKENS_BY_ACCOUNT: `${accountA}=t-a`,
+      TELEGRAM_SECRET_TOKENS_BY_BOT: '777=tok_7|tok-7b,888=tok8',
+    }
+
+    it('parses TENANT=secret1|secret2,... into each tenant its own rotation list', () => {
+      const s = parseSettings(perTenant)
+      expect(s.slack).toMatchObject({
+        ok: true,
+        value: {
+          signingSecrets: {
+            kind: 'per-tenant',
+            byTenant: new Map([
+              [appA, ['s-a1', 's-a2']],
+              ['A0BBBB', ['s-b']],
+            ]),
+          },
+        },
+      })
+      expect(s.twilio).toMatchObject({
+        ok: true,
+        value: { authTokens: { kind: 'per-tenant', byTenant: new Map([[accountA, ['t-a']]]) } },
+      })
+      // The single-tenant pair is one more bot (and the bare path's bot).
+      expect(s.telegram).toEqual({
+        ok: true,
+        value: {
+          secretTokens: {
+            kind: 'per-tenant',
+            byTenant: new Map([
+              ['777', ['tok_7', 'tok-7b']],
+              ['888', ['tok8']],
+              ['123', ['g']],
+            ]),
+          },
+          pathlessBotId: '123',
+        },
+      })
+      // The shared Slack and Twilio secrets are ignored next to a per-tenant list, and said so.
+      expect(s.warnings).toEqual([
+        'SLACK_SIGNING_SECRET is ignored while SLACK_SIGNING_SECRETS_BY_APP is set',
+        'TWILIO_AUTH_TOKEN is ignored while TWILIO_AUTH_TOKENS_BY_ACCOUNT is set',
+      ])
+    })
+
+    it('warns about each bad entry by position, never printing a secret', () => {
+      const s = parseSettings({
+        ...perTenant,
+        SLACK_SIGNING_SECRET: '',
+        SLACK_SIGNING_SECRETS_BY_APP: `topsecret1,not-an-app=topsecret2,${appA}=,${appA}=topsecret3,${appA}=topsecret4`,
+        TELEGRAM_SECRET_TOKENS_BY_BOT: '777=has space',
+      })
+      expect(s.warnings).toEqual([
+        'SLACK_SIGNING_SECRETS_BY_APP entry 1 is not TENANT=secret1|secret2 with TENANT a Slack app id (A…); skipped',
+        'SLACK_SIGNING_SECRETS_BY_APP entry 2 is not TENANT=secret1|secret2 with TENANT a Slack app id (A…); skipped',
+        `SLACK_SIGNING_SECRETS_BY_APP entry 3 (${appA}) has no secret; skipped`,
+        `SLACK_SIGNING_SECRETS_BY_APP entry 5: ${appA} is listed twice; the first entry is used`,
+        'TWILIO_AUTH_TOKEN is ignored while TWILIO_AUTH_TOKENS_BY_ACCOUNT is set',
+        'TELEGRAM_SECRET_TOKENS_BY_BOT entry 1 (777) has a secret the vendor would not accept',
+      ])
+      expect(s.warnings.join()).not.toMatch(/topsecret|has space/)
+      expect(s.slack).toMatchObject({ ok: true })
+    })
+
+    it('a per-tenant list without one valid entry disables the channel (no fallback to the shared one)', () => {
+      const s = parseSettings({ ...perTenant, SLACK_SIGNING_SECRETS_BY_APP: 'garbage' })
+      expect(s.slack).toEqual({ ok: false, missing: ['SLACK_SIGNING_SECRETS_BY_APP'] })
+      expect(s.warnings).toContain(
+        'SLACK_SIGNING_SECRETS_BY_APP has no valid entry: the channel is disabled',
+      )
+    })
+
+    it('serves Telegram from the per-bot list alone, without a bare-path bot', () => {
+      const s = parseSettings({
+        ...perTenant,
+        TELEGRAM_SECRET_TOKEN: '',
+        TELEGRAM_BOT_ID: '',
+      })
+      expect(s.telegram).toMatchObject({ ok: true, value: { pathlessBotId: null } })
     })
   })
 

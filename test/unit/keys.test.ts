@@ -309,7 +309,7 @@ describe('Telegram keys', () => {
       {
         action: 'forward',
         deliveryKey: `dedup:telegram:${bot}:10`,
-        messageKey: '7:42',
+        messageKey: `${bot}:7:42`,
         kind: 'message',
         channel: 'telegram',
         sender: '7',
@@ -321,7 +321,7 @@ describe('Telegram keys', () => {
       {
         action: 'forward',
         deliveryKey: `dedup:telegram:${bot}:11`,
-        messageKey: '8:42',
+        messageKey: `${bot}:8:42`,
         kind: 'message',
         channel: 'telegram',
         sender: '8',
@@ -339,7 +339,7 @@ describe('Telegram keys', () => {
       {
         action: 'forward',
         deliveryKey: `dedup:telegram:${bot}:12`,
-        messageKey: '7:42',
+        messageKey: `${bot}:7:42`,
         kind: 'edit',
         channel: 'telegram',
         sender: '7',
@@ -360,7 +360,7 @@ describe('Telegram keys', () => {
       {
         action: 'forward',
         deliveryKey: `dedup:telegram:${bot}:13`,
-        messageKey: '-1001:5',
+        messageKey: `${bot}:-1001:5`,
         kind: 'message',
         channel: 'telegram',
         sender: '-1001',
@@ -373,6 +373,94 @@ describe('Telegram keys', () => {
     ],
   ])('%s', (_name, update, expected) => {
     expect(summary(classifyTelegram(update, bot))).toEqual(expected)
+  })
+
+  it.each([
+    ['new_chat_members', { new_chat_members: [{ id: 9, is_bot: false, first_name: 'B' }] }],
+    ['left_chat_member', { left_chat_member: { id: 9, is_bot: false, first_name: 'B' } }],
+    ['pinned_message', { pinned_message: { message_id: 1, date: 0, chat: { id: 7 } } }],
+    ['new_chat_title', { new_chat_title: 'Renamed' }],
+    ['delete_chat_photo', { delete_chat_photo: true }],
+    ['forum_topic_created', { forum_topic_created: { name: 't', icon_color: 1 } }],
+    ['video_chat_started', { video_chat_started: {} }],
+  ])('records a service message (%s) without forwarding it', (_name, service) => {
+    const message = {
+      message_id: 3,
+      date: 1700000000,
+      chat: { id: -7 },
+      from: { id: 7 },
+      ...service,
+    }
+    expect(summary(classifyTelegram({ update_id: 20, message }, bot))).toEqual({
+      action: 'record',
+      deliveryKey: `dedup:telegram:${bot}:20`,
+    })
+  })
+
+  it('forwards a media message without text (not a service message)', () => {
+    const message = { message_id: 3, date: 1700000000, chat: { id: 7 }, from: { id: 7 } }
+    const photo = {
+      ...message,
+      photo: [{ file_id: 'f', file_unique_id: 'u', width: 1, height: 1 }],
+    }
+    expect(summary(classifyTelegram({ update_id: 21, message: photo }, bot))).toMatchObject({
+      action: 'forward',
+      messageKey: `${bot}:7:3`,
+    })
+  })
+
+  it('forwards business messages and their edits, keyed by bot and business connection', () => {
+    const message = (extra: Record<string, unknown>) => ({
+      business_connection_id: 'BC1',
+      message_id: 4,
+      date: 1700000000,
+      chat: { id: 7 },
+      from: { id: 7 },
+      text: 't',
+      ...extra,
+    })
+    const created = classifyTelegram({ update_id: 30, business_message: message({}) }, bot)
+    const edited = classifyTelegram(
+      { update_id: 31, edited_business_message: message({ edit_date: 1700000001 }) },
+      bot,
+    )
+    expect([summary(created), summary(edited)]).toMatchObject([
+      { action: 'forward', messageKey: `${bot}:biz:BC1:7:4`, kind: 'message' },
+      { action: 'forward', messageKey: `${bot}:biz:BC1:7:4`, kind: 'edit' },
+    ])
+    // The business account's tenant is its own: its customers are not the bot's.
+    expect(created.action === 'forward' && created.draft.tenant).toBe(`${bot}:biz:BC1`)
+  })
+
+  it("ignores the business account's own messages in its chats (the owner's, or a bot's for it)", () => {
+    const outgoing = (extra: Record<string, unknown>) => ({
+      update_id: 32,
+      business_message: {
+        business_connection_id: 'BC1',
+        message_id: 5,
+        date: 1700000000,
+        chat: { id: 7, type: 'private' },
+        text: 'we open at 9',
+        ...extra,
+      },
+    })
+    for (const update of [
+      outgoing({ from: { id: 99 } }),
+      outgoing({ from: { id: 99 }, sender_business_bot: { id: 1, is_bot: true } }),
+    ]) {
+      expect(summary(classifyTelegram(update, bot))).toEqual({
+        action: 'ignore',
+        reason: 'telegram_business_outgoing',
+      })
+    }
+  })
+
+  it('gives an edit its update_id as the sequence that orders edits of the same second', () => {
+    const edit = classifyTelegram(
+      telegramUpdate({ updateId: 77, field: 'edited_message', editDate: 1700000100 }),
+      bot,
+    )
+    expect(edit.action === 'forward' && edit.draft.editSeq).toBe(77)
   })
 
   it('uses edit_date as the time of an edit', () => {

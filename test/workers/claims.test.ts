@@ -6,6 +6,7 @@ import { describe, expect, inject, it } from 'vitest'
 import {
   slackMessageEvent,
   slackRequest,
+  TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
   twilioParams,
@@ -237,7 +238,8 @@ describe('Telegram', () => {
       expect(response.status).toBe(200)
     }
     const { calls, rows } = await h.originCalls()
-    expect(calls.map((c) => c.messageKey)).toEqual(['1001:42', '2002:42'])
+    const bot = TEST_SECRETS.telegramBotId
+    expect(calls.map((c) => c.messageKey)).toEqual([`${bot}:1001:42`, `${bot}:2002:42`])
     expect(rows).toBe(2)
   })
 
@@ -259,8 +261,8 @@ describe('Telegram', () => {
       ),
     )
     expect((await h.originCalls()).calls.map((c) => [c.kind, c.messageKey])).toEqual([
-      ['message', '5:9'],
-      ['edit', '5:9'],
+      ['message', `${TEST_SECRETS.telegramBotId}:5:9`],
+      ['edit', `${TEST_SECRETS.telegramBotId}:5:9`],
     ])
   })
 })

@@ -14,6 +14,7 @@ import { type Bytes, hmac, sha256Hex, timingSafeEqual, toHex, utf8 } from '../..
 import type { InboundEventDraft } from '../../contract/event'
 import type { RawBody } from '../body'
 import { InvalidPayloadError } from '../errors'
+import { allSecrets, type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'
 import {
   type Delivery,
   type DeliveryKey,
@@ -68,6 +69,46 @@ export async function verifySlack(
     if (timingSafeEqual(expected, signature)) return { ok: true }
   }
   return { ok: false, reason: 'signature_mismatch' }
+}
+
+/**
+ * Verifies with the secrets of the app the body names (`api_app_id`, read before verification as
+ * an untrusted hint: it only picks the secrets). A body that names no app (the url_verification
+ * handshake) may match any configured app's secret, and is then good for the handshake only.
+ */
+export async function verifySlackTenant(
+  parts: RequestParts,
+  secrets: TenantSecrets,
+  options: VerifyOptions = {},
+): Promise<TenantVerdict> {
+  // Shared secrets verify any app: nothing to read before the signature then.
+  const appId = secrets.kind === 'shared' ? null : slackAppIdOf(parts)
+  if (appId === null && secrets.kind === 'per-tenant') {
+    const verdict = await verifySlack(parts, allSecrets(secrets), options)
+    return verdict.ok ? { ok: true, tenant: null, handshakeOnly: true } : verdict
+  }
+  return verifyForTenant(secrets, appId, (list) => verifySlack(parts, list, options))
+}
+
+/**
+ * The `api_app_id` of an unverified body, read the way {@link parseSlack} and
+ * {@link classifySlack} read it (so the app that verified is the app the keys name); null when
+ * the body is not parseable or names no valid app id.
+ */
+export function slackAppIdOf(parts: RequestParts): string | null {
+  try {
+    const payload = parseSlack(parts.body, parts.headers.get('content-type'))
+    const appId =
+      payload.kind === 'json'
+        ? payload.body.api_app_id
+        : payload.kind === 'interaction'
+          ? payload.payload.api_app_id
+          : payload.form.get('api_app_id')
+    const id = str(appId)
+    return isKeyPart(id) ? id : null
+  } catch {
+    return null
+  }
 }
 
 /** A parsed Slack body: Events API JSON, or a form post (interactivity `payload=`, commands). */

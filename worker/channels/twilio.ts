@@ -12,6 +12,7 @@
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
 import type { RawBody } from '../body'
 import { InvalidPayloadError } from '../errors'
+import { type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'
 import {
   type ChannelDelivery,
   type DeliveryKey,
@@ -113,6 +114,28 @@ export async function verifyTwilio(
     }
   }
   return { ok: false, reason: 'signature_mismatch' }
+}
+
+/**
+ * Verifies with the tokens of the account the request names (`AccountSid`, read before
+ * verification the way {@link classifyTwilio} reads it: an untrusted hint that picks the tokens).
+ */
+export function verifyTwilioTenant(
+  parts: RequestParts,
+  authTokens: TenantSecrets,
+  options: TwilioVerifyOptions = {},
+): Promise<TenantVerdict> {
+  // Shared tokens verify any account: nothing to read before the signature then.
+  const accountSid = authTokens.kind === 'shared' ? null : accountSidOf(parts)
+  return verifyForTenant(authTokens, accountSid, (tokens) => verifyTwilio(parts, tokens, options))
+}
+
+function accountSidOf(parts: RequestParts): string | null {
+  try {
+    return str(parseTwilio(parts.body, parts.url).get('AccountSid'))
+  } catch {
+    return null // unparseable: no account, hence no tokens to try
+  }
 }
 
 /** Parameters by name (the first value of a repeated name). */

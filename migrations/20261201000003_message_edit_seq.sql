@@ -1,0 +1,9 @@
+-- migrate:up
+-- Orders two edits of one message that carry the same time (Telegram's edit_date has one-second
+-- resolution): the edit with the larger sequence (the event's editSeq, Telegram's update_id) wins.
+-- NULL for messages never edited and for channels without a sequence. Adding a nullable column
+-- without a default rewrites nothing.
+ALTER TABLE messages ADD COLUMN edit_seq bigint CHECK (edit_seq >= 0);
+
+-- migrate:down
+ALTER TABLE messages DROP COLUMN edit_seq;

@@ -1,0 +1,96 @@
+/**
+ * Per-tenant vendor secrets: which secrets may verify a request for which tenant (Slack app,
+ * Twilio account, Telegram bot), so that one tenant's secret can never vouch for another tenant.
+ *
+ * Format of a per-tenant variable (one `wrangler secret put` value):
+ * `TENANT=secret1|secret2,OTHER=secret3`: tenants separated by `,`, each tenant's rotation list by
+ * `|` (every entry verifies). Secrets may contain `=` but not `,` or `|` (vendor secrets are hex
+ * or `[A-Za-z0-9_-]`). Warnings name the variable, the entry's position and, when it is valid, the
+ * tenant id: never a secret (a malformed entry may be a secret pasted in the wrong place).
+ * @module
+ */
+import type { Verdict } from './channels/types'
+
+export type TenantSecrets =
+  /** A single-tenant variable (SLACK_SIGNING_SECRET, TWILIO_AUTH_TOKEN): any tenant, one list. */
+  | { kind: 'shared'; secrets: readonly string[] }
+  /** A per-tenant variable: a tenant not listed is refused. */
+  | { kind: 'per-tenant'; byTenant: ReadonlyMap<string, readonly string[]> }
+
+/** A verifier's answer, saying whose secrets matched: a tenant id, or null (shared secrets). */
+export type TenantVerdict =
+  | { ok: true; tenant: string | null; handshakeOnly?: boolean }
+  | { ok: false; reason: string }
+
+/**
+ * Verifies with the secrets of `tenant` only (an id read from the untrusted request before
+ * verification: it picks the secrets, it proves nothing until they match).
+ */
+export async function verifyForTenant(
+  config: TenantSecrets,
+  tenant: string | null,
+  verify: (secrets: readonly string[]) => Promise<Verdict>,
+): Promise<TenantVerdict> {
+  if (config.kind === 'shared') {
+    const verdict = await verify(config.secrets)
+    return verdict.ok ? { ok: true, tenant: null } : verdict
+  }
+  const secrets = tenant === null ? undefined : config.byTenant.get(tenant)
+  if (tenant === null || !secrets) return { ok: false, reason: 'unknown_tenant' }
+  const verdict = await verify(secrets)
+  return verdict.ok ? { ok: true, tenant } : verdict
+}
+
+/** Every configured secret of every tenant (only for requests that name no tenant and write nothing). */
+export function allSecrets(config: TenantSecrets): string[] {
+  return config.kind === 'shared' ? [...config.secrets] : [...config.byTenant.values()].flat()
+}
+
+export interface TenantIdRule {
+  test: (id: string) => boolean
+  /** What a valid id looks like, for the warning. */
+  hint: string
+}
+
+/**
+ * Parses a per-tenant variable. Null when unset or blank; otherwise the valid entries (possibly
+ * none), each problem a warning.
+ */
+export function parseTenantSecrets(
+  name: string,
+  raw: string | undefined,
+  rule: TenantIdRule,
+  warnings: string[],
+  isValidSecret: (secret: string) => boolean = () => true,
+): Map<string, string[]> | null {
+  if (raw === undefined || raw.trim() === '') return null
+  const byTenant = new Map<string, string[]>()
+  const entries = raw.split(',').map((entry) => entry.trim())
+  entries.forEach((entry, index) => {
+    if (entry === '') return
+    const where = `${name} entry ${index + 1}`
+    const equals = entry.indexOf('=')
+    const id = equals < 0 ? '' : entry.slice(0, equals).trim()
+    if (equals < 0 || !rule.test(id)) {
+      warnings.push(`${where} is not TENANT=secret1|secret2 with TENANT ${rule.hint}; skipped`)
+      return
+    }
+    const secrets = entry
+      .slice(equals + 1)
+      .split('|')
+      .map((secret) => secret.trim())
+      .filter((secret) => secret !== '')
+    if (secrets.length === 0) {
+      warnings.push(`${where} (${id}) has no secret; skipped`)
+    } else if (byTenant.has(id)) {
+      warnings.push(`${where}: ${id} is listed twice; the first entry is used`)
+    } else {
+      if (!secrets.every(isValidSecret)) {
+        warnings.push(`${where} (${id}) has a secret the vendor would not accept`)
+      }
+      byTenant.set(id, secrets)
+    }
+  })
+  if (byTenant.size === 0) warnings.push(`${name} has no valid entry: the channel is disabled`)
+  return byTenant
+}

@@ -24,7 +24,7 @@ export interface SpoolSettings {
   maxAttempts: number
   /** Wait after the first failed forward, doubling from there. @default 5 */
   retryBaseSeconds: number
-  /** No wait is longer (Cloudflare allows at most 12 h). @default 3600 */
+  /** No wait is longer (Cloudflare allows at most 24 h). @default 3600 */
   retryMaxSeconds: number
 }
 
@@ -36,7 +36,7 @@ export const SPOOL_DEFAULTS = {
 } as const
 
 /** Cloudflare Queues' `retry({ delaySeconds })` and `max_retries` bounds. */
-const MAX_DELAY_SECONDS = 43_200
+const MAX_DELAY_SECONDS = 86_400
 const MAX_RETRIES = 100
 
 type IntReader = (name: StringSetting, fallback: number, min: number, max: number) => number

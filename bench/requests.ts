@@ -9,10 +9,10 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
+import type { RawBody } from '../contract/body'
 import { utf8 } from '../contract/crypto'
 import { finalizeEvent, type InboundEvent } from '../contract/event'
 import { signForward } from '../contract/forward-signature'
-import type { RawBody } from '../worker/body'
 import { classifySlack, parseSlack, slackSignature } from '../worker/channels/slack'
 import {
   classifyTelegram,

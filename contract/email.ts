@@ -29,6 +29,7 @@
  */
 import PostalMime, { type Address, type Email } from 'postal-mime'
 import { sha256Hex, utf8 } from './crypto'
+import { type DeliveryKey, formatDeliveryKey } from './delivery-key'
 import { finalizeEvent, type InboundEventDraft, LIMITS, parseInboundEvent } from './event'
 
 /** Cloudflare Email Routing's limit ("does not support messages bigger than 25 MiB"). */
@@ -70,16 +71,12 @@ export class EmailParseError extends Error {
   }
 }
 
-/** Redis key material, the same shape as the worker's `DeliveryKey`. */
-export interface EmailKey {
-  namespace: 'email'
-  /** `{mailbox}:{sender}`: the receiving mailbox and the From address's hash. */
-  scope: string
-  /** Normalised Message-ID, or `content-sha256:…` / `msgid-sha256:…`. */
-  id: string
-  /** True when the Message-ID was missing and the content hash stands in. */
-  fallback: boolean
-}
+/**
+ * Redis key material of an email: namespace `email`, scope `{mailbox}:{sender}` (the receiving
+ * mailbox and the From address's hash), id the normalised Message-ID (or `content-sha256:…` /
+ * `msgid-sha256:…`), `fallback` when the Message-ID was missing and the content hash stands in.
+ */
+export type EmailKey = DeliveryKey & { namespace: 'email'; fallback: boolean }
 
 export interface ParsedEmail {
   key: EmailKey
@@ -132,7 +129,7 @@ export async function parseEmail(
     kind: 'message',
     channel: 'email',
     tenant: mailbox,
-    deliveryKey: emailDeliveryKey(key),
+    deliveryKey: formatDeliveryKey(key),
     messageKey,
     sender: { externalId: senderAddress, ...(displayName ? { displayName } : {}) },
     body: bounded(body, LIMITS.body),
@@ -144,11 +141,6 @@ export async function parseEmail(
   const check = parseInboundEvent(await finalizeEvent(draft))
   if (!check.ok) throw new EmailParseError('unparseable', check.message)
   return { key, draft }
-}
-
-/** `dedup:email:{mailbox}:{sender}:{id}`: what the worker's `formatDeliveryKey` makes of a key. */
-export function emailDeliveryKey(key: EmailKey): string {
-  return `dedup:${key.namespace}:${key.scope}:${key.id}`
 }
 
 /**

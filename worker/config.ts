@@ -5,7 +5,9 @@
  * `channel_not_configured` and the log names the variable; the other channels keep working.
  * @module
  */
+import { type ClaimSettings, readClaimSettings } from '../claims'
 import { secretList } from '../contract/crypto'
+import { present, readInt, readUrl } from '../contract/settings'
 import type { Env } from './env'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 import { parseTenantSecrets, type TenantIdRule, type TenantSecrets } from './tenants'
@@ -34,27 +36,12 @@ export interface OriginConfig {
   /** The first signs; a list so the secret can rotate. */
   secrets: string[]
 }
-export interface RedisConfig {
-  url: string
-  token: string
-}
-
-export interface Settings {
-  /** How long a `done` claim absorbs replays. @default 86400 (Telegram keeps updates 24 h) */
-  dedupTtlSeconds: number
-  /** How long an in-flight claim lives if its holder dies. Longer than one forward. @default 6000 */
-  claimLeaseMs: number
-  /** Budget for one POST to the origin. @default 2000 */
-  originTimeoutMs: number
-  /** Budget for one Redis round trip; past it the gateway fails open. @default 300 */
-  redisTimeoutMs: number
+/** The claim settings (claims/settings.ts: Redis, prefix, TTL, lease, the Redis and origin budgets) and the Worker's own. */
+export interface Settings extends ClaimSettings {
   /** How long a replay waits for an in-flight first attempt before answering 503. @default 600 */
   inflightWaitMs: number
   /** Larger bodies get 413 before any work. @default 262144 */
   maxBodyBytes: number
-  redisKeyPrefix: string
-  /** Null: no Redis configured; every delivery goes to the origin and Postgres decides. */
-  redis: RedisConfig | null
   origin: OriginConfig | null
   slack: ChannelConfig<SlackConfig>
   twilio: ChannelConfig<TwilioConfig>
@@ -66,10 +53,6 @@ export interface Settings {
 }
 
 export const DEFAULTS = {
-  dedupTtlSeconds: 86_400,
-  claimLeaseMs: 6_000,
-  originTimeoutMs: 2_000,
-  redisTimeoutMs: 300,
   inflightWaitMs: 600,
   maxBodyBytes: 262_144,
 } as const
@@ -96,34 +79,13 @@ export function settingsFor(env: Env): Settings {
 
 export function parseSettings(env: Env): Settings {
   const warnings: string[] = []
-  const int = (name: StringSetting, fallback: number, min: number, max: number): number => {
-    const raw = present(env[name])
-    if (raw === null) return fallback
-    const value = Number(raw)
-    if (!Number.isInteger(value) || value < min || value > max) {
-      warnings.push(`${name} must be an integer in [${min}, ${max}]; using ${fallback}`)
-      return fallback
-    }
-    return value
-  }
-
-  const dedupTtlSeconds = int('DEDUP_TTL_SECONDS', DEFAULTS.dedupTtlSeconds, 60, 30 * 86_400)
-  const originTimeoutMs = int('ORIGIN_TIMEOUT_MS', DEFAULTS.originTimeoutMs, 100, 60_000)
-  const redisTimeoutMs = int('REDIS_TIMEOUT_MS', DEFAULTS.redisTimeoutMs, 20, 10_000)
+  const int = (name: StringSetting, fallback: number, min: number, max: number): number =>
+    readInt(env, name, fallback, { min, max }, warnings)
+  const claims = readClaimSettings(env, warnings)
   const inflightWaitMs = int('INFLIGHT_WAIT_MS', DEFAULTS.inflightWaitMs, 0, 30_000)
   const maxBodyBytes = int('MAX_BODY_BYTES', DEFAULTS.maxBodyBytes, 1_024, 25 * 1024 * 1024)
-  let claimLeaseMs = int('CLAIM_LEASE_MS', DEFAULTS.claimLeaseMs, 500, 600_000)
-  // The lease must outlive one whole attempt (claim reply, forward, complete), else a replay
-  // could claim and forward while the first forward is still running.
-  const minimumLease = originTimeoutMs + 2 * redisTimeoutMs + 500
-  if (claimLeaseMs < minimumLease) {
-    warnings.push(
-      `CLAIM_LEASE_MS ${claimLeaseMs} is not longer than one attempt; using ${minimumLease}`,
-    )
-    claimLeaseMs = minimumLease
-  }
 
-  const originUrl = urlSetting(env, 'ORIGIN_URL', warnings)
+  const originUrl = readUrl(env, 'ORIGIN_URL', warnings)
   const originSecrets = secretList(env.ORIGIN_SHARED_SECRET)
   const origin =
     originUrl && originSecrets.length > 0 ? { url: originUrl, secrets: originSecrets } : null
@@ -131,16 +93,6 @@ export function parseSettings(env: Env): Settings {
     ...(originUrl ? [] : ['ORIGIN_URL']),
     ...(originSecrets.length > 0 ? [] : ['ORIGIN_SHARED_SECRET']),
   ]
-
-  const redisUrl = urlSetting(env, 'UPSTASH_REDIS_REST_URL', warnings)
-  const redisToken = present(env.UPSTASH_REDIS_REST_TOKEN)
-  const redis = redisUrl && redisToken ? { url: redisUrl, token: redisToken } : null
-  if (!redis) {
-    warnings.push(
-      'UPSTASH_REDIS_REST_URL / UPSTASH_REDIS_REST_TOKEN not set: no Redis fast path, ' +
-        'every delivery is decided by the origin (Postgres)',
-    )
-  }
 
   const channel = <T>(own: ChannelConfig<T>): ChannelConfig<T> => {
     const missing = [...(own.ok ? [] : own.missing), ...originMissing]
@@ -150,14 +102,9 @@ export function parseSettings(env: Env): Settings {
     tenantSecrets(env, perTenant, shared, rule, warnings)
 
   return {
-    dedupTtlSeconds,
-    claimLeaseMs,
-    originTimeoutMs,
-    redisTimeoutMs,
+    ...claims,
     inflightWaitMs,
     maxBodyBytes,
-    redisKeyPrefix: env.REDIS_KEY_PREFIX ?? '',
-    redis,
     origin,
     slack: channel(
       mapConfig(
@@ -170,7 +117,7 @@ export function parseSettings(env: Env): Settings {
     twilio: channel(
       mapConfig(
         secrets('TWILIO_AUTH_TOKENS_BY_ACCOUNT', 'TWILIO_AUTH_TOKEN', TWILIO_ACCOUNT),
-        (s) => ({ authTokens: s, publicBaseUrl: urlSetting(env, 'PUBLIC_BASE_URL', warnings) }),
+        (s) => ({ authTokens: s, publicBaseUrl: readUrl(env, 'PUBLIC_BASE_URL', warnings) }),
       ),
     ),
     telegram: channel(telegramConfig(env, warnings)),
@@ -241,7 +188,7 @@ function telegramConfig(env: Env, warnings: string[]): ChannelConfig<TelegramCon
       (token) => TELEGRAM_TOKEN_PATTERN.test(token),
     ) ?? new Map<string, string[]>()
   const tokens = secretList(env.TELEGRAM_SECRET_TOKEN)
-  const botId = present(env.TELEGRAM_BOT_ID)
+  const botId = present(env, 'TELEGRAM_BOT_ID')
   const botIdValid = botId !== null && TELEGRAM_BOT_ID_PATTERN.test(botId)
   if (botId !== null && !botIdValid) warnings.push('TELEGRAM_BOT_ID must be the numeric bot id')
   const pathlessBotId = tokens.length > 0 && botIdValid ? botId : null
@@ -269,24 +216,5 @@ function telegramConfig(env: Env, warnings: string[]): ChannelConfig<TelegramCon
       ...(tokens.length > 0 ? [] : ['TELEGRAM_SECRET_TOKEN']),
       ...(botIdValid ? [] : ['TELEGRAM_BOT_ID']),
     ],
-  }
-}
-
-function present(value: string | undefined): string | null {
-  const trimmed = value?.trim()
-  return trimmed ? trimmed : null
-}
-
-/** An http(s) URL without a trailing slash, or null (unset or invalid, with a warning). */
-function urlSetting(env: Env, name: StringSetting, warnings: string[]): string | null {
-  const raw = present(env[name])
-  if (raw === null) return null
-  try {
-    const url = new URL(raw)
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http(s)')
-    return raw.replace(/\/+$/, '')
-  } catch {
-    warnings.push(`${name} is not an http(s) URL; treated as unset`)
-    return null
   }
 }

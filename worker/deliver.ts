@@ -4,13 +4,12 @@
  * its replies (what "got it" and "try again" look like to that vendor) and its response budget.
  * @module
  */
+import { type ClaimEnd, type ClaimHold, type ClaimStore, runClaimed } from '../claims'
 import { sha256Hex } from '../contract/crypto'
 import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
 import type { ChannelDelivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
 import type { OriginConfig, Settings } from './config'
-import type { ClaimOutcome, ClaimStore } from './dedup/claims'
-import { newClaimToken } from './dedup/claims'
 import { InvalidPayloadError } from './errors'
 import { type ForwardResult, forwardEvent } from './forward'
 import { type DecisionLog, describeError, logDecision } from './log'
@@ -79,7 +78,7 @@ async function record(ctx: DeliveryContext, key: DeliveryKey, rawBody: string): 
     return ctx.replies.ok()
   }
   const hash = (await sha256Hex(rawBody)).slice(0, 16)
-  const outcome = await ctx.claims.record(redisKey(ctx, key), hash)
+  const outcome = await ctx.claims.record(deliveryKey, hash)
   const redis = outcome.status === 'unavailable' ? 'unavailable' : 'ok'
   const decision =
     outcome.status === 'claimed' || redis === 'unavailable' ? 'recorded' : 'duplicate'
@@ -98,120 +97,85 @@ async function claimAndForward(
   key: DeliveryKey,
   event: InboundEvent,
 ): Promise<Response> {
-  const { claims } = ctx
-  const deliveryKey = event.deliveryKey
-  const base = { channel: event.channel, deliveryKey, fallbackKey: key.fallback }
-  if (!claims) return forwardUnclaimed(ctx, key, event, 'not_configured', base)
-
-  const rkey = redisKey(ctx, key)
-  const token = newClaimToken()
-  let outcome: ClaimOutcome = await claims.claim(rkey, token, event.payloadHash)
-  if (outcome.status === 'inflight') {
-    // Another attempt holds it (Slack retries while a slow first attempt runs). Not a 200 that
-    // could hide its failure: wait briefly for its outcome, taking over if it lets go.
-    const waitUntil = Math.min(
-      Date.now() + ctx.settings.inflightWaitMs,
-      ctx.deadline - ctx.settings.redisTimeoutMs - MIN_FORWARD_MS,
-    )
-    outcome = await claims.waitWhileInflight(rkey, token, event.payloadHash, waitUntil)
-  }
-
-  switch (outcome.status) {
-    case 'settled': {
-      const payloadMismatch = outcome.hash !== null && outcome.hash !== event.payloadHash
-      if (payloadMismatch) ctx.waitUntil(claims.countPayloadMismatch(event.channel).catch(() => {}))
-      log(ctx, {
-        ...base,
-        decision: 'duplicate',
-        decidedBy: 'redis',
-        status: 200,
-        redis: 'ok',
-        payloadMismatch,
-      })
-      return ctx.replies.ok()
-    }
-    case 'inflight':
-      log(ctx, {
-        ...base,
-        decision: 'retry',
-        decidedBy: 'redis',
-        status: 503,
-        redis: 'ok',
-        reason: 'inflight',
-      })
-      return ctx.replies.retryLater()
-    case 'unavailable':
-      return forwardUnclaimed(ctx, key, event, 'unavailable', base, {
-        key,
-        rkey,
-        token,
-        error: outcome.error,
-      })
-    case 'claimed':
-      break
-  }
-
-  const result = await forwardWithinBudget(ctx, event)
-  if (result.kind === 'accepted') {
-    // The vendor's answer need not wait for this; a replay meanwhile finds inflight and polls.
-    ctx.waitUntil(claims.complete(rkey, token, event.payloadHash).catch(() => {}))
-    log(ctx, {
-      ...base,
-      decision: result.duplicate ? 'duplicate' : 'forwarded',
-      decidedBy: result.duplicate ? 'postgres' : 'redis',
-      status: 200,
-      redis: 'ok',
-      origin: result.outcome ?? String(result.status),
-      payloadMismatch: result.payloadMismatch,
-    })
-    return ctx.replies.ok()
-  }
-  if (result.kind === 'permanent') {
-    await releaseQuietly(claims, rkey, token, event.payloadHash)
-    return onOriginRejected(ctx, result, { ...base, redis: 'ok' })
-  }
-  return onOriginFailure(ctx, key, event, result, { ...base, redis: 'ok' }, { key, rkey, token })
+  const { claims, settings } = ctx
+  const base = { channel: event.channel, deliveryKey: event.deliveryKey, fallbackKey: key.fallback }
+  return runClaimed<Response>(
+    claims,
+    {
+      key: formatDeliveryKey(key),
+      hash: event.payloadHash,
+      // Another attempt holds it (Slack retries while a slow first attempt runs): wait briefly.
+      waitUntilMs: Math.min(
+        Date.now() + settings.inflightWaitMs,
+        ctx.deadline - settings.redisTimeoutMs - MIN_FORWARD_MS,
+      ),
+      // The vendor's answer need not wait for `done`; a replay meanwhile finds inflight and polls.
+      later: (work) => ctx.waitUntil(work),
+      // A release goes before the answer when the deadline allows (the vendor's immediate retry
+      // can then claim at once), else after it: a retry meanwhile waits for the key to go.
+      releaseNow: () => ctx.deadline - Date.now() >= settings.redisTimeoutMs,
+    },
+    {
+      settled({ payloadMismatch }) {
+        if (payloadMismatch && claims) {
+          ctx.waitUntil(claims.count(`payload_mismatch:${event.channel}`).catch(() => {}))
+        }
+        log(ctx, {
+          ...base,
+          decision: 'duplicate',
+          decidedBy: 'redis',
+          status: 200,
+          redis: 'ok',
+          payloadMismatch,
+        })
+        return ctx.replies.ok()
+      },
+      inflight() {
+        log(ctx, {
+          ...base,
+          decision: 'retry',
+          decidedBy: 'redis',
+          status: 503,
+          redis: 'ok',
+          reason: 'inflight',
+        })
+        return ctx.replies.retryLater()
+      },
+      run: (hold) => forwardAndAnswer(ctx, key, event, hold, base),
+    },
+  )
 }
 
 /**
- * Fail open: no claim could be taken (Redis down, slow, or not configured), so forward anyway and
- * let the origin's Postgres unique index decide. When Redis was only slow, our SET may still have
- * landed: complete / release with our token then, best effort, so the key does not sit in flight.
+ * The forward and the vendor's answer, and how the claim ends. Without a claim (Redis down, slow
+ * or not configured) this is failing open: the origin's Postgres unique index decides.
  */
-async function forwardUnclaimed(
+async function forwardAndAnswer(
   ctx: DeliveryContext,
   key: DeliveryKey,
   event: InboundEvent,
-  redis: 'unavailable' | 'not_configured',
+  hold: ClaimHold,
   base: Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
-  claim?: HeldClaim & { error: unknown },
-): Promise<Response> {
-  const reason = claim ? describeError(claim.error) : undefined
+): Promise<{ result: Response; end: ClaimEnd }> {
+  const redis = hold.redis === 'inflight' ? 'ok' : hold.redis
+  const reason = hold.redis === 'unavailable' ? describeError(hold.error) : undefined
+  const fields: LogFields = { ...base, redis, reason }
   const result = await forwardWithinBudget(ctx, event)
   if (result.kind === 'accepted') {
-    if (claim && ctx.claims) {
-      ctx.waitUntil(ctx.claims.complete(claim.rkey, claim.token, event.payloadHash).catch(() => {}))
-    }
     log(ctx, {
-      ...base,
+      ...fields,
       decision: result.duplicate ? 'duplicate' : 'forwarded',
-      decidedBy: 'postgres',
+      decidedBy: result.duplicate || redis !== 'ok' ? 'postgres' : 'redis',
       status: 200,
-      redis,
       origin: result.outcome ?? String(result.status),
       payloadMismatch: result.payloadMismatch,
-      reason,
     })
-    return ctx.replies.ok()
+    return { result: ctx.replies.ok(), end: 'done' }
   }
   if (result.kind === 'permanent') {
-    if (claim && ctx.claims)
-      await releaseQuietly(ctx.claims, claim.rkey, claim.token, event.payloadHash)
-    return onOriginRejected(ctx, result, { ...base, redis, reason })
+    return { result: onOriginRejected(ctx, result, fields), end: 'release' }
   }
-  // Redis was slow or down for the claim: the queue takes the event all the same; the claim, if
-  // our SET landed after all, is marked spooled or released like any other.
-  return onOriginFailure(ctx, key, event, result, { ...base, redis, reason }, claim ?? null)
+  return onOriginFailure(ctx, key, event, result, fields)
 }
 
 /** Forwards with what is left of the vendor's deadline (keeping room to release the claim). */
@@ -223,13 +187,6 @@ async function forwardWithinBudget(
   const timeoutMs = Math.min(ctx.settings.originTimeoutMs, left)
   if (timeoutMs < MIN_FORWARD_MS) return { kind: 'failed', status: null, reason: 'timeout' }
   return forwardEvent(ctx.origin, event, timeoutMs)
-}
-
-/** A claim this attempt took (or tried to take, when Redis did not answer in time). */
-interface HeldClaim {
-  key: DeliveryKey
-  rkey: string
-  token: string
 }
 
 /**
@@ -246,36 +203,18 @@ async function onOriginFailure(
   event: InboundEvent,
   result: Extract<ForwardResult, { kind: 'failed' }>,
   fields: LogFields,
-  held: HeldClaim | null,
-): Promise<Response> {
+): Promise<{ result: Response; end: ClaimEnd }> {
   const origin = result.status === null ? result.reason : String(result.status)
-  const claimKey = formatDeliveryKey(key)
   const timeoutMs = Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
   const queued = await enqueueEvent(
     { queue: ctx.spool, enabled: ctx.settings.spool.channels.has(event.channel), timeoutMs },
-    claimKey,
+    formatDeliveryKey(key),
     event,
   )
-  const { claims } = ctx
   if (queued.status === 'queued') {
-    if (held && claims) {
-      // After the answer: a vendor retry meanwhile finds the key in flight and waits for it.
-      ctx.waitUntil(
-        Promise.all([
-          claims.complete(held.rkey, held.token, event.payloadHash, 'spooled'),
-          claims.count(`spool_queued:${event.channel}`),
-        ]).catch(() => {}),
-      )
-    }
+    if (ctx.claims) ctx.waitUntil(ctx.claims.count(`spool_queued:${event.channel}`).catch(() => {}))
     log(ctx, { ...fields, decision: 'spooled', decidedBy: 'gateway', status: 200, origin })
-    return ctx.replies.ok()
-  }
-  if (held && claims) {
-    const release = releaseQuietly(claims, held.rkey, held.token, event.payloadHash)
-    // Before the answer when the vendor's deadline allows (its immediate retry can then claim at
-    // once), else after it: a retry meanwhile finds the key in flight and waits for it to go.
-    if (ctx.deadline - Date.now() >= ctx.settings.redisTimeoutMs) await release
-    else ctx.waitUntil(release)
+    return { result: ctx.replies.ok(), end: 'spooled' }
   }
   log(ctx, {
     ...fields,
@@ -285,7 +224,7 @@ async function onOriginFailure(
     origin,
     reason: queued.reason,
   })
-  return ctx.replies.retryLater()
+  return { result: ctx.replies.retryLater(), end: 'release' }
 }
 
 /**
@@ -307,16 +246,6 @@ function onOriginRejected(
     origin: `${result.status} ${result.code ?? ''}`.trim(),
   })
   return reply
-}
-
-async function releaseQuietly(claims: ClaimStore, rkey: string, token: string, hash: string) {
-  // A release that fails leaves the key until its lease ends; the vendor's retry then waits or
-  // gets another 503, which is safe. Bounded by the Redis timeout like every call.
-  await claims.release(rkey, token, hash).catch(() => false)
-}
-
-function redisKey(ctx: DeliveryContext, key: DeliveryKey): string {
-  return `${ctx.settings.redisKeyPrefix}${formatDeliveryKey(key)}`
 }
 
 /** A decision's fields; `channel` defaults to the route's (an event names sms / whatsapp). */

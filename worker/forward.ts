@@ -9,9 +9,10 @@
  *   succeeds, so they must not drop the message.
  * @module
  */
+
+import { readBoundedBody } from '../contract/body'
 import type { InboundEvent, IngestOutcome } from '../contract/event'
 import { signForward } from '../contract/forward-signature'
-import { readBoundedBody } from './body'
 import type { OriginConfig } from './config'
 
 export type ForwardResult =

@@ -4,14 +4,13 @@
  * @module
  */
 import type { Context } from 'hono'
-import { type RawBody, readBoundedBody } from './body'
+import { type ClaimStore, claimStore } from '../claims'
+import { BodyOverLimitError, type RawBody, readBoundedBody } from '../contract/body'
 import type { ChannelDelivery, RequestParts } from './channels/types'
 import { type ChannelConfig, type Settings, settingsFor } from './config'
-import { ClaimStore } from './dedup/claims'
-import { upstashPort } from './dedup/redis'
 import type { ChannelReplies, DeliveryContext } from './deliver'
 import type { Env } from './env'
-import { ChannelNotConfiguredError, UnauthorizedError } from './errors'
+import { BodyTooLargeError, ChannelNotConfiguredError, UnauthorizedError } from './errors'
 import type { TenantVerdict } from './tenants'
 
 export type GatewayContext = Context<{ Bindings: Env }>
@@ -42,7 +41,11 @@ export async function verifiedRequest<T>(
   const settings = settingsFor(c.env)
   const config = pick(settings)
   if (!config.ok) throw new ChannelNotConfiguredError(channel, config.missing)
-  const body = await readBoundedBody(c.req.raw, settings.maxBodyBytes)
+  const body = await readBoundedBody(c.req.raw, settings.maxBodyBytes).catch((err: unknown) => {
+    if (err instanceof BodyOverLimitError)
+      throw new BodyTooLargeError(err.limitBytes, err.seenBytes)
+    throw err
+  })
   const verdict = await verify({ url: c.req.url, headers: c.req.raw.headers, body }, config.value)
   if (!verdict.ok) throw new UnauthorizedError(`${channel}: ${verdict.reason}`)
   return {
@@ -72,18 +75,13 @@ export function assertVerifiedTenant(
   }
 }
 
-const claimStores = new WeakMap<Settings, ClaimStore>()
+const claimStores = new WeakMap<Settings, ClaimStore | null>()
 
 /** One claim store per isolate and settings (the client holds no per-request I/O). */
 export function claimStoreFor(settings: Settings): ClaimStore | null {
-  if (!settings.redis) return null
   let store = claimStores.get(settings)
-  if (!store) {
-    store = new ClaimStore(
-      upstashPort(settings.redis, settings.redisTimeoutMs),
-      settings,
-      `${settings.redisKeyPrefix}dedup:stats`,
-    )
+  if (store === undefined) {
+    store = claimStore(settings)
     claimStores.set(settings, store)
   }
   return store

@@ -11,8 +11,9 @@
  *   A Worker cannot read a queue's backlog from its binding: that is in Cloudflare's dashboard.
  * @module
  */
+
+import type { ClaimStore } from '../claims'
 import type { Settings } from './config'
-import type { ClaimStore } from './dedup/claims'
 import { claimStoreFor } from './gateway'
 
 /** How long one Redis reading serves every caller of this isolate. */

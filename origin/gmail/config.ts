@@ -3,15 +3,15 @@
  * GMAIL_* variables is set; a partial set is a configuration error naming what is missing (a
  * poller that silently does nothing would look like "no email" for days).
  *
- * The Redis fast path reuses the worker's own settings parser (worker/config.ts) for
- * UPSTASH_REDIS_REST_URL / _TOKEN, REDIS_KEY_PREFIX, DEDUP_TTL_SECONDS, CLAIM_LEASE_MS and
- * REDIS_TIMEOUT_MS: the poller must claim under exactly the worker's keys, so both read the same
+ * The Redis fast path reads the claim settings with the Worker's own reader (claims/settings.ts:
+ * UPSTASH_REDIS_REST_URL / _TOKEN, REDIS_KEY_PREFIX, DEDUP_TTL_SECONDS, CLAIM_LEASE_MS,
+ * REDIS_TIMEOUT_MS): the poller must claim under exactly the worker's keys, so both read the same
  * variables the same way. Without Redis the poller goes straight to the Postgres backstop.
  * @module
  */
+
+import { type ClaimSettings, readClaimSettings } from '../../claims'
 import { normalizeMailbox } from '../../contract/email'
-import { parseSettings, type RedisConfig } from '../../worker/config'
-import type { Env } from '../../worker/env'
 import { ConfigError, type OriginEnv } from '../config'
 
 export interface GmailConfig {
@@ -31,13 +31,8 @@ export interface GmailConfig {
   apiBaseUrl: string
 }
 
-export interface GmailRedisSettings {
-  /** Null: no Redis configured; Postgres decides every message. */
-  redis: RedisConfig | null
-  redisKeyPrefix: string
-  redisTimeoutMs: number
-  claimLeaseMs: number
-  dedupTtlSeconds: number
+/** The claim settings as the Worker reads them, and the warnings about them. */
+export interface GmailRedisSettings extends ClaimSettings {
   warnings: string[]
 }
 
@@ -104,16 +99,6 @@ export function loadGmailConfig(env: OriginEnv = process.env): GmailConfig | nul
 
 /** The worker's reading of the shared Redis variables (same names, defaults and bounds). */
 export function loadGmailRedisSettings(env: OriginEnv = process.env): GmailRedisSettings {
-  const settings = parseSettings(env as Env)
-  return {
-    redis: settings.redis,
-    redisKeyPrefix: settings.redisKeyPrefix,
-    redisTimeoutMs: settings.redisTimeoutMs,
-    claimLeaseMs: settings.claimLeaseMs,
-    dedupTtlSeconds: settings.dedupTtlSeconds,
-    // Only the warnings about variables the poller reads; the vendor channels are the worker's.
-    warnings: settings.warnings.filter((w) =>
-      /UPSTASH|REDIS|DEDUP_TTL|CLAIM_LEASE|ORIGIN_TIMEOUT/.test(w),
-    ),
-  }
+  const warnings: string[] = []
+  return { ...readClaimSettings(env, warnings), warnings }
 }

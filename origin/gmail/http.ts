@@ -6,8 +6,7 @@
  * (seconds) is honoured up to the cap. Anything else is a {@link GmailHttpError} at once.
  * @module
  */
-import { readBoundedBody } from '../../worker/body'
-import { BodyTooLargeError } from '../../worker/errors'
+import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
 
 export interface RetryPolicy {
   /** Attempts in all, the first included. @default 5 */
@@ -146,7 +145,7 @@ function retryAfterMs(header: string | null): number | null {
   return Number(header.trim()) * 1000
 }
 
-/** Reads at most `maxBytes` (worker/body.ts); a body that is not a JSON object reads as `{}`. */
+/** Reads at most `maxBytes` (contract/body.ts); a body that is not a JSON object reads as `{}`. */
 async function readJson(
   response: Response,
   maxBytes: number,
@@ -156,7 +155,7 @@ async function readJson(
   try {
     text = (await readBoundedBody(response, maxBytes)).text
   } catch (err) {
-    if (err instanceof BodyTooLargeError) {
+    if (err instanceof BodyOverLimitError) {
       throw new AnswerTooLargeError(response.status, endpoint, maxBytes)
     }
     throw err

@@ -5,12 +5,11 @@
  * @module
  */
 import type { Registry } from 'prom-client'
-import { ClaimStore } from '../../worker/dedup/claims'
-import { upstashPort } from '../../worker/dedup/redis'
+import { type ClaimSettings, type ClaimStore, claimStore } from '../../claims'
 import type { OriginConfig, OriginEnv } from '../config'
 import { createDatabase } from '../db'
 import type { Logger } from '../log'
-import type { GmailConfig, GmailRedisSettings } from './config'
+import type { GmailConfig } from './config'
 import { loadGmailRedisSettings } from './config'
 import { createGmailPoller, type GmailPoller, type PollerLimits } from './poller'
 
@@ -40,14 +39,8 @@ export interface RunningGmailPoller {
 }
 
 /** The worker's claim store (same keys, same protocol) when UPSTASH_* are set, else null. */
-export function gmailClaims(redis: GmailRedisSettings): ClaimStore | null {
-  return redis.redis
-    ? new ClaimStore(
-        upstashPort(redis.redis, redis.redisTimeoutMs),
-        { claimLeaseMs: redis.claimLeaseMs, dedupTtlSeconds: redis.dedupTtlSeconds },
-        `${redis.redisKeyPrefix}dedup:stats`,
-      )
-    : null
+export function gmailClaims(settings: ClaimSettings): ClaimStore | null {
+  return claimStore(settings)
 }
 
 export function startGmailPolling(options: StartGmailOptions): RunningGmailPoller {
@@ -67,7 +60,6 @@ export function startGmailPolling(options: StartGmailOptions): RunningGmailPolle
     config: options.gmail,
     db,
     claims,
-    redisKeyPrefix: redis.redisKeyPrefix,
     logger,
     registry: options.registry,
     owner: options.owner,

@@ -18,10 +18,10 @@
  *   and the message is tried again next poll. A failed ingest releases our claim first.
  * @module
  */
+
+import { type ClaimStore, formatDeliveryKey, runClaimed } from '../../claims'
 import { EmailParseError, parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent, type IngestResult } from '../../contract/event'
-import { formatDeliveryKey } from '../../worker/channels/types'
-import { type ClaimStore, newClaimToken } from '../../worker/dedup/claims'
 import type { Database } from '../db'
 import { describeError, InvalidEventError } from '../errors'
 import { recordInboundFailure } from '../failures/inbound'
@@ -39,7 +39,6 @@ export interface MessageDeps {
   mailbox: string
   /** Null: no Redis configured; Postgres decides everything. */
   claims: ClaimStore | null
-  redisKeyPrefix: string
   metrics: GmailMetrics
   logger: Logger
 }
@@ -93,10 +92,9 @@ async function takeMessage(deps: MessageDeps, id: string): Promise<MessageOutcom
     ...parsed.draft,
     deliveryKey: gmailDeliveryKey(deps.mailbox, id),
   })
-  const redisKey = `${deps.redisKeyPrefix}${formatDeliveryKey(parsed.key)}`
   let decided: Decided
   try {
-    decided = await claimAndIngest(deps, event, redisKey)
+    decided = await claimAndIngest(deps, event, formatDeliveryKey(parsed.key))
   } catch (err) {
     // A message the database refuses for its content fails the same way on every poll.
     if (err instanceof InvalidEventError) throw new BadMessageError('rejected', err.message, event)
@@ -169,67 +167,39 @@ interface Decided {
   payloadMismatch: boolean
 }
 
-async function claimAndIngest(
-  deps: MessageDeps,
-  event: InboundEvent,
-  redisKey: string,
-): Promise<Decided> {
-  const { claims } = deps
-  if (!claims) return viaPostgres(deps, event, 'not_configured')
-  const token = newClaimToken()
-  const claim = await claims.claim(redisKey, token, event.payloadHash)
-  switch (claim.status) {
-    case 'settled':
-      return {
+/**
+ * The Worker's claim protocol around the ingest (claims/run-claimed.ts): a claim the Worker already
+ * settled skips the ingest; one it holds right now, or a Redis that does not answer, leaves the
+ * decision to Postgres; a failed ingest releases our claim.
+ */
+function claimAndIngest(deps: MessageDeps, event: InboundEvent, key: string): Promise<Decided> {
+  return runClaimed<Decided>(
+    deps.claims,
+    { key, hash: event.payloadHash },
+    {
+      settled: ({ payloadMismatch }) => ({
         outcome: 'duplicate',
         messageId: null,
         decidedBy: 'redis',
         redis: 'ok',
-        payloadMismatch: claim.hash !== null && claim.hash !== event.payloadHash,
-      }
-    case 'inflight':
-      // The worker is forwarding this very email now: Postgres decides between us.
-      return viaPostgres(deps, event, 'inflight')
-    case 'unavailable': {
-      deps.logger.warn('gmail redis unavailable', { error: describeError(claim.error).message })
-      // Our SET may still have landed: settle it with our token, best effort.
-      const decided = await viaPostgres(deps, event, 'unavailable')
-      await claims.complete(redisKey, token, event.payloadHash).catch(() => false)
-      return decided
-    }
-    case 'claimed':
-      break
-  }
-  let result: IngestResult
-  try {
-    result = await ingestEvent(deps.db, event)
-  } catch (err) {
-    await claims.release(redisKey, token, event.payloadHash).catch(() => false)
-    throw err
-  }
-  await claims.complete(redisKey, token, event.payloadHash).catch(() => false)
-  return {
-    outcome: result.outcome,
-    messageId: result.messageId,
-    decidedBy: 'postgres',
-    redis: 'ok',
-    payloadMismatch: result.payloadMismatch === true,
-  }
-}
-
-async function viaPostgres(
-  deps: MessageDeps,
-  event: InboundEvent,
-  redis: Decided['redis'],
-): Promise<Decided> {
-  const result = await ingestEvent(deps.db, event)
-  return {
-    outcome: result.outcome,
-    messageId: result.messageId,
-    decidedBy: 'postgres',
-    redis,
-    payloadMismatch: result.payloadMismatch === true,
-  }
+        payloadMismatch,
+      }),
+      async run(hold) {
+        if (hold.redis === 'unavailable') {
+          deps.logger.warn('gmail redis unavailable', { error: describeError(hold.error).message })
+        }
+        const result = await ingestEvent(deps.db, event)
+        const decided: Decided = {
+          outcome: result.outcome,
+          messageId: result.messageId,
+          decidedBy: 'postgres',
+          redis: hold.redis,
+          payloadMismatch: result.payloadMismatch === true,
+        }
+        return { result: decided, end: 'done' }
+      },
+    },
+  )
 }
 
 function skip(deps: MessageDeps, id: string, reason: SkipReason): MessageOutcome {

@@ -21,7 +21,7 @@
  */
 import { hostname } from 'node:os'
 import type { Registry } from 'prom-client'
-import type { ClaimStore } from '../../worker/dedup/claims'
+import type { ClaimStore } from '../../claims'
 import type { Database } from '../db'
 import { describeError } from '../errors'
 import type { Logger } from '../log'
@@ -60,7 +60,6 @@ export interface GmailPollerOptions {
   config: GmailConfig
   db: Database
   claims: ClaimStore | null
-  redisKeyPrefix: string
   logger: Logger
   /** Where the counters go (the origin's /metrics registry). @default a fresh one */
   registry?: Registry
@@ -129,7 +128,6 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
     db: options.db,
     mailbox: config.mailbox,
     claims: options.claims,
-    redisKeyPrefix: options.redisKeyPrefix,
     metrics,
     logger,
   }

@@ -65,7 +65,6 @@ export async function replayGmailFailure(
       db: deps.db,
       mailbox: deps.config.mailbox,
       claims: gmailClaims(redis),
-      redisKeyPrefix: redis.redisKeyPrefix,
       metrics: createGmailMetrics(),
       logger: deps.logger ?? silentLogger,
     },

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { readBoundedBody } from '../../worker/body'
-import { BodyTooLargeError } from '../../worker/errors'
+import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
 
 /** A body that streams `chunks` chunks of `size` bytes and records how many were pulled. */
 function streamingRequest(chunks: number, size: number) {
@@ -31,13 +30,13 @@ describe('bounded body', () => {
   it('refuses a declared content-length over the bound without reading', async () => {
     const { request, pulled } = streamingRequest(10, 10)
     request.headers.set('content-length', '100')
-    await expect(readBoundedBody(request, 50)).rejects.toBeInstanceOf(BodyTooLargeError)
+    await expect(readBoundedBody(request, 50)).rejects.toBeInstanceOf(BodyOverLimitError)
     expect(pulled()).toBe(0)
   })
 
   it('stops a stream without a length as soon as it passes the bound', async () => {
     const { request, pulled } = streamingRequest(1000, 100)
-    await expect(readBoundedBody(request, 250)).rejects.toBeInstanceOf(BodyTooLargeError)
+    await expect(readBoundedBody(request, 250)).rejects.toBeInstanceOf(BodyOverLimitError)
     expect(pulled()).toBeLessThan(10)
   })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { decodeValue, inflightValue, newClaimToken, settledValue } from '../../worker/dedup/claims'
+import { decodeValue, inflightValue, newClaimToken, settledValue } from '../../claims'
 
 describe('claim values', () => {
   it.each([

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { CLAIM_DEFAULTS } from '../../claims'
 import { DEFAULTS, parseSettings, settingsFor } from '../../worker/config'
 import type { Env } from '../../worker/env'
 
@@ -158,9 +159,9 @@ describe('settings', () => {
   })
 
   it.each([
-    ['REDIS_TIMEOUT_MS', 'fast', 'redisTimeoutMs', DEFAULTS.redisTimeoutMs],
+    ['REDIS_TIMEOUT_MS', 'fast', 'redisTimeoutMs', CLAIM_DEFAULTS.redisTimeoutMs],
     ['MAX_BODY_BYTES', '-1', 'maxBodyBytes', DEFAULTS.maxBodyBytes],
-    ['DEDUP_TTL_SECONDS', '1.5', 'dedupTtlSeconds', DEFAULTS.dedupTtlSeconds],
+    ['DEDUP_TTL_SECONDS', '1.5', 'dedupTtlSeconds', CLAIM_DEFAULTS.dedupTtlSeconds],
   ] as const)(
     'replaces an invalid %s with its default and warns',
     (name, value, field, fallback) => {

@@ -4,7 +4,7 @@
  * used by the Node unit tests and by the tests inside workerd.
  * @module
  */
-import { readBoundedBody } from '../../worker/body'
+import { readBoundedBody } from '../../contract/body'
 import { slackSignature } from '../../worker/channels/slack'
 import { TELEGRAM_SECRET_HEADER } from '../../worker/channels/telegram'
 import { twilioSignature } from '../../worker/channels/twilio'

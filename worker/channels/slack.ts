@@ -10,9 +10,10 @@
  * - interactions: `dedup:slack-interaction:{api_app_id}:{trigger_id}`, recorded, never a message.
  * @module
  */
+
+import type { RawBody } from '../../contract/body'
 import { type Bytes, hmac, sha256Hex, timingSafeEqual, toHex, utf8 } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
-import type { RawBody } from '../body'
 import { InvalidPayloadError } from '../errors'
 import { allSecrets, type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'
 import {

@@ -12,9 +12,10 @@
  *   the business account's own messages in its chats are ignored (like a bot's echoes).
  * @module
  */
+
+import type { RawBody } from '../../contract/body'
 import { timingSafeEqual } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
-import type { RawBody } from '../body'
 import { TELEGRAM_BOT_ID_PATTERN } from '../config'
 import { InvalidPayloadError } from '../errors'
 import { type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'

@@ -9,8 +9,9 @@
  *   inbound messages would swallow the later statuses (and they are never message rows).
  * @module
  */
+
+import type { RawBody } from '../../contract/body'
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
-import type { RawBody } from '../body'
 import { InvalidPayloadError } from '../errors'
 import { type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'
 import {

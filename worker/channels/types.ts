@@ -4,8 +4,12 @@
  * InvalidPayloadError) → `classify` (what to do with this delivery, and under which keys).
  * @module
  */
+
+import type { RawBody } from '../../contract/body'
+import type { DeliveryKey } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
-import type { RawBody } from '../body'
+
+export { type DeliveryKey, formatDeliveryKey } from '../../contract/delivery-key'
 
 /** What a verifier sees of a request. */
 export interface RequestParts {
@@ -22,20 +26,6 @@ export interface VerifyOptions {
 
 export type Verdict = { ok: true } | { ok: false; reason: string }
 
-/**
- * Redis key material of one vendor delivery: `dedup:{namespace}:{scope}:{id}`. The namespace is
- * the channel, or a channel-specific namespace for deliveries that are not messages (Twilio
- * status callbacks, Slack interactions), so the two can never collide.
- */
-export interface DeliveryKey {
-  namespace: string
-  /** Who owns the id: Slack app, Twilio account, Telegram bot. */
-  scope: string
-  id: string
-  /** True when the vendor id was missing and a hash of the payload stands in (logged). */
-  fallback?: boolean
-}
-
 /** What the gateway does with one verified, parsed delivery. */
 export type Delivery =
   /** A message, edit or delete: claim, forward to the origin, answer by the outcome. */
@@ -49,10 +39,6 @@ export type Delivery =
 
 /** Every delivery but Slack's handshake: what the shared claim / forward path handles. */
 export type ChannelDelivery = Exclude<Delivery, { action: 'challenge' }>
-
-export function formatDeliveryKey(key: DeliveryKey): string {
-  return `dedup:${key.namespace}:${key.scope}:${key.id}`
-}
 
 /** Unix seconds (string or number, fractional allowed) → ISO 8601; null when not a time. */
 export function isoFromUnixSeconds(value: unknown): string | null {

@@ -86,7 +86,7 @@ async function deliverQueued(
 
   if (result.kind === 'accepted') {
     message.ack()
-    later(claims?.delivered(`${settings.redisKeyPrefix}${claimKey}`, event.payloadHash))
+    later(claims?.delivered(claimKey, event.payloadHash))
     later(claims?.count(`spool_delivered:${event.channel}`))
     info('spool_delivered', { ...fields, origin: result.outcome ?? String(result.status) })
     return

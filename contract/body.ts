@@ -1,11 +1,24 @@
 /**
- * Reads a request body with a hard byte bound, before any other work: a declared
- * `content-length` over the bound is refused at once, and a body without one (chunked) is
- * counted while it streams and abandoned the moment it passes the bound.
+ * Reads a body with a hard byte bound, before any other work: a declared `content-length` over
+ * the bound is refused at once, and a body without one (chunked) is counted while it streams and
+ * abandoned the moment it passes the bound. The Worker reads vendor requests and the origin's
+ * answers with it, the origin's Gmail client Gmail's answers.
  * @module
  */
-import type { Bytes } from '../contract/crypto'
-import { BodyTooLargeError } from './errors'
+import type { Bytes } from './crypto'
+
+/** Over the bound: nothing more was read. Each caller maps it to its own answer (413, ...). */
+export class BodyOverLimitError extends Error {
+  readonly code = 'body_too_large'
+  constructor(
+    readonly limitBytes: number,
+    /** At least this many bytes (the declared length, or what had streamed in). */
+    readonly seenBytes: number,
+  ) {
+    super(`body of at least ${seenBytes} bytes exceeds ${limitBytes}`)
+    this.name = 'BodyOverLimitError'
+  }
+}
 
 export interface RawBody {
   /** The exact bytes received: what vendor signatures are computed over. */
@@ -25,7 +38,7 @@ export async function readBoundedBody(
   if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
     // Do not read it at all; cancelling tells the runtime the rest can be dropped.
     await request.body?.cancel().catch(() => {})
-    throw new BodyTooLargeError(maxBytes, Number(declared))
+    throw new BodyOverLimitError(maxBytes, Number(declared))
   }
   if (!request.body) return { bytes: new Uint8Array(0) as Bytes, text: '' }
 
@@ -36,7 +49,7 @@ export async function readBoundedBody(
   const encoded = (request.headers.get('content-encoding') ?? 'identity') !== 'identity'
   if (declared !== null && /^\d+$/.test(declared) && !encoded && request.arrayBuffer) {
     const bytes = new Uint8Array(await request.arrayBuffer()) as Bytes
-    if (bytes.byteLength > maxBytes) throw new BodyTooLargeError(maxBytes, bytes.byteLength)
+    if (bytes.byteLength > maxBytes) throw new BodyOverLimitError(maxBytes, bytes.byteLength)
     return { bytes, text: decoder.decode(bytes) }
   }
 
@@ -49,7 +62,7 @@ export async function readBoundedBody(
     size += value.byteLength
     if (size > maxBytes) {
       await reader.cancel().catch(() => {})
-      throw new BodyTooLargeError(maxBytes, size)
+      throw new BodyOverLimitError(maxBytes, size)
     }
     chunks.push(value)
   }

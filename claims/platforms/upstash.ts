@@ -1,24 +1,14 @@
 /**
- * The few Redis operations the claim protocol needs (the seam), and their implementation over
- * Upstash's REST API with `@upstash/redis`. Every call is bounded: one attempt (`retries: 0`; the
- * client's default is 5 retries with backoff) and a fresh `AbortSignal.timeout` per call (a static
- * signal stays aborted after the first timeout, and the client then answers `null`, which would
- * read as "key exists"). A timeout or network error throws; the caller decides to fail open.
+ * {@link RedisPort} over Upstash's REST API with `@upstash/redis` (its fetch-based build, which
+ * runs in workerd and in Node alike: the Worker and the origin's Gmail poller use this one).
+ * Every call is bounded: one attempt (`retries: 0`; the client's default is 5 retries with
+ * backoff) and a fresh `AbortSignal.timeout` per call (a static signal stays aborted after the
+ * first timeout, and the client then answers `null`, which would read as "key exists").
  * @module
  */
 import { Redis } from '@upstash/redis/cloudflare'
-import type { RedisConfig } from '../config'
-
-export interface RedisPort {
-  /** `SET key value NX PX ms GET`: null when this call set the key, else the value already there. */
-  setNxGet(key: string, value: string, pxMs: number): Promise<string | null>
-  /** `SET key value NX EX s GET`: the same, with a TTL in seconds (a record, not a lease). */
-  setNxGetEx(key: string, value: string, exSeconds: number): Promise<string | null>
-  /** Runs a Lua script (plain EVAL: one round trip always, no NOSCRIPT retry inside a budget). */
-  evalScript(script: string, keys: string[], args: string[]): Promise<unknown>
-  hincrby(key: string, field: string, by: number): Promise<number>
-  ping(): Promise<void>
-}
+import type { RedisPort } from '../port'
+import type { RedisConfig } from '../settings'
 
 /** A Redis that replies with the server's error text, e.g. Upstash's `UpstashError`. */
 function isSyntaxError(err: unknown): boolean {

@@ -1,0 +1,35 @@
+/**
+ * The claim protocol both wings use (the Worker's webhooks and email relay, the origin's Gmail
+ * poller): states and their encoding, the Lua scripts, the store behind a Redis port, delivery
+ * keys, settings, and {@link runClaimed}, which owns a claim's life.
+ * @module
+ */
+import { upstashPort } from './platforms/upstash'
+import type { ClaimSettings } from './settings'
+import { ClaimStore } from './store'
+
+export { type DeliveryKey, formatDeliveryKey } from '../contract/delivery-key'
+export type { RedisPort } from './port'
+export {
+  type ClaimEnd,
+  type ClaimedWork,
+  type ClaimHold,
+  runClaimed,
+  type Settled,
+} from './run-claimed'
+export { CLAIM_DEFAULTS, type ClaimSettings, type RedisConfig, readClaimSettings } from './settings'
+export {
+  type ClaimOutcome,
+  ClaimState,
+  decodeValue,
+  inflightValue,
+  newClaimToken,
+  settledValue,
+} from './states'
+export { ClaimStore } from './store'
+
+/** The store over Upstash for these settings; null without Redis (then Postgres decides). */
+export function claimStore(settings: ClaimSettings): ClaimStore | null {
+  if (!settings.redis) return null
+  return new ClaimStore(upstashPort(settings.redis, settings.redisTimeoutMs), settings)
+}

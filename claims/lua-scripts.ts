@@ -1,0 +1,22 @@
+/**
+ * Every Lua script of the claim protocol, in one place. Each runs as one EVAL (one round trip, no
+ * NOSCRIPT fallback to spend a budget on), and each touches one key, so Redis applies it whole.
+ * @module
+ */
+
+/** Compare-and-set: SET KEYS[1] ARGV[2] EX ARGV[3] if its value is ARGV[1] or it is gone. */
+export const SET_IF_OURS_OR_GONE = `local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] or v == false then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  return 1
+end
+return 0`
+
+/** Compare-and-delete: DEL KEYS[1] only if its value is still ARGV[1]. */
+export const DELETE_IF_OURS = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`
+
+/** The whole stats hash (a plain command the port does not name). */
+export const READ_HASH = `return redis.call('HGETALL', KEYS[1])`

@@ -1,0 +1,17 @@
+/**
+ * The few Redis operations the claim protocol needs: the seam between the protocol and a Redis
+ * client (claims/platforms/ has one per client), as Powertools' persistence layer is.
+ * Every call is bounded by the implementation; a timeout or network error throws, and the caller
+ * decides to fail open.
+ * @module
+ */
+export interface RedisPort {
+  /** `SET key value NX PX ms GET`: null when this call set the key, else the value already there. */
+  setNxGet(key: string, value: string, pxMs: number): Promise<string | null>
+  /** `SET key value NX EX s GET`: the same, with a TTL in seconds (a record, not a lease). */
+  setNxGetEx(key: string, value: string, exSeconds: number): Promise<string | null>
+  /** Runs a Lua script (claims/lua-scripts.ts). */
+  evalScript(script: string, keys: string[], args: string[]): Promise<unknown>
+  hincrby(key: string, field: string, by: number): Promise<number>
+  ping(): Promise<void>
+}

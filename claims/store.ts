@@ -1,0 +1,140 @@
+/**
+ * The claim protocol: at most one forward of a delivery at a time, and none after the origin has
+ * taken it, without ever answering "duplicate" for a delivery whose first attempt failed. The
+ * states are in claims/states.ts, the scripts in claims/lua-scripts.ts.
+ *
+ * - claim:     `SET key inflight|tok|hash NX PX lease GET`, one round trip that also returns what
+ *              was there: claimed | settled (done/spooled, with its hash) | inflight.
+ * - complete:  `done|hash` (or `spooled|hash`) EX ttl, only if the value is still ours (or gone:
+ *              the origin took it, so done is the truth); another attempt's claim is never touched.
+ * - release:   deletes the key only if the value is still ours (compare-and-delete).
+ * - delivered: a queued event reached the origin: `spooled|hash` (or nothing: Redis was flushed)
+ *              becomes `done|hash`; an attempt holding the key in flight is left alone.
+ * - record:    `SET key done|hash NX EX ttl GET` for deliveries that are remembered, not forwarded.
+ * Keys are delivery keys (`dedup:...`, claims/keys.ts); the store adds the deployment's prefix.
+ * Any Redis error or timeout is `unavailable`: the caller fails open (forwards; Postgres decides).
+ * @module
+ */
+import { DELETE_IF_OURS, READ_HASH, SET_IF_OURS_OR_GONE } from './lua-scripts'
+import type { RedisPort } from './port'
+import { type ClaimOutcome, decodeValue, inflightValue, settledValue } from './states'
+
+export interface ClaimStoreSettings {
+  claimLeaseMs: number
+  dedupTtlSeconds: number
+  redisKeyPrefix: string
+}
+
+export class ClaimStore {
+  constructor(
+    private readonly redis: RedisPort,
+    private readonly settings: ClaimStoreSettings,
+  ) {}
+
+  /** The Redis key of a delivery key: the deployment's prefix + `dedup:...`. */
+  redisKey(deliveryKey: string): string {
+    return `${this.settings.redisKeyPrefix}${deliveryKey}`
+  }
+
+  async claim(key: string, token: string, hash: string): Promise<ClaimOutcome> {
+    try {
+      const existing = await this.redis.setNxGet(
+        this.redisKey(key),
+        inflightValue(token, hash),
+        this.settings.claimLeaseMs,
+      )
+      if (existing === null) return { status: 'claimed' }
+      // Our own claim, seen again (a poll after a timed-out first call that did land).
+      if (existing === inflightValue(token, hash)) return { status: 'claimed' }
+      return existing === '' ? { status: 'inflight', hash: null } : decodeValue(existing)
+    } catch (error) {
+      return { status: 'unavailable', error }
+    }
+  }
+
+  /** The origin took it (or the queue has it): settled, unless another attempt holds the key. */
+  complete(key: string, token: string, hash: string, state: 'done' | 'spooled' = 'done') {
+    return this.setIf(key, inflightValue(token, hash), settledValue(state, hash))
+  }
+
+  /** A queued event reached the origin: `spooled` (or a flushed key) becomes `done`. */
+  delivered(key: string, hash: string): Promise<boolean> {
+    return this.setIf(key, settledValue('spooled', hash), settledValue('done', hash))
+  }
+
+  /** Lets the vendor's retry claim again. Deletes only our own claim. */
+  async release(key: string, token: string, hash: string): Promise<boolean> {
+    const result = await this.redis.evalScript(
+      DELETE_IF_OURS,
+      [this.redisKey(key)],
+      [inflightValue(token, hash)],
+    )
+    return Number(result) === 1
+  }
+
+  /** Remembers a delivery that is never forwarded; `claimed` means this was the first. */
+  async record(key: string, hash: string): Promise<ClaimOutcome> {
+    try {
+      const existing = await this.redis.setNxGetEx(
+        this.redisKey(key),
+        settledValue('done', hash),
+        this.settings.dedupTtlSeconds,
+      )
+      return existing === null ? { status: 'claimed' } : decodeValue(existing || 'done|')
+    } catch (error) {
+      return { status: 'unavailable', error }
+    }
+  }
+
+  /**
+   * A replay found the key in flight: poll (by claiming again, so a released or expired key is
+   * taken at once) until it settles, this attempt claims it, or `untilMs` (epoch ms) passes.
+   */
+  async waitWhileInflight(
+    key: string,
+    token: string,
+    hash: string,
+    untilMs: number,
+    pollMs = 100,
+  ): Promise<ClaimOutcome> {
+    let outcome: ClaimOutcome = { status: 'inflight', hash: null }
+    while (Date.now() + pollMs <= untilMs) {
+      await new Promise((resolve) => setTimeout(resolve, pollMs))
+      outcome = await this.claim(key, token, hash)
+      if (outcome.status !== 'inflight') return outcome
+    }
+    return outcome
+  }
+
+  /**
+   * One more in the stats hash (`{prefix}dedup:stats`): payload mismatches and the spool's
+   * queued / retried / dead-lettered / delivered counts, by channel. Failure paths only, so the
+   * hot path pays nothing for it.
+   */
+  async count(field: string): Promise<void> {
+    await this.redis.hincrby(this.redisKey('dedup:stats'), field, 1)
+  }
+
+  /** The stats hash, for the operator's health view. */
+  async stats(): Promise<Record<string, number>> {
+    const flat = await this.redis.evalScript(READ_HASH, [this.redisKey('dedup:stats')], [])
+    const out: Record<string, number> = {}
+    if (Array.isArray(flat)) {
+      for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = Number(flat[i + 1])
+    }
+    return out
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping()
+  }
+
+  private async setIf(key: string, expected: string, next: string): Promise<boolean> {
+    const result = await this.redis.evalScript(
+      SET_IF_OURS_OR_GONE,
+      [this.redisKey(key)],
+      [expected, next, String(this.settings.dedupTtlSeconds)],
+    )
+    return Number(result) === 1
+  }
+}

@@ -5,6 +5,7 @@
  * @module
  */
 import { delay } from '../../../local/processes'
+import { type CliRun, runFailuresCli } from '../../support/origin'
 import type { FaultStack } from './fault-stack'
 import { type CaseResult, checkCase, rowsFor } from './ledger'
 import {
@@ -32,8 +33,18 @@ export interface SendOptions {
   copies?: number
 }
 
+/** A dead event's channel_failures row, as the dead-letter consumer recorded it. */
+export interface DeadFailure {
+  id: string
+  status: string
+  attempts: number
+  error: string
+}
+
 export class FaultCase {
   readonly messages: Message[] = []
+  /** Dead messages replayed from channel_failures, by marker: their rows just before. */
+  private readonly replays = new Map<string, { rowsBefore: number }>()
   private readonly factory: MessageFactory
   private readonly runs: Array<Promise<void>> = []
   private faults = 0
@@ -112,6 +123,7 @@ export class FaultCase {
       this.name,
       this.factory.markerPattern,
       this.messages,
+      { tally: (m) => this.stack.worker.spool(m.needle), replays: this.replays },
       seconds,
     )
     if (backlog > 0) {
@@ -123,6 +135,52 @@ export class FaultCase {
       }
     }
     return result
+  }
+
+  /** Polls `check` every 300 ms until it holds (true) or `timeoutMs` has passed (false). */
+  async until(check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      if (await check()) return true
+      if (Date.now() > deadline) return false
+      await delay(300)
+    }
+  }
+
+  /** Rows of `message` (found by its marker, like the ledger does). */
+  async rowsOf(message: Message): Promise<number> {
+    return (await rowsFor(this.stack.sql, `${message.marker} %`)).length
+  }
+
+  /** Every one of `messages` has a row. */
+  async landed(messages: readonly Message[]): Promise<boolean> {
+    const landed = await this.landedMarkers()
+    return messages.every((m) => landed.has(m.marker))
+  }
+
+  /** The channel_failures row the dead-letter consumer recorded for `message`, if any. */
+  async deadFailure(message: Message): Promise<DeadFailure | undefined> {
+    const { rows } = await this.stack.sql.query<DeadFailure>(
+      `SELECT id::text, status, attempts, error FROM channel_failures
+        WHERE stage = 'inbound' AND source = 'queue'
+          AND right(delivery_key, length($1)) = $1`,
+      [message.needle],
+    )
+    return rows[0]
+  }
+
+  /**
+   * The operator's replay of a dead message: `npm run failures -- replay <id>`. Its rows just
+   * before are kept for the ledger, which counts it as landed only through this replay.
+   */
+  async replay(message: Message, failure: DeadFailure): Promise<CliRun> {
+    this.replays.set(message.marker, { rowsBefore: await this.rowsOf(message) })
+    const { database } = this.stack
+    return runFailuresCli(
+      { databaseUrl: database.databaseUrl, wsProxy: database.neonWsProxy },
+      ['replay', failure.id],
+      { DOWNSTREAM_URL: '' },
+    )
   }
 
   /** Polls until the queue has settled (see {@link finish}); returns what is still queued. */

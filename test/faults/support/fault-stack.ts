@@ -318,6 +318,7 @@ export async function startFaultStack(): Promise<FaultStack> {
       async heal() {
         redisLayer.setLatency(0)
         balancer.setBackends([origins[0].url])
+        balancer.setPoison(null)
         await redis.start()
         await postgres.start()
         for (const origin of origins) if (!origin.running) await origin.restart()

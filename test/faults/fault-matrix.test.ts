@@ -221,9 +221,12 @@ faultCase('origin and Redis down together', async (c) => {
     await c.send(before, { gapMs: 30 })
   })
   await c.settle()
-  // Twilio does not retry a 5xx: before the queue these were answered 503 and lost.
+  // Twilio does not retry a 5xx: before the queue these were answered 503 and lost. (Soft: the
+  // case still runs to its table row, which shows the loss.)
   const twilio = during.filter((m) => m.vendor === 'twilio')
-  expect(twilio.flatMap((m) => m.attempts.map((a) => a.outcome))).toEqual(twilio.map(() => 200))
+  expect
+    .soft(twilio.flatMap((m) => m.attempts.map((a) => a.outcome)))
+    .toEqual(twilio.map(() => 200))
   await c.send(c.fresh(5), { gapMs: 50 })
 })
 

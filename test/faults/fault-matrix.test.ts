@@ -2,12 +2,14 @@
  * The fault matrix (issue 5): the real stack (Worker bundle in workerd, origin processes behind a
  * balancer, Upstash stand-in on a private redis-server, Neon proxy on a private Postgres), one
  * real fault per case, vendor deliveries with each vendor's own retry behaviour (compressed in
- * time), heal, drain the spool, then the invariant against Postgres: every logical message is
+ * time), heal, let the spool queue settle, then the invariant against Postgres: every logical message is
  * exactly one message row and one outbox row, nothing forged wrote anything.
  *
  * The table at the end (written to test/faults/results.md by `npm run test:faults`) has, per case: messages,
  * deliveries, how many were made while the fault was in effect, answered 2xx / 4xx, rows, how
- * many messages never got a 2xx (their vendor gave up), lost, doubled. Lost and doubled must be 0.
+ * many messages never got a 2xx (their vendor gave up), how many went through the spool queue,
+ * were dead-lettered, and were replayed from channel_failures by the operator, lost, doubled.
+ * Lost and doubled must be 0.
  */
 import { execFileSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -17,8 +19,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { delay } from '../../local/processes'
 import { REPO_ROOT } from '../../local/stack'
 import { runId } from '../support/services'
-import { FaultCase } from './support/fault-case'
-import { type FaultStack, startFaultStack } from './support/fault-stack'
+import { type DeadFailure, FaultCase } from './support/fault-case'
+import { type FaultStack, SPOOL_SETTINGS, startFaultStack } from './support/fault-stack'
 import { type CaseResult, formatTable } from './support/ledger'
 import type { Message } from './support/vendors'
 
@@ -44,7 +46,7 @@ afterAll(async () => {
 
 /**
  * A case: `body` injects its fault and heals it (in a `finally`: a later case must find the stack
- * whole), then the deliveries settle, the spool drains and the invariant is checked.
+ * whole), then the deliveries settle, the spool queue settles and the invariant is checked.
  */
 function faultCase(
   name: string,
@@ -133,20 +135,8 @@ faultCase('Redis flushed mid-run', async (c) => {
 })
 
 faultCase('origin stopped, then restarted', async (c) => {
-  const before = c.fresh(5)
-  await c.send(before, { gapMs: 50 })
-  await delay(300)
-  const origin = stack.origins[0]
-  await c.during(async () => {
-    const downAt = Date.now()
-    await origin.kill('SIGTERM')
-    try {
-      await c.send([...c.fresh(15), ...c.forged()], { gapMs: 250 })
-      // The restart itself takes a few seconds (tsx compiles): the outage is all of it.
-      await until(downAt, OUTAGE_MS - 2_500)
-    } finally {
-      await origin.restart()
-    }
+  const before = await originOutage(c, { signal: 'SIGTERM' }, async () => {
+    await c.send([...c.fresh(15), ...c.forged()], { gapMs: 250 })
   })
   await c.send([...c.fresh(5), ...before], { gapMs: 50 })
 })
@@ -156,20 +146,14 @@ faultCase('origin killed (SIGKILL) mid-request', async (c) => {
   // Hold inserts into messages, so that a burst is inside the origin (mid-transaction) when the
   // process dies; release the lock a moment before the kill, so that some of them commit and
   // die before their answer leaves.
-  const lock = await stack.sql.connect()
-  let released = false
+  const hold = await holdInserts()
   try {
-    await lock.query('BEGIN')
-    await lock.query('LOCK TABLE messages IN EXCLUSIVE MODE')
     const burst = c.fresh(15)
     await c.send([...burst, ...c.forged()], { gapMs: 10 })
     await delay(800)
     const cutBefore = stack.balancer.failures().midRequest
     await c.during(async () => {
-      await lock.query('COMMIT')
-      released = true
-      await delay(15)
-      await origin.kill('SIGKILL')
+      await killAfterRelease(hold)
       try {
         await c.send(c.fresh(5), { gapMs: 100 })
       } finally {
@@ -179,8 +163,7 @@ faultCase('origin killed (SIGKILL) mid-request', async (c) => {
     // Not a stop between requests: some forwards were inside the origin when it died.
     expect(stack.balancer.failures().midRequest - cutBefore).toBeGreaterThan(0)
   } finally {
-    if (!released) await lock.query('ROLLBACK').catch(() => {})
-    lock.release()
+    await hold.end()
   }
   await c.send(c.fresh(5), { gapMs: 50 })
 })
@@ -229,6 +212,109 @@ faultCase('two origins, one killed', async (c) => {
   }
 })
 
+faultCase('origin and Redis down together', async (c) => {
+  let during: Message[] = []
+  await originOutage(c, { signal: 'SIGKILL', redis: true }, async (before) => {
+    during = c.fresh(15)
+    await c.send([...during, ...c.forged()], { gapMs: 150 })
+    // Replays of stored messages: no Redis to say so, queued again, Postgres decides.
+    await c.send(before, { gapMs: 30 })
+  })
+  await c.settle()
+  // Twilio does not retry a 5xx: before the queue these were answered 503 and lost. (Soft: the
+  // case still runs to its table row, which shows the loss.)
+  const twilio = during.filter((m) => m.vendor === 'twilio')
+  expect
+    .soft(twilio.flatMap((m) => m.attempts.map((a) => a.outcome)))
+    .toEqual(twilio.map(() => 200))
+  await c.send(c.fresh(5), { gapMs: 50 })
+})
+
+faultCase('Redis flushed during an origin outage', async (c) => {
+  await originOutage(c, { signal: 'SIGKILL' }, async (before) => {
+    const queued = c.fresh(15)
+    await c.send([...queued, ...c.forged()], { gapMs: 100 })
+    await c.settle()
+    // The spool is not in Redis: a flush (failover, eviction) costs the claims, not events.
+    await stack.redis.flushAll()
+    // Vendor retries after the flush find no claim: each is queued a second time.
+    await c.send([...before, ...queued.slice(0, 8)], { gapMs: 30 })
+  })
+  await c.send(c.fresh(5), { gapMs: 50 })
+})
+
+faultCase('a poisoned entry among good ones', async (c) => {
+  const origin = stack.origins[0]
+  const good = c.fresh(20)
+  const poisoned = c.fresh(1, ['whatsapp'])[0] as Message
+  let failure: DeadFailure | undefined
+  await c.during(async () => {
+    // A WAF in front of the origin refuses the poisoned text (its marker, then a space: `…m1`
+    // is the start of `…m10`), on /v1/events only: the dead-letter report still gets through.
+    stack.balancer.setPoison({ marker: `${poisoned.marker} `, status: 403, path: '/v1/events' })
+    try {
+      // All queued together in an outage, the poisoned one in the middle.
+      await origin.kill('SIGKILL')
+      try {
+        await c.send([...good.slice(0, 10), poisoned, ...good.slice(10), ...c.forged()], {
+          gapMs: 50,
+        })
+        await c.settle()
+      } finally {
+        await origin.restart()
+      }
+      // No head-of-line blocking: the good ones land while the poisoned one is still retried.
+      expect(await c.until(() => c.landed(good), 20_000), 'the good ones landed').toBe(true)
+      expect(stack.worker.spool(poisoned.needle)).toMatchObject({ queued: 1, dead: 0 })
+      // After its retries, dead in channel_failures, not in messages.
+      const dead = async () => (await c.deadFailure(poisoned)) !== undefined
+      expect(await c.until(dead, 60_000), 'the poisoned event dead in channel_failures').toBe(true)
+      failure = await c.deadFailure(poisoned)
+      expect(failure).toMatchObject({
+        status: 'dead',
+        attempts: SPOOL_SETTINGS.maxAttempts,
+        error: 'origin 403',
+      })
+      expect(await c.rowsOf(poisoned)).toBe(0)
+    } finally {
+      // The operator fixes the WAF rule.
+      stack.balancer.setPoison(null)
+    }
+  })
+  const replay = await c.replay(poisoned, failure as DeadFailure)
+  expect(replay.code, replay.stdout + replay.stderr).toBe(0)
+  expect((await c.deadFailure(poisoned))?.status).toBe('resolved')
+  await c.send(c.fresh(5), { gapMs: 50 })
+})
+
+faultCase('origin killed (SIGKILL) while the consumer is mid-batch', async (c) => {
+  const origin = stack.origins[0]
+  await c.during(async () => {
+    await origin.kill('SIGKILL')
+    // Inserts held from here: once the origin is back, the consumer's next batch of retries
+    // waits inside it.
+    const hold = await holdInserts()
+    try {
+      await c.send([...c.fresh(40), ...c.forged()], { gapMs: 20 })
+      await c.settle()
+      const sentBefore = forwards()
+      await origin.restart()
+      const cutBefore = stack.balancer.failures().midRequest
+      const forwarding = () => forwards() >= sentBefore + 3
+      expect(await c.until(forwarding, 15_000), 'the consumer forwarding').toBe(true)
+      await delay(200)
+      // Killed again with a batch inside it, some of it just committed, no answer sent.
+      await killAfterRelease(hold)
+      expect(stack.balancer.failures().midRequest - cutBefore).toBeGreaterThan(0)
+      await c.send(c.fresh(5), { gapMs: 100 })
+    } finally {
+      await hold.end()
+      if (!origin.running) await origin.restart()
+    }
+  })
+  await c.send(c.fresh(5), { gapMs: 50 })
+})
+
 faultCase(
   '50 concurrent copies',
   async (c) => {
@@ -268,6 +354,73 @@ faultCase(
   },
   { fault: false },
 )
+
+/**
+ * Five messages that land first (returned), then an outage of origin 0 (and of Redis, with
+ * `redis`) of OUTAGE_MS in all, `meanwhile` running in it, marked as the fault.
+ */
+async function originOutage(
+  c: FaultCase,
+  options: { signal: 'SIGKILL' | 'SIGTERM'; redis?: boolean },
+  meanwhile: (before: Message[]) => Promise<void>,
+): Promise<Message[]> {
+  const before = c.fresh(5)
+  await c.send(before, { gapMs: 50 })
+  await delay(300)
+  const origin = stack.origins[0]
+  await c.during(async () => {
+    const downAt = Date.now()
+    await Promise.all([origin.kill(options.signal), options.redis && stack.redis.kill()])
+    try {
+      await meanwhile(before)
+      // The restart itself takes a few seconds (tsx compiles): the outage is all of it.
+      await until(downAt, OUTAGE_MS - 2_500)
+    } finally {
+      await Promise.all([origin.restart(), options.redis && stack.redis.start()])
+    }
+  })
+  return before
+}
+
+/** Requests the balancer has passed to origin pods so far. */
+function forwards(): number {
+  return Object.values(stack.balancer.counts()).reduce((sum, n) => sum + n, 0)
+}
+
+interface InsertHold {
+  /** Lets the held inserts go (COMMIT of the locking transaction). */
+  release(): Promise<void>
+  /** Releases if not yet, and returns the connection. */
+  end(): Promise<void>
+}
+
+/** Holds every insert into messages: a table lock in a transaction of its own. */
+async function holdInserts(): Promise<InsertHold> {
+  const lock = await stack.sql.connect()
+  let released = false
+  await lock.query('BEGIN')
+  await lock.query('LOCK TABLE messages IN EXCLUSIVE MODE')
+  return {
+    async release() {
+      await lock.query('COMMIT')
+      released = true
+    },
+    async end() {
+      if (!released) await lock.query('ROLLBACK').catch(() => {})
+      lock.release()
+    },
+  }
+}
+
+/**
+ * Releases the held inserts and SIGKILLs origin 0 a moment later: some of the requests inside it
+ * commit and die before their answer leaves.
+ */
+async function killAfterRelease(hold: InsertHold): Promise<void> {
+  await hold.release()
+  await delay(15)
+  await stack.origins[0].kill('SIGKILL')
+}
 
 /** What the failure message shows: each problem, with the Worker's log lines about it. */
 function explanation(c: FaultCase, result: CaseResult): string {
@@ -313,9 +466,12 @@ function report(done: readonly CaseResult[]): void {
     'Columns: _messages_ logical messages sent (forged ones aside); _deliveries_ HTTP requests made,',
     'retries, replays and forged ones included; _in fault_ deliveries started while the fault was in',
     'effect; _accepted_ / _rejected_ deliveries answered 2xx / 4xx; _rows_ message rows found for',
-    'the messages; _gave up_ messages never answered 2xx (their vendor stopped trying); _lost_',
-    'messages without a row (or without their outbox row); _doubled_ extra rows or outbox rows;',
-    '_forged leaks_ forged deliveries answered 2xx, or rows they wrote.',
+    'the messages; _gave up_ messages never answered 2xx (their vendor stopped trying); _queued_',
+    'messages put on the spool queue at least once (answered 200 while the origin failed);',
+    '_dead_ messages the spool dead-lettered after its retries (into channel_failures); _replayed_',
+    'dead messages replayed by `npm run failures -- replay` (each had no row before its replay);',
+    '_lost_ messages without a row (or without their outbox row); _doubled_ extra rows or outbox',
+    'rows; _forged leaks_ forged deliveries answered 2xx, or rows they wrote.',
     '',
     // In a code block: problem text (log lines, origin output) is quoted as it is.
     ...(problems.length > 0

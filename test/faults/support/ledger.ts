@@ -1,5 +1,5 @@
 /**
- * The invariant, checked against Postgres after a case has healed and the spool has drained:
+ * The invariant, checked against Postgres after a case has healed and the spool queue has settled:
  *
  * - every logical message a vendor sent (validly signed) is exactly one `messages` row with
  *   exactly one `outbox` row, under the key it should have;
@@ -8,11 +8,23 @@
  *   gave up (Twilio after one 5xx, Slack after its last retry) is just as gone. A row without
  *   its outbox row also counts as lost (the hand-off downstream is missing);
  * - a second row, or a second outbox row, is **doubled**;
- * - a forged delivery (wrong signature) must be answered 4xx and write nothing.
+ * - a forged delivery (wrong signature) must be answered 4xx and write nothing;
+ * - a message the spool gave up on (dead-lettered) and an operator replayed from
+ *   `channel_failures` counts as landed only through that replay: it must have had no row just
+ *   before it.
  * @module
  */
 import type pg from 'pg'
+import type { SpoolTally } from './fault-stack'
 import { is2xx, type Message } from './vendors'
+
+/** What the spool and the operator did with a case's messages, for the ledger. */
+export interface SpoolRecord {
+  /** The Worker's log lines about `message` on the spool queue. */
+  tally(message: Message): SpoolTally
+  /** Messages replayed from channel_failures (by marker), with their rows just before. */
+  replays: ReadonlyMap<string, { rowsBefore: number }>
+}
 
 export interface CaseResult {
   name: string
@@ -32,6 +44,12 @@ export interface CaseResult {
   doubled: number
   /** Messages never answered 2xx (the vendor gave up): lost unless a row exists anyway. */
   gaveUp: number
+  /** Messages put on the spool queue at least once (answered 200 with the origin failing). */
+  queued: number
+  /** Messages the spool dead-lettered (recorded in channel_failures, not in messages). */
+  dead: number
+  /** Dead messages an operator replayed (`npm run failures -- replay`). */
+  replayed: number
   /** Forged deliveries answered 2xx, and rows they wrote. */
   forgedLeaks: number
   seconds: number
@@ -68,6 +86,7 @@ export async function checkCase(
   name: string,
   markerPattern: string,
   messages: readonly Message[],
+  spool: SpoolRecord,
   seconds: number,
 ): Promise<CaseResult> {
   const byMarker = new Map<string, Row[]>()
@@ -87,6 +106,9 @@ export async function checkCase(
     lost: 0,
     doubled: 0,
     gaveUp: 0,
+    queued: 0,
+    dead: 0,
+    replayed: 0,
     forgedLeaks: 0,
     seconds,
     problems: [],
@@ -104,6 +126,16 @@ export async function checkCase(
     }
     result.rows += rows.length
     if (!message.attempts.some((a) => is2xx(a.outcome))) result.gaveUp++
+    const tally = spool.tally(message)
+    if (tally.queued > 0) result.queued++
+    if (tally.dead > 0) result.dead++
+    const replay = spool.replays.get(message.marker)
+    if (replay) {
+      result.replayed++
+      if (replay.rowsBefore > 0) {
+        result.problems.push(`landed before its replay ${what}: ${replay.rowsBefore} rows`)
+      }
+    }
     if (rows.length === 0 || outbox === 0) {
       result.lost++
       result.problems.push(`lost ${what}: ${rows.length} rows, ${outbox} outbox rows`)
@@ -137,6 +169,9 @@ const COLUMNS: Array<[string, (r: CaseResult) => string | number]> = [
   ['rejected', (r) => r.rejected],
   ['rows', (r) => r.rows],
   ['gave up', (r) => r.gaveUp],
+  ['queued', (r) => r.queued],
+  ['dead', (r) => r.dead],
+  ['replayed', (r) => r.replayed],
   ['lost', (r) => r.lost],
   ['doubled', (r) => r.doubled],
   ['forged leaks', (r) => r.forgedLeaks],

@@ -1,34 +1,42 @@
 /**
  * What happens to one verified, parsed, classified delivery: claim in Redis, forward to the
- * origin, answer the vendor, log one decision. The same for every channel; a channel brings only
- * its replies (what "got it" and "try again" look like to that vendor) and its response budget.
+ * origin, queue it when the origin cannot take it. The same for every channel and every front
+ * door: the core answers with an {@link Outcome}, and each front door (the webhook routes, the
+ * email handler) turns it into its own reply (an HTTP status, or SMTP's accept / temporary error /
+ * bounce) and logs it with that reply's status ({@link logOutcome}).
  * @module
  */
 import { type ClaimEnd, type ClaimHold, type ClaimStore, runClaimed } from '../claims'
 import { sha256Hex } from '../contract/crypto'
 import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
-import type { ChannelDelivery, DeliveryKey } from './channels/types'
+import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
 import type { OriginConfig, Settings } from './config'
-import { InvalidPayloadError } from './errors'
+import type { Env } from './env'
+import { ChannelNotConfiguredError, InvalidPayloadError } from './errors'
 import { type ForwardResult, forwardEvent } from './forward'
-import { type DecisionLog, describeError, logDecision } from './log'
+import { claimStoreFor } from './gateway'
+import { type Decision, type DecisionLog, describeError, logDecision } from './log'
 import { enqueueEvent, type SpoolQueue } from './spool/producer'
 
-export interface ChannelReplies {
-  /** "Got it, do not send again." */
-  ok(): Response
-  /** "Not taken; send it again." Slack and Telegram retry on it; Twilio does not (issue 5's spool). */
-  retryLater(): Response
-  /**
-   * "Refused for good": the origin will never accept this event. @default ok(), which stops the
-   * vendor's retries; email answers a permanent SMTP error instead (`setReject`).
-   */
-  rejected?(): Response
+/**
+ * What became of a delivery: the log's decision and fields, less what the front door adds (its
+ * reply's status, the time taken). A front door needs only `decision` to answer: `retry` asks the
+ * sender to send again, `rejected` is refused for good, `challenge` is a handshake to answer with
+ * `challenge`; every other decision (forwarded, duplicate, recorded, ignored, spooled) is taken.
+ */
+export type Outcome = OutcomeFields &
+  ({ decision: Exclude<Decision, 'challenge'> } | { decision: 'challenge'; challenge: string })
+
+/** A decision's fields; `channel` defaults to the front door's (an event names sms / whatsapp). */
+type OutcomeFields = Omit<DecisionLog, 'channel' | 'decision' | 'status' | 'ms'> & {
+  channel?: string
 }
+/** What is known of a forward before the origin answers. */
+type KnownFields = Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey' | 'redis' | 'reason'>
 
 export interface DeliveryContext {
-  /** Log label of the route: slack | twilio | telegram. */
+  /** Log label of the front door: slack | twilio | telegram | email. */
   channel: string
   settings: Settings
   origin: OriginConfig
@@ -36,11 +44,45 @@ export interface DeliveryContext {
   claims: ClaimStore | null
   /** The spool queue's producer binding; null when the Worker has none. */
   spool: SpoolQueue | null
-  replies: ChannelReplies
   waitUntil(promise: Promise<unknown>): void
   startedAt: number
-  /** Epoch ms by which the vendor must have its answer (Slack: 3 s, less a margin). */
+  /** Epoch ms by which the sender must have its answer (Slack: 3 s, less a margin). */
   deadline: number
+}
+
+/** What a front door knows of its delivery: its name, clock, budget and the runtime's waitUntil. */
+export interface FrontDoor {
+  channel: string
+  startedAt: number
+  /** How long the sender waits for our answer (the channel's budget). */
+  budgetMs: number
+  waitUntil(promise: Promise<unknown>): void
+}
+
+/** The one way a front door builds its context (the origin is required: 503 without it). */
+export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): DeliveryContext {
+  if (!settings.origin) throw new ChannelNotConfiguredError(door.channel, ['ORIGIN_URL'])
+  return {
+    channel: door.channel,
+    settings,
+    origin: settings.origin,
+    claims: claimStoreFor(settings),
+    spool: env.SPOOL ?? null,
+    waitUntil: door.waitUntil,
+    startedAt: door.startedAt,
+    deadline: door.startedAt + door.budgetMs,
+  }
+}
+
+/** One decision log line for an outcome, with the status of the reply the front door gave. */
+export function logOutcome(ctx: DeliveryContext, outcome: Outcome, status: number): void {
+  const { challenge: _, ...fields }: Outcome & { challenge?: string } = outcome
+  logDecision({
+    ...fields,
+    channel: outcome.channel ?? ctx.channel,
+    status,
+    ms: Date.now() - ctx.startedAt,
+  })
 }
 
 /** Below this much time left, a forward is not worth starting: answer "retry" instead. */
@@ -48,58 +90,47 @@ const MIN_FORWARD_MS = 200
 /** A queue send gets at least this long, even past the vendor's deadline (Slack then retries). */
 const MIN_SEND_MS = 500
 
-export async function handleDelivery(
+export async function deliver(
   ctx: DeliveryContext,
-  delivery: ChannelDelivery,
+  delivery: Delivery,
   rawBody: string,
-): Promise<Response> {
-  if (delivery.action === 'ignore') {
-    log(ctx, { decision: 'ignored', decidedBy: 'gateway', status: 200, reason: delivery.reason })
-    return ctx.replies.ok()
+): Promise<Outcome> {
+  switch (delivery.action) {
+    case 'challenge':
+      return { decision: 'challenge', decidedBy: 'gateway', challenge: delivery.challenge }
+    case 'ignore':
+      return { decision: 'ignored', decidedBy: 'gateway', reason: delivery.reason }
+    case 'record':
+      return record(ctx, delivery.key, rawBody)
   }
-  if (delivery.action === 'record') return record(ctx, delivery.key, rawBody)
-
   const event = await finalizeEvent(delivery.draft)
   const valid = parseInboundEvent(event)
   if (!valid.ok) throw new InvalidPayloadError(valid.message)
   return claimAndForward(ctx, delivery.key, valid.event)
 }
 
-async function record(ctx: DeliveryContext, key: DeliveryKey, rawBody: string): Promise<Response> {
+async function record(ctx: DeliveryContext, key: DeliveryKey, rawBody: string): Promise<Outcome> {
   const deliveryKey = formatDeliveryKey(key)
   if (!ctx.claims) {
-    log(ctx, {
-      deliveryKey,
-      decision: 'recorded',
-      decidedBy: 'gateway',
-      status: 200,
-      redis: 'not_configured',
-    })
-    return ctx.replies.ok()
+    return { deliveryKey, decision: 'recorded', decidedBy: 'gateway', redis: 'not_configured' }
   }
   const hash = (await sha256Hex(rawBody)).slice(0, 16)
-  const outcome = await ctx.claims.record(deliveryKey, hash)
-  const redis = outcome.status === 'unavailable' ? 'unavailable' : 'ok'
-  const decision =
-    outcome.status === 'claimed' || redis === 'unavailable' ? 'recorded' : 'duplicate'
-  log(ctx, {
-    deliveryKey,
-    decision,
-    decidedBy: redis === 'ok' ? 'redis' : 'gateway',
-    status: 200,
-    redis,
-  })
-  return ctx.replies.ok()
+  const claimed = await ctx.claims.record(deliveryKey, hash)
+  if (claimed.status === 'unavailable') {
+    return { deliveryKey, decision: 'recorded', decidedBy: 'gateway', redis: 'unavailable' }
+  }
+  const decision = claimed.status === 'claimed' ? 'recorded' : 'duplicate'
+  return { deliveryKey, decision, decidedBy: 'redis', redis: 'ok' }
 }
 
 async function claimAndForward(
   ctx: DeliveryContext,
   key: DeliveryKey,
   event: InboundEvent,
-): Promise<Response> {
+): Promise<Outcome> {
   const { claims, settings } = ctx
   const base = { channel: event.channel, deliveryKey: event.deliveryKey, fallbackKey: key.fallback }
-  return runClaimed<Response>(
+  return runClaimed<Outcome>(
     claims,
     {
       key: formatDeliveryKey(key),
@@ -109,9 +140,9 @@ async function claimAndForward(
         Date.now() + settings.inflightWaitMs,
         ctx.deadline - settings.redisTimeoutMs - MIN_FORWARD_MS,
       ),
-      // The vendor's answer need not wait for `done`; a replay meanwhile finds inflight and polls.
+      // The sender's answer need not wait for `done`; a replay meanwhile finds inflight and polls.
       later: (work) => ctx.waitUntil(work),
-      // A release goes before the answer when the deadline allows (the vendor's immediate retry
+      // A release goes before the answer when the deadline allows (the sender's immediate retry
       // can then claim at once), else after it: a retry meanwhile waits for the key to go.
       releaseNow: () => ctx.deadline - Date.now() >= settings.redisTimeoutMs,
     },
@@ -120,65 +151,58 @@ async function claimAndForward(
         if (payloadMismatch && claims) {
           ctx.waitUntil(claims.count(`payload_mismatch:${event.channel}`).catch(() => {}))
         }
-        log(ctx, {
-          ...base,
-          decision: 'duplicate',
-          decidedBy: 'redis',
-          status: 200,
-          redis: 'ok',
-          payloadMismatch,
-        })
-        return ctx.replies.ok()
+        return { ...base, decision: 'duplicate', decidedBy: 'redis', redis: 'ok', payloadMismatch }
       },
-      inflight() {
-        log(ctx, {
-          ...base,
-          decision: 'retry',
-          decidedBy: 'redis',
-          status: 503,
-          redis: 'ok',
-          reason: 'inflight',
-        })
-        return ctx.replies.retryLater()
-      },
-      run: (hold) => forwardAndAnswer(ctx, key, event, hold, base),
+      inflight: () => ({
+        ...base,
+        decision: 'retry',
+        decidedBy: 'redis',
+        redis: 'ok',
+        reason: 'inflight',
+      }),
+      run: (hold) => forwardAndDecide(ctx, key, event, hold, base),
     },
   )
 }
 
 /**
- * The forward and the vendor's answer, and how the claim ends. Without a claim (Redis down, slow
- * or not configured) this is failing open: the origin's Postgres unique index decides.
+ * The forward, what it decides, and how the claim ends. Without a claim (Redis down, slow or not
+ * configured) this is failing open: the origin's Postgres unique index decides.
  */
-async function forwardAndAnswer(
+async function forwardAndDecide(
   ctx: DeliveryContext,
   key: DeliveryKey,
   event: InboundEvent,
   hold: ClaimHold,
   base: Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
-): Promise<{ result: Response; end: ClaimEnd }> {
+): Promise<{ result: Outcome; end: ClaimEnd }> {
   const redis = hold.redis === 'inflight' ? 'ok' : hold.redis
   const reason = hold.redis === 'unavailable' ? describeError(hold.error) : undefined
-  const fields: LogFields = { ...base, redis, reason }
+  const fields: KnownFields = { ...base, redis, reason }
   const result = await forwardWithinBudget(ctx, event)
   if (result.kind === 'accepted') {
-    log(ctx, {
+    const outcome: Outcome = {
       ...fields,
       decision: result.duplicate ? 'duplicate' : 'forwarded',
       decidedBy: result.duplicate || redis !== 'ok' ? 'postgres' : 'redis',
-      status: 200,
       origin: result.outcome ?? String(result.status),
       payloadMismatch: result.payloadMismatch,
-    })
-    return { result: ctx.replies.ok(), end: 'done' }
+    }
+    return { result: outcome, end: 'done' }
   }
   if (result.kind === 'permanent') {
-    return { result: onOriginRejected(ctx, result, fields), end: 'release' }
+    // The origin refused the event itself (400 / 413 / 422): it will never be accepted. The log
+    // says so at error level, with the origin's error code; the front door stops the retries.
+    const origin = `${result.status} ${result.code ?? ''}`.trim()
+    return {
+      result: { ...fields, decision: 'rejected', decidedBy: 'postgres', origin },
+      end: 'release',
+    }
   }
   return onOriginFailure(ctx, key, event, result, fields)
 }
 
-/** Forwards with what is left of the vendor's deadline (keeping room to release the claim). */
+/** Forwards with what is left of the sender's deadline (keeping room to release the claim). */
 async function forwardWithinBudget(
   ctx: DeliveryContext,
   event: InboundEvent,
@@ -191,19 +215,19 @@ async function forwardWithinBudget(
 
 /**
  * The origin could not take the event now (5xx, timeout, network, or a configuration 4xx). Put it
- * on the spool queue (worker/spool/), mark the claim `spooled` and answer "ok": the queue consumer
- * forwards it once the origin is back. That needs no Redis: with Redis down too the event is
- * queued, and Postgres decides later. When it cannot be queued (the channel is not spooled, no
- * queue bound, too large for a queue message, the queue refused) the claim is released and the
- * vendor asked to retry, which Slack, Telegram and mail servers do and Twilio does not.
+ * on the spool queue (worker/spool/), mark the claim `spooled`: the sender is told "ok" and the
+ * queue consumer forwards it once the origin is back. That needs no Redis: with Redis down too the
+ * event is queued, and Postgres decides later. When it cannot be queued (the channel is not
+ * spooled, no queue bound, too large for a queue message, the queue refused) the claim is released
+ * and the sender asked to retry, which Slack, Telegram and mail servers do and Twilio does not.
  */
 async function onOriginFailure(
   ctx: DeliveryContext,
   key: DeliveryKey,
   event: InboundEvent,
   result: Extract<ForwardResult, { kind: 'failed' }>,
-  fields: LogFields,
-): Promise<{ result: Response; end: ClaimEnd }> {
+  fields: KnownFields,
+): Promise<{ result: Outcome; end: ClaimEnd }> {
   const origin = result.status === null ? result.reason : String(result.status)
   const timeoutMs = Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
   const queued = await enqueueEvent(
@@ -213,45 +237,17 @@ async function onOriginFailure(
   )
   if (queued.status === 'queued') {
     if (ctx.claims) ctx.waitUntil(ctx.claims.count(`spool_queued:${event.channel}`).catch(() => {}))
-    log(ctx, { ...fields, decision: 'spooled', decidedBy: 'gateway', status: 200, origin })
-    return { result: ctx.replies.ok(), end: 'spooled' }
+    return {
+      result: { ...fields, decision: 'spooled', decidedBy: 'gateway', origin },
+      end: 'spooled',
+    }
   }
-  log(ctx, {
+  const outcome: Outcome = {
     ...fields,
     decision: 'retry',
     decidedBy: 'gateway',
-    status: 503,
     origin,
     reason: queued.reason,
-  })
-  return { result: ctx.replies.retryLater(), end: 'release' }
-}
-
-/**
- * The origin refused the event itself (400 / 413 / 422): it will never be accepted, so the vendor
- * gets its "ok" (a retry loop helps no one and counts against the app's health with Slack), or the
- * channel's `rejected` reply, and the log says so at error level, with the origin's error code.
- */
-function onOriginRejected(
-  ctx: DeliveryContext,
-  result: Extract<ForwardResult, { kind: 'permanent' }>,
-  fields: LogFields,
-): Response {
-  const reply = ctx.replies.rejected ? ctx.replies.rejected() : ctx.replies.ok()
-  log(ctx, {
-    ...fields,
-    decision: 'rejected',
-    decidedBy: 'postgres',
-    status: reply.status,
-    origin: `${result.status} ${result.code ?? ''}`.trim(),
-  })
-  return reply
-}
-
-/** A decision's fields; `channel` defaults to the route's (an event names sms / whatsapp). */
-type LogEntry = Omit<DecisionLog, 'channel' | 'ms'> & { channel?: string }
-type LogFields = Omit<LogEntry, 'decision' | 'decidedBy' | 'status'>
-
-function log(ctx: DeliveryContext, entry: LogEntry): void {
-  logDecision({ ...entry, channel: entry.channel ?? ctx.channel, ms: Date.now() - ctx.startedAt })
+  }
+  return { result: outcome, end: 'release' }
 }

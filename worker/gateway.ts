@@ -1,14 +1,13 @@
 /**
  * Per-request wiring shared by the webhook routes: the channel's config (or a 503 naming what is
- * missing), the bounded body, the claim store, and the delivery context with its deadline.
+ * missing), the bounded body, the verified tenant, and the claim store.
  * @module
  */
 import type { Context } from 'hono'
 import { type ClaimStore, claimStore } from '../claims'
-import { BodyOverLimitError, type RawBody, readBoundedBody } from '../contract/body'
-import type { ChannelDelivery, RequestParts } from './channels/types'
+import { BodyOverLimitError, readBoundedBody } from '../contract/body'
+import type { Delivery, RequestParts } from './channels/types'
 import { type ChannelConfig, type Settings, settingsFor } from './config'
-import type { ChannelReplies, DeliveryContext } from './deliver'
 import type { Env } from './env'
 import { BodyTooLargeError, ChannelNotConfiguredError, UnauthorizedError } from './errors'
 import type { TenantVerdict } from './tenants'
@@ -19,7 +18,8 @@ export type GatewayContext = Context<{ Bindings: Env }>
 export interface VerifiedRequest<T> {
   settings: Settings
   config: T
-  body: RawBody
+  /** The request as the verifier saw it, body bounded. */
+  parts: RequestParts
   startedAt: number
   /** The tenant whose secrets matched; null for shared (single-tenant) secrets. */
   tenant: string | null
@@ -46,12 +46,13 @@ export async function verifiedRequest<T>(
       throw new BodyTooLargeError(err.limitBytes, err.seenBytes)
     throw err
   })
-  const verdict = await verify({ url: c.req.url, headers: c.req.raw.headers, body }, config.value)
+  const parts = { url: c.req.url, headers: c.req.raw.headers, body }
+  const verdict = await verify(parts, config.value)
   if (!verdict.ok) throw new UnauthorizedError(`${channel}: ${verdict.reason}`)
   return {
     settings,
     config: config.value,
-    body,
+    parts,
     startedAt,
     tenant: verdict.tenant,
     handshakeOnly: verdict.handshakeOnly === true,
@@ -66,9 +67,10 @@ export async function verifiedRequest<T>(
 export function assertVerifiedTenant(
   channel: string,
   request: VerifiedRequest<unknown>,
-  delivery: ChannelDelivery,
+  delivery: Delivery,
 ): void {
-  if (delivery.action === 'ignore') return
+  // Nothing is claimed or forwarded for these; the handshake names no tenant.
+  if (delivery.action === 'ignore' || delivery.action === 'challenge') return
   if (request.handshakeOnly) throw new UnauthorizedError(`${channel}: no tenant named`)
   if (request.tenant !== null && delivery.key.scope !== request.tenant) {
     throw new UnauthorizedError(`${channel}: verified tenant differs from the delivery's`)
@@ -87,28 +89,6 @@ export function claimStoreFor(settings: Settings): ClaimStore | null {
   return store
 }
 
-export function deliveryContext(
-  c: GatewayContext,
-  channel: string,
-  request: VerifiedRequest<unknown>,
-  replies: ChannelReplies,
-  responseBudgetMs: number,
-): DeliveryContext {
-  const { settings, startedAt } = request
-  if (!settings.origin) throw new ChannelNotConfiguredError(channel, ['ORIGIN_URL'])
-  return {
-    channel,
-    settings,
-    origin: settings.origin,
-    claims: claimStoreFor(settings),
-    spool: c.env.SPOOL ?? null,
-    replies,
-    waitUntil: (promise) => waitUntil(c, promise),
-    startedAt,
-    deadline: startedAt + responseBudgetMs,
-  }
-}
-
 /** `ctx.waitUntil` when the runtime gave us one (tests calling `app.request` may not). */
 export function waitUntil(c: GatewayContext, promise: Promise<unknown>): void {
   try {
@@ -116,12 +96,4 @@ export function waitUntil(c: GatewayContext, promise: Promise<unknown>): void {
   } catch {
     void promise
   }
-}
-
-/** The answer that makes Slack and Telegram deliver again (no `x-slack-no-retry`). */
-export function retryLaterResponse(): Response {
-  return Response.json(
-    { error: { code: 'retry_later', message: 'temporarily unavailable, retry' } },
-    { status: 503, headers: { 'retry-after': '1' } },
-  )
 }

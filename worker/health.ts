@@ -13,6 +13,7 @@
  */
 
 import type { ClaimStore } from '../claims'
+import { WEBHOOK_CHANNELS, type WebhookChannelName } from './channels'
 import type { Settings } from './config'
 import { claimStoreFor } from './gateway'
 
@@ -21,7 +22,7 @@ export const HEALTH_CACHE_MS = 5_000
 
 export interface Health {
   status: 'ok' | 'degraded'
-  channels: { slack: boolean; twilio: boolean; telegram: boolean }
+  channels: Record<WebhookChannelName, boolean>
   origin: boolean
   /** A spool queue is bound: origin failures are queued rather than retried by the vendor. */
   spool: boolean
@@ -73,11 +74,9 @@ export function deepHealth(settings: Settings, hasSpool: boolean): Promise<DeepH
 }
 
 async function measure(settings: Settings, hasSpool: boolean, deep: boolean): Promise<DeepHealth> {
-  const channels = {
-    slack: settings.slack.ok,
-    twilio: settings.twilio.ok,
-    telegram: settings.telegram.ok,
-  }
+  const channels = Object.fromEntries(
+    WEBHOOK_CHANNELS.map((channel) => [channel.name, channel.pick(settings).ok]),
+  ) as Health['channels']
   const store = claimStoreFor(settings)
   const reading = store ? await read(store, deep) : null
   const redis = reading?.redis ?? 'not_configured'

@@ -9,7 +9,10 @@
  * tenant id: never a secret (a malformed entry may be a secret pasted in the wrong place).
  * @module
  */
+import { secretList } from '../contract/crypto'
 import type { Verdict } from './channels/types'
+import type { ChannelConfig, StringSetting } from './config'
+import type { Env } from './env'
 
 export type TenantSecrets =
   /** A single-tenant variable (SLACK_SIGNING_SECRET, TWILIO_AUTH_TOKEN): any tenant, one list. */
@@ -93,4 +96,36 @@ export function parseTenantSecrets(
   })
   if (byTenant.size === 0) warnings.push(`${name} has no valid entry: the channel is disabled`)
   return byTenant
+}
+
+/** Where a channel's tenant secrets are set: a per-tenant variable, or a shared one. */
+export interface TenantVariables {
+  perTenant: StringSetting
+  shared: StringSetting
+  /** What a tenant id of `perTenant` must look like. */
+  rule: TenantIdRule
+}
+
+/**
+ * Slack / Twilio secrets: the per-tenant variable when set (the shared one is then ignored, so
+ * it cannot vouch for a tenant the map does not list), else the shared variable (any tenant, as a
+ * single-tenant deployment always worked). A per-tenant variable without one valid entry disables
+ * the channel rather than fall back to the shared list.
+ */
+export function tenantSecrets(
+  env: Env,
+  { perTenant, shared, rule }: TenantVariables,
+  warnings: string[],
+): ChannelConfig<TenantSecrets> {
+  const byTenant = parseTenantSecrets(perTenant, env[perTenant], rule, warnings)
+  const sharedSecrets = secretList(env[shared])
+  if (byTenant !== null) {
+    if (sharedSecrets.length > 0) warnings.push(`${shared} is ignored while ${perTenant} is set`)
+    return byTenant.size > 0
+      ? { ok: true, value: { kind: 'per-tenant', byTenant } }
+      : { ok: false, missing: [perTenant] }
+  }
+  return sharedSecrets.length > 0
+    ? { ok: true, value: { kind: 'shared', secrets: sharedSecrets } }
+    : { ok: false, missing: [`${shared} (or ${perTenant})`] }
 }

@@ -254,6 +254,42 @@ describe('what the sending server is told', () => {
     expect(await redis.keys(`${bed.prefix}dedup:email:${to}:*`)).toEqual([])
   })
 
+  it('logs each decision with the SMTP answer the sender got (250, 451, 550), not an HTTP status', async () => {
+    const decisions = (to: string) =>
+      worker
+        .logs()
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as Record<string, unknown>]
+          } catch {
+            return []
+          }
+        })
+        .filter(
+          (l) => l.msg === 'decision' && String(l.deliveryKey).startsWith(`dedup:email:${to}:`),
+        )
+        .map((l) => [l.decision, l.status])
+    const accepted = inbox()
+    await worker.deliver(rawEmail({ to: accepted }), { to: accepted })
+    const refused = inbox()
+    await worker.deliver(
+      rawEmail({ to: refused }),
+      { to: refused },
+      { env: { ORIGIN_URL: `${statusOriginUrl}/400` } },
+    )
+    const later = inbox()
+    await worker.deliver(
+      rawEmail({ to: later }),
+      { to: later },
+      {
+        env: { ORIGIN_URL: 'http://127.0.0.1:9', ORIGIN_TIMEOUT_MS: '500', SPOOL_CHANNELS: 'none' },
+      },
+    )
+    expect(decisions(accepted)).toEqual([['forwarded', 250]])
+    expect(decisions(refused)).toEqual([['rejected', 550]])
+    expect(decisions(later)).toEqual([['retry', 451]])
+  })
+
   it('logs decisions with keys, never the body or the sender address', async () => {
     const to = inbox()
     const secretText = `private body ${runId()}`

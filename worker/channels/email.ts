@@ -1,6 +1,6 @@
 /**
- * Cloudflare Email Routing → the Worker's `email()` handler. The same claim / forward path as the
- * webhooks (deliver.ts), with SMTP's two ways to say no instead of HTTP statuses:
+ * Cloudflare Email Routing → the Worker's `email()` handler. The same delivery core as the
+ * webhooks (deliver.ts); its outcome becomes SMTP's answers instead of HTTP statuses:
  * - returning normally accepts the email (new, or a duplicate already taken);
  * - throwing gives the sending server a temporary SMTP error, and it retries on its own schedule
  *   (minutes to days): for "not now" (origin down or 5xx, another attempt in flight, our config);
@@ -21,9 +21,14 @@ import {
   parseEmail,
 } from '../../contract/email'
 import { settingsFor } from '../config'
-import { type ChannelReplies, handleDelivery } from '../deliver'
+import {
+  type DeliveryContext,
+  deliver,
+  deliveryContext,
+  logOutcome,
+  type Outcome,
+} from '../deliver'
 import type { Env } from '../env'
-import { claimStoreFor } from '../gateway'
 import { logDecision, logProblem } from '../log'
 
 /**
@@ -32,7 +37,7 @@ import { logDecision, logProblem } from '../log'
  */
 export const EMAIL_BUDGET_MS = 10_000
 
-/** SMTP-flavoured statuses for the decision log (the webhooks log HTTP statuses). */
+/** The SMTP reply codes the decision log shows (the webhooks log HTTP statuses). */
 const SMTP_ACCEPTED = 250
 const SMTP_TEMPORARY = 451
 const SMTP_REJECTED = 550
@@ -53,12 +58,6 @@ export class EmailRetryLaterError extends Error {
     super(`email not taken now, the sender will retry: ${reason}`)
     this.name = 'EmailRetryLaterError'
   }
-}
-
-const replies: ChannelReplies = {
-  ok: () => new Response(null, { status: SMTP_ACCEPTED }),
-  retryLater: () => new Response(null, { status: SMTP_TEMPORARY }),
-  rejected: () => new Response(null, { status: SMTP_REJECTED }),
 }
 
 export async function handleEmail(
@@ -87,25 +86,32 @@ export async function handleEmail(
     throw err
   }
 
-  const reply = await handleDelivery(
-    {
-      channel: 'email',
-      settings,
-      origin: settings.origin,
-      claims: claimStoreFor(settings),
-      spool: env.SPOOL ?? null,
-      replies,
-      waitUntil: (promise) => ctx.waitUntil(promise),
-      startedAt,
-      deadline: startedAt + EMAIL_BUDGET_MS,
-    },
+  const context = deliveryContext(env, settings, {
+    channel: 'email',
+    startedAt,
+    budgetMs: EMAIL_BUDGET_MS,
+    waitUntil: (promise) => ctx.waitUntil(promise),
+  })
+  const outcome = await deliver(
+    context,
     { action: 'forward', key: parsed.key, draft: parsed.draft },
     '',
   )
-  // handleDelivery has logged the decision; here it only becomes SMTP.
-  if (reply.status === SMTP_TEMPORARY)
+  answer(message, context, outcome)
+}
+
+/** The outcome in SMTP: a temporary error (throw) for "retry", a bounce for "rejected". */
+function answer(message: ForwardableEmailMessage, ctx: DeliveryContext, outcome: Outcome): void {
+  if (outcome.decision === 'retry') {
+    logOutcome(ctx, outcome, SMTP_TEMPORARY)
     throw new EmailRetryLaterError('origin_unavailable_or_inflight')
-  if (reply.status === SMTP_REJECTED) message.setReject(REJECT_REASONS.refused)
+  }
+  if (outcome.decision === 'rejected') {
+    message.setReject(REJECT_REASONS.refused)
+    logOutcome(ctx, outcome, SMTP_REJECTED)
+    return
+  }
+  logOutcome(ctx, outcome, SMTP_ACCEPTED)
 }
 
 function reject(

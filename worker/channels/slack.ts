@@ -15,7 +15,15 @@ import type { RawBody } from '../../contract/body'
 import { type Bytes, hmac, sha256Hex, timingSafeEqual, toHex, utf8 } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
 import { InvalidPayloadError } from '../errors'
-import { allSecrets, type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'
+import {
+  allSecrets,
+  type TenantSecrets,
+  type TenantVariables,
+  type TenantVerdict,
+  tenantSecrets,
+  verifyForTenant,
+} from '../tenants'
+import { plainReplies } from './replies'
 import {
   type Delivery,
   type DeliveryKey,
@@ -23,12 +31,41 @@ import {
   isKeyPart,
   isoFromUnixSeconds,
   obj,
+  parseJsonObject,
   type RequestParts,
   str,
   systemClock,
   type Verdict,
   type VerifyOptions,
+  type WebhookChannel,
 } from './types'
+
+export interface SlackConfig {
+  /** By `api_app_id` (SLACK_SIGNING_SECRETS_BY_APP), or shared (SLACK_SIGNING_SECRET). */
+  signingSecrets: TenantSecrets
+}
+
+/** Slack waits 3 s for an answer, then retries in parallel: answer within 2.5 s. */
+export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload> = {
+  name: 'slack',
+  paths: ['/slack'],
+  budgetMs: 2_500,
+  settings(env, warnings) {
+    const secrets = tenantSecrets(env, SLACK_SECRETS, warnings)
+    return secrets.ok ? { ok: true, value: { signingSecrets: secrets.value } } : secrets
+  },
+  pick: (settings) => settings.slack,
+  verify: (parts, config) => verifySlackTenant(parts, config.signingSecrets),
+  parse: (parts) => parseSlack(parts.body, parts.headers.get('content-type')),
+  classify: (payload) => classifySlack(payload),
+  replies: plainReplies,
+}
+
+const SLACK_SECRETS: TenantVariables = {
+  perTenant: 'SLACK_SIGNING_SECRETS_BY_APP',
+  shared: 'SLACK_SIGNING_SECRET',
+  rule: { test: (id) => /^A[A-Z0-9]{1,31}$/.test(id), hint: 'a Slack app id (A…)' },
+}
 
 /** Slack's documented replay window, applied both ways. */
 export const SLACK_TOLERANCE_SECONDS = 5 * 60
@@ -123,21 +160,9 @@ export function parseSlack(body: RawBody, contentType: string | null): SlackPayl
     const form = new URLSearchParams(body.text)
     const payload = form.get('payload')
     if (payload === null) return { kind: 'form', form }
-    const parsed = obj(parseJson(payload, 'interactivity payload'))
-    if (!parsed) throw new InvalidPayloadError('slack interactivity payload is not an object')
-    return { kind: 'interaction', payload: parsed }
+    return { kind: 'interaction', payload: parseJsonObject(payload, 'slack interactivity payload') }
   }
-  const parsed = obj(parseJson(body.text, 'slack body'))
-  if (!parsed) throw new InvalidPayloadError('slack body is not a JSON object')
-  return { kind: 'json', body: parsed }
-}
-
-function parseJson(text: string, what: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch (err) {
-    throw new InvalidPayloadError(`${what} is not valid JSON`, { cause: err })
-  }
+  return { kind: 'json', body: parseJsonObject(body.text, 'slack body') }
 }
 
 /** Message subtypes that are a person's message; other subtypes are system notices. */

@@ -14,11 +14,20 @@
  */
 
 import type { RawBody } from '../../contract/body'
-import { timingSafeEqual } from '../../contract/crypto'
+import { secretList, timingSafeEqual } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
-import { TELEGRAM_BOT_ID_PATTERN } from '../config'
-import { InvalidPayloadError } from '../errors'
-import { type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'
+import { present } from '../../contract/settings'
+import type { ChannelConfig } from '../config'
+import type { Env } from '../env'
+import { InvalidPayloadError, UnauthorizedError } from '../errors'
+import {
+  parseTenantSecrets,
+  type TenantSecrets,
+  type TenantVerdict,
+  verifyForTenant,
+} from '../tenants'
+import { plainReplies } from './replies'
+import { isServiceMessage } from './telegram-service'
 import {
   type ChannelDelivery,
   type DeliveryKey,
@@ -26,10 +35,91 @@ import {
   isKeyPart,
   isoFromUnixSeconds,
   obj,
+  parseJsonObject,
   type RequestParts,
   str,
   type Verdict,
+  type WebhookChannel,
 } from './types'
+
+export interface TelegramConfig {
+  /** `secret_token`s by bot id (the path `/webhooks/telegram/{botId}`); always per bot. */
+  secretTokens: TenantSecrets
+  /** The bot of the bare path `/webhooks/telegram` (TELEGRAM_BOT_ID), if any. */
+  pathlessBotId: string | null
+}
+
+/**
+ * Telegram waits up to 60 s; 10 s is plenty. One bot per path (`/telegram/{botId}`, its own
+ * secret_token list); the bare `/telegram` is the bot of TELEGRAM_BOT_ID (the single-tenant setup).
+ */
+export const telegram: WebhookChannel<'telegram', TelegramConfig, TelegramUpdate> = {
+  name: 'telegram',
+  paths: ['/telegram', '/telegram/:botId'],
+  budgetMs: 10_000,
+  settings: telegramConfig,
+  pick: (settings) => settings.telegram,
+  verify: (parts, config, params) =>
+    verifyTelegramBot(parts, config.secretTokens, params.botId ?? config.pathlessBotId),
+  parse: (parts) => parseTelegram(parts.body),
+  classify(update, tenant) {
+    // Telegram secrets are always per bot, so the verified tenant is the bot.
+    if (tenant === null) throw new UnauthorizedError('telegram: no bot')
+    return classifyTelegram(update, tenant)
+  },
+  replies: plainReplies,
+}
+
+/** The part of a bot token before `:`. */
+export const TELEGRAM_BOT_ID_PATTERN = /^\d{1,20}$/
+/** What Telegram's setWebhook accepts as `secret_token`. */
+const TELEGRAM_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,256}$/
+
+/**
+ * Telegram's settings: every bot is its own tenant (the Update names no bot, so the path does).
+ * The single-tenant pair TELEGRAM_SECRET_TOKEN + TELEGRAM_BOT_ID is one more bot, also served on
+ * the bare path; TELEGRAM_SECRET_TOKENS_BY_BOT adds bots (its entry wins for the same bot id).
+ */
+function telegramConfig(env: Env, warnings: string[]): ChannelConfig<TelegramConfig> {
+  const byBot =
+    parseTenantSecrets(
+      'TELEGRAM_SECRET_TOKENS_BY_BOT',
+      env.TELEGRAM_SECRET_TOKENS_BY_BOT,
+      { test: (id) => TELEGRAM_BOT_ID_PATTERN.test(id), hint: 'a numeric bot id' },
+      warnings,
+      (token) => TELEGRAM_TOKEN_PATTERN.test(token),
+    ) ?? new Map<string, string[]>()
+  const tokens = secretList(env.TELEGRAM_SECRET_TOKEN)
+  const botId = present(env, 'TELEGRAM_BOT_ID')
+  const botIdValid = botId !== null && TELEGRAM_BOT_ID_PATTERN.test(botId)
+  if (botId !== null && !botIdValid) warnings.push('TELEGRAM_BOT_ID must be the numeric bot id')
+  const pathlessBotId = tokens.length > 0 && botIdValid ? botId : null
+  if (pathlessBotId !== null) {
+    if (byBot.has(pathlessBotId)) {
+      warnings.push(
+        `TELEGRAM_SECRET_TOKENS_BY_BOT lists bot ${pathlessBotId} too; its entry is used`,
+      )
+    } else {
+      byBot.set(pathlessBotId, tokens)
+    }
+  }
+  if (byBot.size > 0) {
+    return {
+      ok: true,
+      value: { secretTokens: { kind: 'per-tenant', byTenant: byBot }, pathlessBotId },
+    }
+  }
+  if (env.TELEGRAM_SECRET_TOKENS_BY_BOT?.trim()) {
+    return { ok: false, missing: ['TELEGRAM_SECRET_TOKENS_BY_BOT'] }
+  }
+  return {
+    ok: false,
+    missing: [
+      ...(tokens.length > 0 ? [] : ['TELEGRAM_SECRET_TOKEN']),
+      ...(botIdValid ? [] : ['TELEGRAM_BOT_ID']),
+    ],
+  }
+}
 
 export const TELEGRAM_SECRET_HEADER = 'x-telegram-bot-api-secret-token'
 
@@ -64,15 +154,7 @@ export function verifyTelegramBot(
 export type TelegramUpdate = Record<string, unknown>
 
 export function parseTelegram(body: RawBody): TelegramUpdate {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(body.text)
-  } catch (err) {
-    throw new InvalidPayloadError('telegram body is not valid JSON', { cause: err })
-  }
-  const update = obj(parsed)
-  if (!update) throw new InvalidPayloadError('telegram update is not an object')
-  return update
+  return parseJsonObject(body.text, 'telegram update')
 }
 
 /** The update fields that carry a message, and what each means for the stored row. */
@@ -84,76 +166,6 @@ const MESSAGE_FIELDS = {
   business_message: 'message',
   edited_business_message: 'edit',
 } as const
-
-/**
- * Message fields that make it a service message (no one wrote it): the Bot API's list (see
- * docs vendor-protocols-2 §2.2). A message with text or a caption is never one.
- */
-const SERVICE_FIELDS = [
-  'new_chat_members',
-  'left_chat_member',
-  'new_chat_title',
-  'new_chat_photo',
-  'delete_chat_photo',
-  'group_chat_created',
-  'supergroup_chat_created',
-  'channel_chat_created',
-  'migrate_to_chat_id',
-  'migrate_from_chat_id',
-  'message_auto_delete_timer_changed',
-  'pinned_message',
-  'invoice',
-  'successful_payment',
-  'refunded_payment',
-  'users_shared',
-  'chat_shared',
-  'gift',
-  'unique_gift',
-  'gift_upgrade_sent',
-  'connected_website',
-  'write_access_allowed',
-  'passport_data',
-  'proximity_alert_triggered',
-  'boost_added',
-  'chat_background_set',
-  'checklist_tasks_done',
-  'checklist_tasks_added',
-  'forum_topic_created',
-  'forum_topic_edited',
-  'forum_topic_closed',
-  'forum_topic_reopened',
-  'general_forum_topic_hidden',
-  'general_forum_topic_unhidden',
-  'giveaway_created',
-  'giveaway',
-  'giveaway_winners',
-  'giveaway_completed',
-  'paid_message_price_changed',
-  'direct_message_price_changed',
-  'suggested_post_approved',
-  'suggested_post_approval_failed',
-  'suggested_post_declined',
-  'suggested_post_paid',
-  'suggested_post_refunded',
-  'video_chat_scheduled',
-  'video_chat_started',
-  'video_chat_ended',
-  'video_chat_participants_invited',
-  'web_app_data',
-  'chat_owner_left',
-  'chat_owner_changed',
-  'community_chat_added',
-  'community_chat_joined',
-  'community_chat_removed',
-  'managed_bot_created',
-  'poll_option_added',
-  'poll_option_deleted',
-] as const
-
-function isServiceMessage(message: Record<string, unknown>): boolean {
-  if (str(message.text) !== null || str(message.caption) !== null) return false
-  return SERVICE_FIELDS.some((field) => message[field] !== undefined)
-}
 
 export function classifyTelegram(update: TelegramUpdate, botId: string): ChannelDelivery {
   const updateId = update.update_id

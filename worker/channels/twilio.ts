@@ -12,19 +12,68 @@
 
 import type { RawBody } from '../../contract/body'
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
+import { readUrl } from '../../contract/settings'
 import { InvalidPayloadError } from '../errors'
-import { type TenantSecrets, type TenantVerdict, verifyForTenant } from '../tenants'
+import {
+  type TenantSecrets,
+  type TenantVariables,
+  type TenantVerdict,
+  tenantSecrets,
+  verifyForTenant,
+} from '../tenants'
+import { retryLaterResponse } from './replies'
 import {
   type ChannelDelivery,
   type DeliveryKey,
   formatDeliveryKey,
   isKeyPart,
+  parseJsonObject,
   type RequestParts,
   str,
   systemClock,
   type Verdict,
   type VerifyOptions,
+  type WebhookChannel,
 } from './types'
+
+export interface TwilioConfig {
+  /** By `AccountSid` (TWILIO_AUTH_TOKENS_BY_ACCOUNT), or shared (TWILIO_AUTH_TOKEN). */
+  authTokens: TenantSecrets
+  /** The public origin Twilio calls (behind a proxy `request.url` is not what Twilio signed). */
+  publicBaseUrl: string | null
+}
+
+/** Twilio waits 15 s (`tt`) for an answer; it wants TwiML, an empty `<Response/>` = no reply. */
+export const twilio: WebhookChannel<'twilio', TwilioConfig, TwilioPayload> = {
+  name: 'twilio',
+  paths: ['/twilio'],
+  budgetMs: 10_000,
+  settings(env, warnings) {
+    const tokens = tenantSecrets(env, TWILIO_TOKENS, warnings)
+    if (!tokens.ok) return tokens
+    const publicBaseUrl = readUrl(env, 'PUBLIC_BASE_URL', warnings)
+    return { ok: true, value: { authTokens: tokens.value, publicBaseUrl } }
+  },
+  pick: (settings) => settings.twilio,
+  verify: (parts, config) =>
+    verifyTwilioTenant(parts, config.authTokens, { publicBaseUrl: config.publicBaseUrl }),
+  parse: (parts) => parseTwilio(parts.body, parts.url),
+  classify: (payload) => classifyTwilio(payload),
+  replies: {
+    ok: () =>
+      new Response('<?xml version="1.0" encoding="UTF-8"?><Response/>', {
+        status: 200,
+        headers: { 'content-type': 'text/xml; charset=utf-8' },
+      }),
+    retryLater: retryLaterResponse,
+  },
+}
+
+const TWILIO_TOKENS: TenantVariables = {
+  perTenant: 'TWILIO_AUTH_TOKENS_BY_ACCOUNT',
+  shared: 'TWILIO_AUTH_TOKEN',
+  rule: { test: (id) => /^AC[0-9a-fA-F]{32}$/.test(id), hint: 'an AccountSid (AC + 32 hex)' },
+}
 
 /** Parameters as received: a name may repeat. */
 export type TwilioParams = ReadonlyArray<readonly [string, string]>
@@ -146,16 +195,7 @@ export function parseTwilio(body: RawBody, requestUrl: string): TwilioPayload {
   const isJson = new URL(requestUrl).searchParams.has('bodySHA256')
   const entries: Array<[string, string]> = []
   if (isJson) {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(body.text)
-    } catch (err) {
-      throw new InvalidPayloadError('twilio body is not valid JSON', { cause: err })
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      throw new InvalidPayloadError('twilio JSON body is not an object')
-    }
-    for (const [name, value] of Object.entries(parsed)) {
+    for (const [name, value] of Object.entries(parseJsonObject(body.text, 'twilio body'))) {
       if (typeof value === 'string' || typeof value === 'number')
         entries.push([name, String(value)])
     }

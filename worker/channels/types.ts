@@ -1,15 +1,52 @@
 /**
- * The small surface every channel module exports, in the order the route calls it:
- * `verify` (over the raw bytes, before anything is parsed) → `parse` (JSON / form; throws
- * InvalidPayloadError) → `classify` (what to do with this delivery, and under which keys).
+ * What a webhook channel is: one {@link WebhookChannel} object per vendor, with its steps in the
+ * order the route calls them: `verify` (over the raw bytes, before anything is parsed) → `parse`
+ * (JSON / form; throws InvalidPayloadError) → `classify` (what to do with this delivery, and under
+ * which keys). Plus the small helpers the channel modules share.
  * @module
  */
 
 import type { RawBody } from '../../contract/body'
 import type { DeliveryKey } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
+import type { ChannelConfig, Settings } from '../config'
+import type { Env } from '../env'
+import { InvalidPayloadError } from '../errors'
+import type { TenantVerdict } from '../tenants'
+import type { ChannelReplies } from './replies'
 
 export { type DeliveryKey, formatDeliveryKey } from '../../contract/delivery-key'
+
+/**
+ * Everything the gateway needs of one webhook channel: worker/routes.ts serves every channel of
+ * the registry (worker/channels/index.ts) with the same steps, config → bounded body → `verify` →
+ * `parse` → `classify` → the delivery core → `replies`.
+ */
+export interface WebhookChannel<Name extends string = string, Config = unknown, Payload = unknown> {
+  /** Log label, and the key of its settings in worker/config.ts's Settings. */
+  readonly name: Name
+  /** Its paths under /webhooks; a `:param` reaches `verify` (Telegram's `/telegram/:botId`). */
+  readonly paths: readonly string[]
+  /**
+   * How long the vendor may wait for our answer, with a margin; the budgets for Redis, the
+   * in-flight wait and the origin are cut to fit.
+   */
+  readonly budgetMs: number
+  /** Its settings from the bindings; what is missing by variable name, never by value. */
+  settings(env: Env, warnings: string[]): ChannelConfig<Config>
+  /** Its settings within the parsed ones (what `settings` returned, with the origin's needs). */
+  pick(settings: Settings): ChannelConfig<Config>
+  /** Whose secrets match the raw request (a tenant id, or null for shared secrets). */
+  verify(parts: RequestParts, config: Config, params: PathParams): Promise<TenantVerdict>
+  parse(parts: RequestParts): Payload
+  /** `tenant` is the one whose secrets verified the request. */
+  classify(payload: Payload, tenant: string | null): Delivery | Promise<Delivery>
+  /** What "got it" and "send it again" look like to this vendor. */
+  readonly replies: ChannelReplies
+}
+
+/** The route's `:param`s (absent on a path without them). */
+export type PathParams = Readonly<Record<string, string | undefined>>
 
 /** What a verifier sees of a request. */
 export interface RequestParts {
@@ -53,6 +90,19 @@ export const systemClock = (): number => Math.floor(Date.now() / 1000)
 /** A non-empty string field of an untrusted object, else null. */
 export function str(value: unknown): string | null {
   return typeof value === 'string' && value.length > 0 ? value : null
+}
+
+/** The JSON object of an untrusted body; anything else is an InvalidPayloadError about `what`. */
+export function parseJsonObject(text: string, what: string): Record<string, unknown> {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (err) {
+    throw new InvalidPayloadError(`${what} is not valid JSON`, { cause: err })
+  }
+  const object = obj(parsed)
+  if (!object) throw new InvalidPayloadError(`${what} is not a JSON object`)
+  return object
 }
 
 /** A plain object field of an untrusted value, else null. */

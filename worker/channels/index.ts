@@ -1,0 +1,23 @@
+/**
+ * The webhook channels. worker/routes.ts serves each one, worker/config.ts parses each one's
+ * settings, /healthz reports each one. A new channel is one file in this folder (its
+ * {@link WebhookChannel} object) and one line below, plus its README key-table row and its
+ * variables (worker/env.ts, README's configuration table). Email is no webhook: Cloudflare Email
+ * Routing calls the Worker's `email()` (email.ts).
+ * @module
+ */
+import { slack } from './slack'
+import { telegram } from './telegram'
+import { twilio } from './twilio'
+import type { WebhookChannel } from './types'
+
+export const WEBHOOK_CHANNELS = [
+  slack,
+  twilio,
+  telegram,
+] as const satisfies readonly WebhookChannel[]
+
+type Registered = (typeof WEBHOOK_CHANNELS)[number]
+export type WebhookChannelName = Registered['name']
+/** Each channel's settings under its name: part of worker/config.ts's Settings. */
+export type ChannelSettings = { [C in Registered as C['name']]: ReturnType<C['settings']> }

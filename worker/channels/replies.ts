@@ -1,0 +1,40 @@
+/**
+ * How a webhook channel answers a delivery's outcome over HTTP. Each channel brings what "got it"
+ * and "send it again" look like to its vendor; the mapping from outcome to reply is the same for
+ * all of them. (Email answers in SMTP instead: email.ts.)
+ * @module
+ */
+import type { Outcome } from '../deliver'
+
+export interface ChannelReplies {
+  /**
+   * "Got it, do not send again": taken, a duplicate, queued, ignored, and also refused for good by
+   * the origin (a retry loop helps no one and counts against the app's health with Slack).
+   */
+  ok(): Response
+  /** "Not taken; send it again." Slack and Telegram retry on it; Twilio does not (the spool). */
+  retryLater(): Response
+}
+
+/** The answer that makes Slack and Telegram deliver again (no `x-slack-no-retry`). */
+export function retryLaterResponse(): Response {
+  return Response.json(
+    { error: { code: 'retry_later', message: 'temporarily unavailable, retry' } },
+    { status: 503, headers: { 'retry-after': '1' } },
+  )
+}
+
+/** An empty 200, or {@link retryLaterResponse}: what Slack and Telegram understand. */
+export const plainReplies: ChannelReplies = {
+  ok: () => new Response(null, { status: 200 }),
+  retryLater: retryLaterResponse,
+}
+
+export function httpReply(replies: ChannelReplies, outcome: Outcome): Response {
+  if (outcome.decision === 'challenge') {
+    return new Response(outcome.challenge, {
+      headers: { 'content-type': 'text/plain; charset=UTF-8' },
+    })
+  }
+  return outcome.decision === 'retry' ? replies.retryLater() : replies.ok()
+}

@@ -8,7 +8,8 @@
 -- the origin's poller). source_ref: the source's own id when there is no event to keep (the
 -- Gmail message id of a message that could not be fetched). Nullable columns without a default
 -- rewrite nothing and take a short lock only.
-ALTER TABLE channel_failures ADD COLUMN source text, ADD COLUMN source_ref text;
+ALTER TABLE channel_failures ADD COLUMN IF NOT EXISTS source text,
+  ADD COLUMN IF NOT EXISTS source_ref text;
 
 -- migrate:down
-ALTER TABLE channel_failures DROP COLUMN source_ref, DROP COLUMN source;
+ALTER TABLE channel_failures DROP COLUMN IF EXISTS source_ref, DROP COLUMN IF EXISTS source;

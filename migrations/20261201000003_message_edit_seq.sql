@@ -3,7 +3,7 @@
 -- resolution): the edit with the larger sequence (the event's editSeq, Telegram's update_id) wins.
 -- NULL for messages never edited and for channels without a sequence. Adding a nullable column
 -- without a default rewrites nothing.
-ALTER TABLE messages ADD COLUMN edit_seq bigint CHECK (edit_seq >= 0);
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS edit_seq bigint CHECK (edit_seq >= 0);
 
 -- migrate:down
 ALTER TABLE messages DROP COLUMN edit_seq;

@@ -238,7 +238,8 @@ export async function insertMessageWithOutbox(
 /**
  * Applies an edit if it is newer than the last one applied: an edit that arrives after a newer
  * one (vendors do not order deliveries) or a replay changes nothing and returns null. Two edits
- * with the same time are ordered by `editSeq` when both have one (the larger wins).
+ * with the same time are ordered by `editSeq` (the larger wins; a row edited before sequences
+ * existed has none, and an edit that has one wins over it).
  * `payload_hash` keeps the original message's hash, so a replay of the original is no mismatch.
  */
 export async function applyEdit(db: Queryable, event: InboundEvent): Promise<StoredMessage | null> {
@@ -248,7 +249,8 @@ export async function applyEdit(db: Queryable, event: InboundEvent): Promise<Sto
        FROM conversations c
       WHERE c.id = m.conversation_id AND m.channel = $1 AND m.channel_message_id = $2
         AND (m.edited_at IS NULL OR m.edited_at < $4
-             OR (m.edited_at = $4 AND m.edit_seq < $5))
+             OR (m.edited_at = $4 AND $5::bigint IS NOT NULL
+                 AND (m.edit_seq IS NULL OR m.edit_seq < $5)))
       RETURNING ${STORED_MESSAGE_COLUMNS}`,
     [event.channel, event.messageKey, event.body, event.occurredAt, event.editSeq ?? null],
   )

@@ -16,8 +16,14 @@ import type { Env } from './env'
 import { ChannelNotConfiguredError, InvalidPayloadError } from './errors'
 import { type ForwardResult, forwardEvent } from './forward'
 import { claimStoreFor } from './gateway'
-import { type Decision, type DecisionLog, describeError, logDecision } from './log'
-import { enqueueEvent, type SpoolQueue } from './spool/producer'
+import { type Decision, type DecisionLog, describeError, logDecision, logProblem } from './log'
+import { spoolMessage } from './spool/message'
+import {
+  type DeadLetterQueue,
+  enqueueEvent,
+  type SpoolQueue,
+  sendDeadLetter,
+} from './spool/producer'
 
 /**
  * What became of a delivery: the log's decision and fields, less what the front door adds (its
@@ -44,6 +50,8 @@ export interface DeliveryContext {
   claims: ClaimStore | null
   /** The spool queue's producer binding; null when the Worker has none. */
   spool: SpoolQueue | null
+  /** The dead-letter queue: events the origin refused for good are recorded through it. */
+  deadLetters: DeadLetterQueue | null
   waitUntil(promise: Promise<unknown>): void
   startedAt: number
   /** Epoch ms by which the sender must have its answer (Slack: 3 s, less a margin). */
@@ -68,6 +76,7 @@ export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): 
     origin: settings.origin,
     claims: claimStoreFor(settings),
     spool: env.SPOOL ?? null,
+    deadLetters: env.SPOOL_DEAD ?? null,
     waitUntil: door.waitUntil,
     startedAt: door.startedAt,
     deadline: door.startedAt + door.budgetMs,
@@ -191,15 +200,38 @@ async function forwardAndDecide(
     return { result: outcome, end: 'done' }
   }
   if (result.kind === 'permanent') {
-    // The origin refused the event itself (400 / 413 / 422): it will never be accepted. The log
-    // says so at error level, with the origin's error code; the front door stops the retries.
+    // The origin refused the event itself (400 / 413 / 422): retrying cannot help, so the front
+    // door stops the vendor's retries; the event goes to the dead letters (channel_failures),
+    // where an operator replays it once the cause is fixed. The log says so at error level.
     const origin = `${result.status} ${result.code ?? ''}`.trim()
+    await recordRefused(ctx, key, event, origin)
     return {
       result: { ...fields, decision: 'rejected', decidedBy: 'postgres', origin },
       end: 'release',
     }
   }
   return onOriginFailure(ctx, key, event, result, fields)
+}
+
+/** A refused event as a dead letter; when even that fails, the error log is all that is left. */
+async function recordRefused(
+  ctx: DeliveryContext,
+  key: DeliveryKey,
+  event: InboundEvent,
+  origin: string,
+): Promise<void> {
+  const dead = {
+    ...spoolMessage(formatDeliveryKey(key), event),
+    dead: { attempts: 1, error: `origin refused it: ${origin}`, at: Date.now() },
+  }
+  const timeoutMs = Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
+  await sendDeadLetter(ctx.deadLetters, dead, timeoutMs).catch((err: unknown) => {
+    logProblem('error', 'refused_event_not_recorded', {
+      channel: event.channel,
+      deliveryKey: event.deliveryKey,
+      error: describeError(err),
+    })
+  })
 }
 
 /** Forwards with what is left of the sender's deadline (keeping room to release the claim). */

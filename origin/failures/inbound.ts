@@ -39,9 +39,9 @@ export interface InboundFailureInput {
 }
 
 /**
- * Records (or refreshes) a dead inbound event. Returns the row id. A row that was resolved and
- * dies again (a later redelivery of the same delivery key) is dead again: the replay will find
- * the message stored and resolve it as a duplicate.
+ * Records (or refreshes) a dead inbound event. Returns the row id. A row already resolved stays
+ * resolved (its message is stored: a report that comes again, a dead-letter consumer's own retry
+ * after a lost answer, a Gmail re-fetch of it, changes nothing).
  */
 export async function recordInboundFailure(
   db: Queryable,
@@ -56,7 +56,9 @@ export async function recordInboundFailure(
            source_ref = coalesce(EXCLUDED.source_ref, channel_failures.source_ref),
            error = EXCLUDED.error,
            attempts = greatest(channel_failures.attempts, EXCLUDED.attempts),
-           status = 'dead', updated_at = now()
+           -- Resolved stays resolved: the message was stored (a late report, a re-fetch).
+           status = CASE WHEN channel_failures.status = 'resolved' THEN 'resolved' ELSE 'dead' END,
+           updated_at = now()
      RETURNING id`,
     [
       input.channel,

@@ -90,13 +90,14 @@ describe('POST /v1/failures/inbound', () => {
 describe('npm run failures -- replay (inbound)', () => {
   it('lists a dead event, replays it into one row, and a second replay changes nothing', async () => {
     const event = await eventFixture({ body: 'refused by a proxy for a while' })
-    await reportDead({
+    const report = {
       channel: event.channel,
       deliveryKey: event.deliveryKey,
       event,
       error: 'origin 403 forbidden',
       attempts: 4,
-    })
+    }
+    await reportDead(report)
     const { rows } = await tb.sql.query<{ id: string }>(
       'SELECT id FROM channel_failures WHERE delivery_key = $1',
       [event.deliveryKey],
@@ -118,6 +119,10 @@ describe('npm run failures -- replay (inbound)', () => {
     expect(twice.code).toBe(0)
     expect(twice.stdout).toContain('already resolved')
     expect(await tb.count('messages', 'channel_message_id = $1', [event.messageKey])).toBe(1)
+
+    // The same dead letter reported again (the consumer's retry after a lost answer): still resolved.
+    await reportDead(report)
+    expect(await tb.count('channel_failures', "id = $1 AND status = 'resolved'", [id])).toBe(1)
   })
 
   it('replay --all-dead stores an event that had landed meanwhile once (a duplicate)', async () => {

@@ -191,6 +191,23 @@ describe('edits in the same second (Telegram edit_date has one-second resolution
     }
   })
 
+  it('a row edited before the upgrade (no sequence) takes a same-second edit that has one', async () => {
+    const original = await eventFixture({
+      channel: 'telegram',
+      body: 'v1',
+      occurredAt: minutesAgo(5),
+    })
+    expect((await bed.post(original)).status).toBe(201)
+    expect((await bed.post(await editAt(original, 'v2', 300))).body.outcome).toBe('updated')
+    // As a row edited by an origin before migration 20261201000003 looks: no edit_seq.
+    await bed.sql.query(
+      'UPDATE messages SET edit_seq = NULL WHERE channel = $1 AND channel_message_id = $2',
+      ['telegram', original.messageKey],
+    )
+    expect((await bed.post(await editAt(original, 'v3', 301))).body.outcome).toBe('updated')
+    expect((await messageRow('telegram', original.messageKey)).map((r) => r.body)).toEqual(['v3'])
+  })
+
   it('an edit that created the row keeps its sequence: an older same-second edit does not win', async () => {
     const original = await eventFixture({
       channel: 'telegram',

@@ -137,6 +137,24 @@ describe('what cannot be queued gets the retry answer, and the claim is released
   })
 })
 
+describe('an event the origin refuses for good on the live path', () => {
+  it('the vendor is told ok (its retries cannot help) and the event is recorded as a dead letter', async () => {
+    const { h, spool, dead } = withQueues()
+    await h.setOriginMode({ kind: 'reject' })
+    const { make, deliveryKey } = slackDelivery()
+    expect((await h.deliver(await make())).status).toBe(200)
+    expect(spool.sent).toEqual([])
+    expect(dead.sent).toHaveLength(1)
+    expect(dead.sent[0]).toMatchObject({
+      claimKey: deliveryKey,
+      event: { deliveryKey },
+      dead: { attempts: 1, error: 'origin refused it: 400 invalid_event' },
+    })
+    // The claim was released: once the cause is fixed, a vendor retry could still land it.
+    expect(await h.redisGet(deliveryKey)).toBeNull()
+  })
+})
+
 /** Queues one event per delivery with the origin down; returns the messages as sent. */
 async function queuedMessages(h: Harness, spool: RecordingQueue<SpoolMessage>, n: number) {
   await h.setOriginMode({ kind: 'fail', status: 503 })
@@ -203,13 +221,18 @@ describe('the spool consumer', () => {
     expect((await h.originCalls()).rows).toBe(1)
   })
 
-  it('origin refuses it for good (400): ack, no retry', async () => {
-    const { h, spool } = withQueues()
+  it('origin refuses it for good (400): no retry, onto the dead letters (recorded for replay), ack', async () => {
+    const { h, spool, dead } = withQueues()
     const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]
     await h.setOriginMode({ kind: 'reject' })
     const { ids, acked, retried } = await consume(h, SPOOL, [message])
     expect(acked).toEqual(ids)
     expect(retried).toEqual([])
+    expect(dead.sent).toHaveLength(1)
+    expect(dead.sent[0]).toMatchObject({
+      claimKey: message.claimKey,
+      dead: { attempts: 1, error: 'origin refused it: 400 invalid_event' },
+    })
   })
 
   it.each([

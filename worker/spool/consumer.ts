@@ -5,7 +5,8 @@
  *
  * Spool queue, per message:
  *   origin took it (2xx, new or duplicate)   ack; its claim becomes `done`
- *   origin refused it for good (400/413/422) ack; error log (retrying cannot help)
+ *   origin refused it for good (400/413/422) onto the dead-letter queue at once (retrying cannot
+ *                                            help; an operator replays it once the cause is fixed)
  *   origin failed (5xx, timeout, network...) retry with exponential backoff and jitter; after
  *                                            SPOOL_MAX_ATTEMPTS, onto the dead-letter queue
  *                                            with the last error, then ack
@@ -23,12 +24,16 @@ import { type ForwardResult, forwardBody } from '../forward'
 import { claimStoreFor } from '../gateway'
 import { describeError, logProblem } from '../log'
 import { type DeadMessage, deadReport, decodeSpoolMessage } from './message'
+import { sendDeadLetter } from './producer'
 
 /** A dead-letter queue's name ends with this (wrangler.toml: `dead_letter_queue`). */
 export const DEAD_LETTER_SUFFIX = '-dead'
 
-/** Retries of a dead-letter report: from 30 s up to an hour (the origin may be down for long). */
-const DEAD_REPORT_BACKOFF = { baseMs: 30_000, maxMs: 3_600_000 }
+/**
+ * Retries of a dead-letter report: from 30 s up to 6 hours. With the consumer's 100 retries that
+ * outlasts the queue's longest retention (14 days): the origin may be down for long.
+ */
+const DEAD_REPORT_BACKOFF = { baseMs: 30_000, maxMs: 6 * 3_600_000 }
 
 export function isDeadLetterQueue(queueName: string): boolean {
   return queueName.endsWith(DEAD_LETTER_SUFFIX)
@@ -92,12 +97,10 @@ async function deliverQueued(
     return
   }
   if (result.kind === 'permanent') {
-    message.ack()
-    logProblem('error', 'spool_rejected', {
-      ...fields,
-      origin: `${result.status} ${result.code ?? ''}`.trim(),
-    })
-    return
+    // Retrying cannot help, but the vendor was told "ok": keep it where an operator replays it
+    // once the cause is fixed (an origin rolled back to an older schema, a refused value).
+    logProblem('error', 'spool_rejected', { ...fields, origin: describeFailure(result) })
+    return deadLetter(env, settings, ctx, message, `origin refused it: ${describeFailure(result)}`)
   }
   const error = settings.origin ? describeFailure(result) : 'origin not configured'
   if (message.attempts >= settings.spool.maxAttempts) {
@@ -132,8 +135,7 @@ async function deadLetter(
   const report = deadReport(dead, message.attempts, message.id)
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   try {
-    if (!env.SPOOL_DEAD) throw new Error('SPOOL_DEAD is not bound')
-    await env.SPOOL_DEAD.send(dead, { contentType: 'json' })
+    await sendDeadLetter(env.SPOOL_DEAD, dead, settings.originTimeoutMs)
   } catch (err) {
     logProblem('error', 'spool_dead_letter_failed', { ...fields, error: describeError(err) })
     message.retry({ delaySeconds: settings.spool.retryMaxSeconds })

@@ -8,9 +8,16 @@
  */
 import type { InboundEvent } from '../../contract/event'
 import { describeError, logProblem } from '../log'
-import { MAX_SPOOL_MESSAGE_BYTES, messageBytes, type SpoolMessage, spoolMessage } from './message'
+import {
+  type DeadMessage,
+  MAX_SPOOL_MESSAGE_BYTES,
+  messageBytes,
+  type SpoolMessage,
+  spoolMessage,
+} from './message'
 
 export type SpoolQueue = Pick<Queue<SpoolMessage>, 'send'>
+export type DeadLetterQueue = Pick<Queue<DeadMessage>, 'send'>
 
 export type EnqueueResult =
   | { status: 'queued' }
@@ -51,6 +58,19 @@ export async function enqueueEvent(
     logProblem('error', 'spool_unavailable', { ...fields, error: describeError(err) })
     return { status: 'not_queued', reason: 'spool_unavailable' }
   }
+}
+
+/**
+ * Puts a dead message on the dead-letter queue (its consumer records it in channel_failures), within
+ * `timeoutMs`. Throws when there is no binding, the send fails or takes too long.
+ */
+export async function sendDeadLetter(
+  queue: DeadLetterQueue | null | undefined,
+  message: DeadMessage,
+  timeoutMs: number,
+): Promise<void> {
+  if (!queue) throw new Error('SPOOL_DEAD is not bound')
+  await withTimeout(queue.send(message, { contentType: 'json' }), timeoutMs)
 }
 
 /** The binding has no timeout of its own; the vendor's deadline does. */

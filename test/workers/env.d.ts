@@ -1,8 +1,2 @@
 /// <reference types="@cloudflare/vitest-pool-workers/types" />
-import type { Env as WorkerEnv } from '../../worker/env'
-
-declare global {
-  namespace Cloudflare {
-    interface Env extends WorkerEnv {}
-  }
-}
+// `env` from cloudflare:workers is the generated Cloudflare.Env (worker/worker-configuration.d.ts).

@@ -40,7 +40,6 @@ import { WorkerProfiler } from './worker-profiler'
 /** The seed step sends its events, or stops after this long (a busy machine is slow). */
 const SEED_MAX_S = 8
 
-
 export async function bench(run: BenchRun): Promise<BenchReport> {
   const state = await openRun(run)
   await warmUpAll(state)

@@ -112,8 +112,6 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
     renewedAt = Date.now()
   }
   const sync: SyncDeps = {
-    api,
-    state,
     messages: {
       api,
       db: options.db,
@@ -122,9 +120,7 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
       metrics,
       logger,
     },
-    metrics,
-    logger,
-    mailbox: config.mailbox,
+    state,
     limits,
     signal: stopping.signal,
     keepLease,

@@ -16,11 +16,9 @@
  * over stores nothing ({@link LeaseLostError}).
  * @module
  */
-import type { Logger } from '../log'
-import type { GmailApi } from './api'
 import { StoppedError } from './http'
 import { hasSkippedLabel, ingestGmailMessage, type MessageDeps } from './ingest-message'
-import type { GmailMetrics, PollStatus } from './metrics'
+import type { PollStatus } from './metrics'
 import type { SyncState } from './sync-state'
 
 /** The lease was taken over (ours ran out): stop without storing anything. */
@@ -39,12 +37,9 @@ export interface PollCounts {
 }
 
 export interface SyncDeps {
-  api: GmailApi
-  state: Pick<SyncState, 'store'>
+  /** The Gmail API, the mailbox, the claims, the counters and the log (ingest-message.ts). */
   messages: MessageDeps
-  metrics: GmailMetrics
-  logger: Logger
-  mailbox: string
+  state: Pick<SyncState, 'store'>
   limits: { maxMessagesPerPoll: number; fullSyncMaxMessages: number }
   /** Aborted when the poller stops: no further message is taken. */
   signal: AbortSignal
@@ -78,7 +73,7 @@ export async function historySync(
   let lastDone: string | null = null
   let taken = 0
   for (;;) {
-    const page = await deps.api.history(start, pageToken)
+    const page = await deps.messages.api.history(start, pageToken)
     for (const record of page.records) {
       if (taken >= deps.limits.maxMessagesPerPoll && lastDone !== null) {
         return storeOrLose(deps, lastDone, 'partial')
@@ -88,7 +83,7 @@ export async function historySync(
         if (seen.has(added.id)) continue
         seen.add(added.id)
         if (hasSkippedLabel(added.labelIds)) {
-          deps.metrics.skipped.labels('label').inc()
+          deps.messages.metrics.skipped.labels('label').inc()
           counts.skipped++
           continue
         }
@@ -109,9 +104,10 @@ export async function fullSync(
   reason: 'first_run' | 'history_expired',
   counts: PollCounts,
 ): Promise<PollStatus> {
-  const { api, limits } = deps
-  deps.metrics.fullSyncs.labels(reason).inc()
-  deps.logger.info('gmail full sync', { mailbox: deps.mailbox, reason })
+  const { limits } = deps
+  const { api, metrics, logger, mailbox } = deps.messages
+  metrics.fullSyncs.labels(reason).inc()
+  logger.info('gmail full sync', { mailbox, reason })
   const { historyId } = await api.profile()
   const ids: string[] = []
   let pageToken: string | null = null

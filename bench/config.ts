@@ -5,6 +5,13 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { REPO_ROOT } from '../local/stack'
+
+/** Where a run writes latest.{json,md}, chart.svg and (BENCH_PROFILE=1) profiles/<run>/. */
+export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results')
+/** The gateway's workerd CPU profile, next to the origin's in profiles/<run>/. */
+export const WORKERD_PROFILE = 'workerd-gateway.cpuprofile'
 
 export interface BenchConfig {
   /** Seconds each measured step runs. `BENCH_DURATION_S` @default 5 */

@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process'
 import type { Redis } from 'ioredis'
-import { round } from './util'
+import { round, sleep } from './util'
 
 export interface RedisBenchmarkResult {
   status: 'ok' | 'skipped' | 'failed'
@@ -124,6 +124,32 @@ export async function scanKeys(redis: Redis, pattern: string, limit = Infinity):
     keys.push(...batch)
   } while (cursor !== '0' && keys.length < limit)
   return keys.slice(0, limit === Infinity ? undefined : limit)
+}
+
+/** Waits until no key under the prefix is still `inflight` (completes run after the answer). */
+export async function waitForSettledKeys(
+  redis: Redis,
+  prefix: string,
+  timeoutMs: number,
+): Promise<number> {
+  const until = Date.now() + timeoutMs
+  let inflight = 0
+  do {
+    const keys = await scanKeys(redis, `${prefix}dedup:*`)
+    inflight = 0
+    for (let i = 0; i < keys.length; i += 500) {
+      const values = await redis.mget(...keys.slice(i, i + 500))
+      inflight += values.filter((v) => v?.startsWith('inflight|')).length
+    }
+    if (inflight === 0) return 0
+    await sleep(200)
+  } while (Date.now() < until)
+  return inflight
+}
+
+export async function countDedupKeys(redis: Redis, prefix: string): Promise<number> {
+  return (await scanKeys(redis, `${prefix}dedup:*`)).filter((k) => !k.endsWith('dedup:stats'))
+    .length
 }
 
 export interface KeyMemory {

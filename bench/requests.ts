@@ -244,3 +244,24 @@ export function mixed(
   }
   return { events, fresh }
 }
+
+/** `count` Upstash REST commands as the Worker's claim sends them (SET NX PX GET), distinct keys. */
+export function upstashRequests(prefix: string, count: number): WireRequest[] {
+  return Array.from({ length: count }, (_, i) => ({
+    method: 'POST' as const,
+    path: '/',
+    headers: {
+      authorization: `Bearer ${BENCH_SECRETS.upstash}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify([
+      'set',
+      `${prefix}sb:${i}`,
+      'inflight|0123456789abcdef|0123456789abcdef',
+      'nx',
+      'px',
+      '60000',
+      'get',
+    ]),
+  }))
+}

@@ -1,7 +1,16 @@
 /**
- * Small helpers of the benchmark: bounded waits and number formatting.
+ * Small helpers of the benchmark: the progress line, bounded waits and number formatting.
  * @module
  */
+
+/** When this run started (the progress lines' clock, the budget, the report's elapsed time). */
+export const startedAt = Date.now()
+
+/** One progress line on stdout, with the seconds since the start. */
+export function say(message: string): void {
+  const t = ((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)
+  process.stdout.write(`[bench ${t}s] ${message}\n`)
+}
 
 /** Resolves like `promise`, or rejects after `ms` naming `what` (every wait is bounded). */
 export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

@@ -7,7 +7,8 @@
 import { secretList } from '../contract/crypto'
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
 
-export interface OriginConfig {
+/** What every database pool of the origin's process is opened with (origin/db), the CLI's too. */
+export interface DatabaseSettings {
   /** `DATABASE_URL`: the Postgres (Neon) connection string. */
   databaseUrl: string
   /**
@@ -15,16 +16,6 @@ export interface OriginConfig {
    * against real Neon, whose endpoint the driver finds by itself.
    */
   neonWsProxy: string | undefined
-  /** `ORIGIN_PORT` @default 8788 (0 = any free port) */
-  port: number
-  /** `ORIGIN_HOST` @default '127.0.0.1' */
-  host: string
-  /** `ORIGIN_SHARED_SECRET`: comma-separated; every entry verifies (rotation). */
-  sharedSecrets: string[]
-  /** `DB_POOL_MAX`: connections per process. @default 10 */
-  dbPoolMax: number
-  /** `MAX_EVENT_BYTES`: larger bodies get 413 before they are read. @default 262144 */
-  maxEventBytes: number
   /**
    * `DB_QUERY_TIMEOUT_MS`: Postgres cancels any statement after this, in a transaction or not
    * (the relay's and the Gmail poller's too). @default 5000
@@ -40,6 +31,19 @@ export interface OriginConfig {
    * default) only to keep the pool wait below it. @default 2000
    */
   originTimeoutMs: number
+}
+
+export interface OriginConfig extends DatabaseSettings {
+  /** `ORIGIN_PORT` @default 8788 (0 = any free port) */
+  port: number
+  /** `ORIGIN_HOST` @default '127.0.0.1' */
+  host: string
+  /** `ORIGIN_SHARED_SECRET`: comma-separated; every entry verifies (rotation). */
+  sharedSecrets: string[]
+  /** `DB_POOL_MAX`: connections per process. @default 10 */
+  dbPoolMax: number
+  /** `MAX_EVENT_BYTES`: larger bodies get 413 before they are read. @default 262144 */
+  maxEventBytes: number
   /** `LOG_LEVEL` @default 'info' */
   logLevel: LogLevel
 }
@@ -70,6 +74,43 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
   const int = (name: string, fallback: number, min: number, max: number): number =>
     intSetting(env, problems, name, fallback, min, max)
 
+  const database = readDatabaseSettings(env, problems)
+  const sharedSecrets = secretList(env.ORIGIN_SHARED_SECRET)
+  if (sharedSecrets.length === 0) {
+    problems.push(
+      'ORIGIN_SHARED_SECRET is not set: give the secret the worker signs with (comma-separated to rotate; .dev.vars.example has a dev value)',
+    )
+  }
+
+  const logLevel = env.LOG_LEVEL?.trim() || 'info'
+  if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+
+  const config: OriginConfig = {
+    ...database,
+    port: int('ORIGIN_PORT', DEFAULTS.port, 0, 65535),
+    host: env.ORIGIN_HOST?.trim() || DEFAULTS.host,
+    sharedSecrets,
+    dbPoolMax: int('DB_POOL_MAX', DEFAULTS.dbPoolMax, 1, 1000),
+    maxEventBytes: int('MAX_EVENT_BYTES', DEFAULTS.maxEventBytes, 1024, 16 * 1024 * 1024),
+    logLevel: isLogLevel(logLevel) ? logLevel : 'info',
+  }
+  if (config.dbConnectTimeoutMs >= config.originTimeoutMs) {
+    problems.push(
+      `DB_CONNECT_TIMEOUT_MS (${config.dbConnectTimeoutMs}) must be below ORIGIN_TIMEOUT_MS (${config.originTimeoutMs}): the Worker gives up on a forward after ORIGIN_TIMEOUT_MS, so a longer wait for a connection only does work nobody waits for`,
+    )
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}
+
+/**
+ * DATABASE_URL, NEON_WS_PROXY and the database waits, as every pool of the origin's process reads
+ * them (the failures CLI's too); records each problem. The check that the pool wait stays below
+ * the forward budget is the serving origin's own (loadConfig): the CLI serves no forward.
+ */
+export function readDatabaseSettings(env: OriginEnv, problems: string[]): DatabaseSettings {
+  const int = (name: string, fallback: number, min: number, max: number): number =>
+    intSetting(env, problems, name, fallback, min, max)
   const databaseUrl = env.DATABASE_URL?.trim() ?? ''
   if (!databaseUrl) {
     problems.push(
@@ -86,39 +127,16 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
     )
   }
 
-  const sharedSecrets = secretList(env.ORIGIN_SHARED_SECRET)
-  if (sharedSecrets.length === 0) {
-    problems.push(
-      'ORIGIN_SHARED_SECRET is not set: give the secret the worker signs with (comma-separated to rotate; .dev.vars.example has a dev value)',
-    )
-  }
-
-  const logLevel = env.LOG_LEVEL?.trim() || 'info'
-  if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
-
   const originTimeoutMs = int('ORIGIN_TIMEOUT_MS', DEFAULTS.originTimeoutMs, 100, 60_000)
   // Unset, the pool wait follows a shorter forward budget instead of refusing to start.
   const defaultPoolWait = Math.min(DEFAULTS.dbConnectTimeoutMs, Math.floor(originTimeoutMs / 2))
-  const config: OriginConfig = {
+  return {
     databaseUrl,
     neonWsProxy,
-    port: int('ORIGIN_PORT', DEFAULTS.port, 0, 65535),
-    host: env.ORIGIN_HOST?.trim() || DEFAULTS.host,
-    sharedSecrets,
-    dbPoolMax: int('DB_POOL_MAX', DEFAULTS.dbPoolMax, 1, 1000),
-    maxEventBytes: int('MAX_EVENT_BYTES', DEFAULTS.maxEventBytes, 1024, 16 * 1024 * 1024),
     dbQueryTimeoutMs: int('DB_QUERY_TIMEOUT_MS', DEFAULTS.dbQueryTimeoutMs, 100, 600_000),
     dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', defaultPoolWait, 100, 600_000),
     originTimeoutMs,
-    logLevel: isLogLevel(logLevel) ? logLevel : 'info',
   }
-  if (config.dbConnectTimeoutMs >= config.originTimeoutMs) {
-    problems.push(
-      `DB_CONNECT_TIMEOUT_MS (${config.dbConnectTimeoutMs}) must be below ORIGIN_TIMEOUT_MS (${config.originTimeoutMs}): the Worker gives up on a forward after ORIGIN_TIMEOUT_MS, so a longer wait for a connection only does work nobody waits for`,
-    )
-  }
-  if (problems.length > 0) throw new ConfigError(problems)
-  return config
 }
 
 /** Reads an integer setting within bounds; records a problem (name, range, default) if it is not. */

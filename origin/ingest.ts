@@ -8,7 +8,7 @@
  * outbox row behind, and answers with the winner's ids.
  * @module
  */
-import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email'
+import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email-keys'
 import { type InboundEvent, type IngestResult, payloadHashOf } from '../contract/event'
 import type { Database, Queryable } from './db'
 import {

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { createOriginApp } from './app'
 import type { OriginConfig } from './config'
-import { createDatabase } from './db'
+import { openDatabase } from './db'
 import { createLogger, type Logger } from './log'
 import { createMetrics, type OriginMetrics } from './metrics'
 
@@ -40,14 +40,7 @@ export async function startOrigin(
 ): Promise<RunningOrigin> {
   const logger = options.logger ?? createLogger({ level: config.logLevel })
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
-  const db = createDatabase({
-    databaseUrl: config.databaseUrl,
-    neonWsProxy: config.neonWsProxy,
-    poolMax: config.dbPoolMax,
-    connectTimeoutMs: config.dbConnectTimeoutMs,
-    queryTimeoutMs: config.dbQueryTimeoutMs,
-    logger,
-  })
+  const db = openDatabase(config, config.dbPoolMax, logger)
   const app = createOriginApp({
     db,
     secrets: config.sharedSecrets,

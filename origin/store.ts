@@ -6,7 +6,7 @@
  * Ids are `bigint` columns, which the driver returns as strings; they stay strings end to end.
  * @module
  */
-import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email'
+import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email-keys'
 import type { InboundEvent } from '../contract/event'
 import type { Queryable } from './db'
 

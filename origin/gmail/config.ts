@@ -11,7 +11,7 @@
  */
 
 import { type ClaimSettings, readClaimSettings } from '../../claims'
-import { normalizeMailbox } from '../../contract/email'
+import { normalizeMailbox } from '../../contract/email-keys'
 import { ConfigError, type OriginEnv } from '../config'
 
 export interface GmailConfig {

@@ -7,7 +7,7 @@
 import type { Registry } from 'prom-client'
 import { type ClaimSettings, type ClaimStore, claimStore } from '../../claims'
 import type { OriginConfig, OriginEnv } from '../config'
-import { createDatabase } from '../db'
+import { openDatabase } from '../db'
 import type { Logger } from '../log'
 import type { GmailConfig } from './config'
 import { loadGmailRedisSettings } from './config'
@@ -47,14 +47,7 @@ export function startGmailPolling(options: StartGmailOptions): RunningGmailPolle
   const { origin, logger } = options
   const redis = loadGmailRedisSettings(options.env)
   for (const warning of redis.warnings) logger.warn('gmail config', { warning })
-  const db = createDatabase({
-    databaseUrl: origin.databaseUrl,
-    neonWsProxy: origin.neonWsProxy,
-    poolMax: POLLER_POOL_MAX,
-    connectTimeoutMs: origin.dbConnectTimeoutMs,
-    queryTimeoutMs: origin.dbQueryTimeoutMs,
-    logger,
-  })
+  const db = openDatabase(origin, POLLER_POOL_MAX, logger)
   const claims = gmailClaims(redis)
   const poller = createGmailPoller({
     config: options.gmail,

@@ -1,15 +1,9 @@
 /**
- * The Gmail poller: every interval, for one mailbox, take the lease (one poller at a time across
- * all origin pods), list what was added since the stored historyId, take each message through
- * dedup, and store the new historyId once every page is consumed.
+ * The Gmail poller's loop: every interval, for one mailbox, take the lease (one poller at a time
+ * across all origin pods), run one poll (sync.ts: the history since the stored historyId, or a
+ * full sync when there is none or it is too old), count and log it, give the lease back if it
+ * failed. A partial poll (a backlog over `maxMessagesPerPoll`) is followed by the next at once.
  *
- * - No stored historyId (first run), or history.list answers 404 (too old): a full sync. The
- *   mailbox's current historyId is read first (users.getProfile), then the newest INBOX messages
- *   (bounded) are taken oldest first, then that historyId is stored: anything that arrives during
- *   the sync is in the history after it, and a message seen twice is a duplicate, not a loss.
- * - A poll takes at most `maxMessagesPerPoll` messages; a backlog larger than that is worked off
- *   over several polls by storing the id of the last history record fully processed (a valid
- *   startHistoryId: "records after" it are exactly the ones not yet processed).
  * - One message that cannot be fetched, parsed or stored (404 or another 4xx for its id, no
  *   `raw`, over the size bound, unparseable, refused by the database; the line is in api.ts) is
  *   recorded in channel_failures and counts as processed: the historyId moves past it, and it is
@@ -28,9 +22,9 @@ import type { Logger } from '../log'
 import { gmailClient, HistoryExpiredError, MAX_MESSAGE_BYTES } from './api'
 import type { GmailConfig } from './config'
 import { DEFAULT_RETRY, GmailHttpError, type RetryPolicy, StoppedError, sleep } from './http'
-import { hasSkippedLabel, ingestGmailMessage, type MessageDeps } from './ingest-message'
 import { createGmailMetrics, type GmailMetrics, type PollError, type PollStatus } from './metrics'
 import type { AccessTokens } from './oauth'
+import { fullSync, historySync, LeaseLostError, type PollCounts, type SyncDeps } from './sync'
 import { type Lease, SyncState } from './sync-state'
 
 export interface PollerLimits {
@@ -70,13 +64,9 @@ export interface GmailPollerOptions {
   random?: () => number
 }
 
-export interface PollResult {
+export interface PollResult extends PollCounts {
   status: PollStatus
   mode?: 'history' | 'full_sync'
-  /** Messages taken through dedup / skipped by label / recorded as failures in this poll. */
-  ingested: number
-  skipped: number
-  failures: number
   /** Error code of a failed poll. */
   error?: string
   /** When this poller held the lease (epoch ms), for the one-at-a-time check. */
@@ -97,16 +87,6 @@ export interface GmailPoller {
   stop(): Promise<void>
 }
 
-/** The lease was taken over (ours ran out): stop without storing anything. */
-class LeaseLostError extends Error {
-  constructor() {
-    super('the mailbox lease was taken over by another poller')
-    this.name = 'LeaseLostError'
-  }
-}
-
-type PollCounts = Pick<PollResult, 'ingested' | 'skipped' | 'failures'>
-
 export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
   const { config, logger } = options
   const limits: PollerLimits = { ...DEFAULT_LIMITS, ...options.limits }
@@ -123,14 +103,6 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
   }
   const { tokens, api } = gmailClient(config, http, limits.maxMessageBytes)
   const state = new SyncState(options.db, config.mailbox, owner, limits.leaseMs)
-  const deps: MessageDeps = {
-    api,
-    db: options.db,
-    mailbox: config.mailbox,
-    claims: options.claims,
-    metrics,
-    logger,
-  }
 
   /** Renews the lease once a third of it has passed; throws when it was taken over. */
   let renewedAt = 0
@@ -139,71 +111,19 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
     if (!(await state.renew())) throw new LeaseLostError()
     renewedAt = Date.now()
   }
-
-  async function take(id: string, counts: PollCounts): Promise<void> {
-    if (stopping.signal.aborted) throw new StoppedError()
-    await keepLease()
-    const outcome = await ingestGmailMessage(deps, id)
-    if (outcome.status === 'skipped') counts.skipped++
-    else if (outcome.status === 'failed') counts.failures++
-    else counts.ingested++
-  }
-
-  /** Everything since `start`, page by page; the new historyId is stored only after the last. */
-  async function historySync(start: string, counts: PollCounts): Promise<PollStatus> {
-    const seen = new Set<string>()
-    let pageToken: string | null = null
-    let lastDone: string | null = null
-    let taken = 0
-    for (;;) {
-      const page = await api.history(start, pageToken)
-      for (const record of page.records) {
-        if (taken >= limits.maxMessagesPerPoll && lastDone !== null) {
-          return (await state.store(lastDone)) ? 'partial' : lost()
-        }
-        for (const added of record.added) {
-          // One message can appear in several records; labels here save a messages.get.
-          if (seen.has(added.id)) continue
-          seen.add(added.id)
-          if (hasSkippedLabel(added.labelIds)) {
-            metrics.skipped.labels('label').inc()
-            counts.skipped++
-            continue
-          }
-          await take(added.id, counts)
-          taken++
-        }
-        lastDone = record.id
-      }
-      pageToken = page.nextPageToken
-      // The last page: only now is the mailbox's historyId safe to store.
-      if (!pageToken) return (await state.store(page.historyId)) ? 'completed' : lost()
-      await keepLease()
-    }
-  }
-
-  async function fullSync(
-    reason: 'first_run' | 'history_expired',
-    counts: PollCounts,
-  ): Promise<PollStatus> {
-    metrics.fullSyncs.labels(reason).inc()
-    logger.info('gmail full sync', { mailbox: config.mailbox, reason })
-    const { historyId } = await api.profile()
-    const ids: string[] = []
-    let pageToken: string | null = null
-    do {
-      const page = await api.messages(pageToken, 'INBOX')
-      ids.push(...page.ids.slice(0, limits.fullSyncMaxMessages - ids.length))
-      pageToken = page.nextPageToken
-      await keepLease()
-    } while (pageToken && ids.length < limits.fullSyncMaxMessages)
-    // Listed newest first; oldest first lets a reply find the conversation of what it answers.
-    for (const id of ids.reverse()) await take(id, counts)
-    return (await state.store(historyId)) ? 'completed' : lost()
-  }
-
-  function lost(): never {
-    throw new LeaseLostError()
+  const sync: SyncDeps = {
+    messages: {
+      api,
+      db: options.db,
+      mailbox: config.mailbox,
+      claims: options.claims,
+      metrics,
+      logger,
+    },
+    state,
+    limits,
+    signal: stopping.signal,
+    keepLease,
   }
 
   async function poll(): Promise<PollResult> {
@@ -225,14 +145,14 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
     try {
       let status: PollStatus
       if (lease.historyId === null) {
-        status = await fullSync('first_run', counts)
+        status = await fullSync(sync, 'first_run', counts)
       } else {
         try {
-          status = await historySync(lease.historyId, counts)
+          status = await historySync(sync, lease.historyId, counts)
         } catch (err) {
           if (!(err instanceof HistoryExpiredError)) throw err
           mode = 'full_sync'
-          status = await fullSync('history_expired', counts)
+          status = await fullSync(sync, 'history_expired', counts)
         }
       }
       metrics.polls.labels(status).inc()

@@ -6,7 +6,7 @@
  */
 import type { Registry } from 'prom-client'
 import type { OriginConfig } from '../config'
-import { createDatabase } from '../db'
+import { openDatabase } from '../db'
 import type { Logger } from '../log'
 import type { RelayConfig } from './config'
 import { createRelayMetrics } from './metrics'
@@ -29,14 +29,7 @@ export type StartedRelay = RunningRelay
 
 export function startOutboxRelay(options: StartRelayOptions): StartedRelay {
   const { origin, logger } = options
-  const db = createDatabase({
-    databaseUrl: origin.databaseUrl,
-    neonWsProxy: origin.neonWsProxy,
-    poolMax: RELAY_POOL_MAX,
-    connectTimeoutMs: origin.dbConnectTimeoutMs,
-    queryTimeoutMs: origin.dbQueryTimeoutMs,
-    logger,
-  })
+  const db = openDatabase(origin, RELAY_POOL_MAX, logger)
   const metrics = createRelayMetrics(options.registry, db, logger)
   const loop = runRelayLoop({ db, config: options.relay, logger, metrics })
   logger.info('outbox relay started', {

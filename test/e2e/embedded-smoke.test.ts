@@ -17,6 +17,7 @@ import {
 } from '../../contract/event'
 import { signForward } from '../../contract/forward-signature'
 import { configureNeonForLocalProxy } from '../../local/neon-local'
+import { runId } from '../../local/services'
 import {
   type DatabaseLayer,
   type OriginHandle,
@@ -27,7 +28,6 @@ import {
   startWorkerMiniflare,
   type WorkerMiniflareHandle,
 } from '../../local/stack'
-import { runId } from '../support/services'
 
 const ORIGIN_SECRET = `smoke-origin-${runId()}`
 const UPSTASH_TOKEN = `smoke-upstash-${runId()}`

@@ -7,6 +7,13 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  REDIS_URL,
+  runId,
+  type TestDatabase,
+} from '../../local/services'
+import {
   type DatabaseLayer,
   type OriginHandle,
   type RedisLayer,
@@ -16,13 +23,6 @@ import {
   startWorkerMiniflare,
   type WorkerMiniflareHandle,
 } from '../../local/stack'
-import {
-  createTestDatabase,
-  deleteRedisPrefix,
-  REDIS_URL,
-  runId,
-  type TestDatabase,
-} from '../support/services'
 import {
   slackMessageEvent,
   slackRequest,

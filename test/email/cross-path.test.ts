@@ -5,10 +5,10 @@
  * the other way joins its conversation.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { runId } from '../../local/services'
 import type { GmailPoller } from '../../origin/gmail'
 import { counterValue } from '../../origin/gmail/metrics'
 import { type FakeGmail, startFakeGmail } from '../support/fake-gmail'
-import { runId } from '../support/services'
 import {
   CLOUDFLARE_TRACE_HEADERS,
   GMAIL_TRACE_HEADERS,

@@ -4,6 +4,7 @@
  * pages, the 404, labels, OAuth, backoff, leases between pods, and failures that must not stop it.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { runId } from '../../local/services'
 import { counterValue } from '../../origin/gmail/metrics'
 import { SyncState } from '../../origin/gmail/sync-state'
 import { createLogger } from '../../origin/log'
@@ -14,7 +15,6 @@ import {
   startFakeGmail,
 } from '../support/fake-gmail'
 import { runFailuresCli } from '../support/origin'
-import { runId } from '../support/services'
 import { rawEmail } from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
 

@@ -4,9 +4,9 @@
  * at start-up with the missing variables named.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { runId } from '../../local/services'
 import { startFakeGmail } from '../support/fake-gmail'
 import { spawnOriginProcess } from '../support/origin'
-import { runId } from '../support/services'
 import { rawEmail } from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
 

@@ -1,19 +1,13 @@
 /**
- * contract/email.ts, the one parser both email paths use: keys, normalisation, the fallback hash,
- * references, bounds and the permanent errors. Pure logic (postal-mime and Web Crypto only).
+ * contract/email.ts (with email-keys.ts and email-text.ts), the one parser both email paths use:
+ * keys, normalisation, the fallback hash, references, bounds and the permanent errors. Pure logic
+ * (postal-mime and Web Crypto only).
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import {
-  EmailParseError,
-  htmlToText,
-  MAX_EMAIL_BYTES,
-  messageIdsIn,
-  normalizeMessageId,
-  otherEmailKeyForm,
-  parseEmail,
-  UNKNOWN_DATE,
-} from '../../contract/email'
+import { EmailParseError, MAX_EMAIL_BYTES, parseEmail, UNKNOWN_DATE } from '../../contract/email'
+import { messageIdsIn, normalizeMessageId, otherEmailKeyForm } from '../../contract/email-keys'
+import { htmlToText } from '../../contract/email-text'
 import { finalizeEvent, LIMITS, parseInboundEvent } from '../../contract/event'
 import {
   CLOUDFLARE_TRACE_HEADERS,

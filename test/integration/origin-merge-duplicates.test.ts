@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrate } from '../../local/migrate'
-import type { TestDatabase } from '../support/services'
+import type { TestDatabase } from '../../local/services'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')

@@ -7,8 +7,8 @@ import { connect } from 'node:net'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { freePort, GroupProcess, signalGroup } from '../../local/processes'
+import { ADMIN_DATABASE_URL, deleteRedisPrefix, REDIS_URL, runId } from '../../local/services'
 import { REPO_ROOT } from '../../local/stack'
-import { ADMIN_DATABASE_URL, deleteRedisPrefix, REDIS_URL, runId } from '../support/services'
 
 const id = runId()
 const dbName = `inbound_dedup_t_dev_${id}`

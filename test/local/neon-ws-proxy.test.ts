@@ -13,7 +13,7 @@ import { migrate } from '../../local/migrate'
 import { configureNeonForLocalProxy } from '../../local/neon-local'
 import { type RunningProxy, startNeonWsProxy } from '../../local/neon-ws-proxy'
 import { startEmbeddedPostgres } from '../../local/pglite'
-import { createTestDatabase } from '../support/services'
+import { createTestDatabase } from '../../local/services'
 
 /** A migrated database behind the proxy, and a way to count the server connections still open. */
 interface Target {

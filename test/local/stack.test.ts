@@ -7,6 +7,7 @@ import { Redis as Upstash } from '@upstash/redis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { signalGroup } from '../../local/processes'
+import { ADMIN_DATABASE_URL, deleteRedisPrefix, REDIS_URL, runId } from '../../local/services'
 import {
   type DatabaseLayer,
   ensureDatabase,
@@ -17,7 +18,6 @@ import {
   startWorkerDev,
   startWorkerMiniflare,
 } from '../../local/stack'
-import { ADMIN_DATABASE_URL, deleteRedisPrefix, REDIS_URL, runId } from '../support/services'
 
 const SECRET = `stack-test-secret-${runId()}`
 

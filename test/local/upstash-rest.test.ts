@@ -6,6 +6,7 @@
  */
 import { Redis as Upstash } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { deleteRedisPrefix, REDIS_URL, runId } from '../../local/services'
 import {
   embeddedRedis,
   type RedisBackend,
@@ -13,7 +14,6 @@ import {
   realRedis,
   startUpstashRest,
 } from '../../local/upstash-rest'
-import { deleteRedisPrefix, REDIS_URL, runId } from '../support/services'
 
 const TOKEN = `test-token-${runId()}`
 

@@ -2,8 +2,9 @@
  * Pure logic of the relay and the failures CLI: settings, backoff, argument parsing.
  */
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../origin/config'
-import { parseArgs } from '../../origin/failures/cli'
+import { ConfigError, loadConfig } from '../../origin/config'
+import { loadCliConfig } from '../../origin/failures/cli'
+import { parseArgs } from '../../origin/failures/cli-args'
 import { backoffMs, isExhausted, RETRY_DEFAULTS } from '../../origin/failures/policy'
 import { loadRelayConfig } from '../../origin/outbox/config'
 
@@ -97,5 +98,21 @@ describe('npm run failures arguments', () => {
     [['drop']],
   ])('refuses %j', (args) => {
     expect(() => parseArgs(args)).toThrow()
+  })
+})
+
+describe('npm run failures settings', () => {
+  it('reads the database settings the way the origin does (pool wait 1000 ms, or half ORIGIN_TIMEOUT_MS)', () => {
+    const database = (env: Record<string, string>) => {
+      const origin = loadConfig({ ...env, ORIGIN_SHARED_SECRET: 's' })
+      const { databaseUrl, neonWsProxy, dbQueryTimeoutMs, dbConnectTimeoutMs } = origin
+      return { databaseUrl, neonWsProxy, dbQueryTimeoutMs, dbConnectTimeoutMs }
+    }
+    const env = { DATABASE_URL: 'postgres://u@db.example/x', NEON_WS_PROXY: '127.0.0.1:4444/v2' }
+    expect(loadCliConfig(env).database).toMatchObject(database(env))
+    expect(loadCliConfig(env).database).toMatchObject({ dbConnectTimeoutMs: 1000 })
+    const short = { ...env, ORIGIN_TIMEOUT_MS: '800', DB_QUERY_TIMEOUT_MS: '700' }
+    expect(loadCliConfig(short).database).toMatchObject(database(short))
+    expect(loadCliConfig(short).database).toMatchObject({ dbConnectTimeoutMs: 400 })
   })
 })

@@ -12,6 +12,13 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  REDIS_URL,
+  runId,
+  type TestDatabase,
+} from '../../local/services'
+import {
   type DatabaseLayer,
   type OriginHandle,
   type RedisLayer,
@@ -23,13 +30,6 @@ import {
 } from '../../local/stack'
 import { type Balancer, startBalancer } from '../faults/support/balancer'
 import { runFailuresCli } from '../support/origin'
-import {
-  createTestDatabase,
-  deleteRedisPrefix,
-  REDIS_URL,
-  runId,
-  type TestDatabase,
-} from '../support/services'
 import {
   slackMessageEvent,
   slackRequest,

@@ -19,11 +19,11 @@ import {
 } from '../../contract/event'
 import { signForward } from '../../contract/forward-signature'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
+import { createTestDatabase } from '../../local/services'
 import { loadConfig, type OriginConfig } from '../../origin/config'
 import { parseListeningLine } from '../../origin/listening-line'
 import { type Logger, silentLogger } from '../../origin/log'
 import { type RunningOrigin, startOrigin } from '../../origin/server'
-import { createTestDatabase } from './services'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 

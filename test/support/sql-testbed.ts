@@ -4,7 +4,7 @@
  * @module
  */
 import pg from 'pg'
-import { createTestDatabase, type TestDatabase } from './services'
+import { createTestDatabase, type TestDatabase } from '../../local/services'
 
 export interface SqlTestbed {
   database: TestDatabase

@@ -7,6 +7,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
+import { deleteRedisPrefix, REDIS_URL, runId } from '../../../local/services'
 import { type RunningUpstashRest, realRedis, startUpstashRest } from '../../../local/upstash-rest'
 import { loadConfig } from '../../../origin/config'
 import {
@@ -19,7 +20,6 @@ import type { PollerLimits } from '../../../origin/gmail/poller'
 import { type Logger, silentLogger } from '../../../origin/log'
 import type { FakeGmail } from '../../support/fake-gmail'
 import { type OriginTestbed, startOriginTestbed } from '../../support/origin'
-import { deleteRedisPrefix, REDIS_URL, runId } from '../../support/services'
 import { type EmailWorker, startEmailWorker } from './worker'
 
 /** Fast retries: the tests check that backoff happens, not how long it takes. */

@@ -12,8 +12,8 @@
  * @module
  */
 import { createServer } from 'node:net'
+import { assertServicesUp, deleteRedisPrefix, REDIS_URL, runId } from '../../../local/services'
 import { realRedis, startUpstashRest } from '../../../local/upstash-rest'
-import { assertServicesUp, deleteRedisPrefix, REDIS_URL, runId } from '../../support/services'
 import { TEST_SECRETS } from '../../unit/test-secrets'
 import { startFakeOrigin } from './fake-origin'
 

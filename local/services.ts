@@ -1,12 +1,14 @@
 /**
- * Where the tests find the real services, and fresh per-run resources on them: a database with the
- * migrations applied, and a Redis key prefix. Everything made here is dropped afterwards.
+ * Where the tests and the bench find the real services (REDIS_URL, DATABASE_URL as the admin
+ * connection), and fresh per-run resources on them: a database with the migrations applied, and a
+ * Redis key prefix. Everything made here is dropped afterwards.
  * @module
  */
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { migrate } from '../../local/migrate'
+import { migrate } from './migrate'
+import { redact } from './redact'
 
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
 export const ADMIN_DATABASE_URL =
@@ -54,16 +56,6 @@ export async function assertServicesUp(): Promise<void> {
     )
   } finally {
     redis.disconnect()
-  }
-}
-
-export function redact(url: string): string {
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = '***'
-    return u.toString()
-  } catch {
-    return '(unparseable url)'
   }
 }
 

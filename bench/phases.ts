@@ -1,0 +1,220 @@
+/**
+ * Runs the scenario table (bench/scenarios.ts) on a started run: each phase at its
+ * concurrencies, with what it needs around it (the Upstash stand-in stopped and restarted for
+ * Redis down, the workerd profile taken after the direct baselines, `wrangler dev` started and
+ * stopped, or skipped when the time budget is short), each scenario turned into a step.
+ * @module
+ */
+import { join } from 'node:path'
+import type { Redis } from 'ioredis'
+import { REDIS_URL } from '../local/services'
+import { startWorkerDev, type WorkerDevHandle } from '../local/stack'
+import type { Cleanup } from './cleanup'
+import { type BenchConfig, WORKERD_PROFILE } from './config'
+import type { LoadGenerator } from './load'
+import type { LogTally } from './logs'
+import type { MachineInfo } from './report'
+import {
+  type EventFactory,
+  mixed,
+  replays,
+  signOriginRequests,
+  signVendorRequests,
+  upstashRequests,
+  type VendorEvent,
+  type WireRequest,
+} from './requests'
+import {
+  baselineId,
+  MIXED_REPLAYS,
+  type Phase,
+  type PhaseName,
+  type Scenario,
+  stepId,
+  TARGET_LABELS,
+  type Target,
+} from './scenarios'
+import { type Stack, startUpstashStandIn } from './stack'
+import type { StepOutcome, StepResult, StepSpec } from './steps'
+import { fmt, say, startedAt } from './util'
+import type { WorkerProfiler } from './worker-profiler'
+
+const WARMUP_S = 2
+/** What the `wrangler dev` section needs beyond its steps (start-up, warm-up), seconds. */
+const WRANGLER_DEV_OVERHEAD_S = 20
+
+export interface BenchRun {
+  config: BenchConfig
+  machine: MachineInfo
+  tally: LogTally
+  cleanup: Cleanup
+  /** Cleanup failures and unsettled keys: they fail the run without stopping it. */
+  problems: string[]
+  /** The run's SIGINT / SIGTERM handler: once the stack is up, the only one. */
+  onSignal: (signal: NodeJS.Signals) => void
+}
+
+/** What the phases share: the stack, the traffic sources, the steps measured so far. */
+export interface RunState {
+  run: BenchRun
+  prefix: string
+  /** The headline concurrency. */
+  c50: number
+  /** Requests per step. */
+  pool: number
+  stack: Stack
+  load: LoadGenerator
+  redis: Redis
+  factory: EventFactory
+  steps: StepResult[]
+  notes: string[]
+  step(spec: StepSpec): Promise<StepOutcome>
+  dev: WorkerDevHandle | undefined
+  profileDir: string | null
+  workerProfiler: WorkerProfiler | undefined
+}
+
+/** Unmeasured traffic (JIT, connection pools, isolates): the pool, or 2 s, whichever ends first. */
+export async function warmUp(
+  load: LoadGenerator,
+  url: string,
+  requests: WireRequest[],
+): Promise<void> {
+  await load.run({ url, requests, connections: 10, durationS: WARMUP_S, timeoutS: 10 })
+}
+
+/** What a phase needs around its steps; `before` answering false skips the phase. */
+interface PhaseHooks {
+  before?(state: RunState): Promise<boolean>
+  after?(state: RunState): Promise<void>
+}
+
+const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
+  'redis-down': {
+    async before(state) {
+      say('stopping the Upstash stand-in: Redis down')
+      await state.stack.redisLayer.stop()
+      return true
+    },
+    async after(state) {
+      // Back on the same port (the Worker's UPSTASH_REDIS_REST_URL), for what follows.
+      state.stack.redisLayer = await startUpstashStandIn(REDIS_URL, state.stack.redisLayer.port)
+      state.run.cleanup.addStoppable('redis layer (restarted)', state.stack.redisLayer)
+    },
+  },
+  direct: {
+    async after(state) {
+      if (state.workerProfiler && state.profileDir) {
+        await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
+      }
+    },
+  },
+  'wrangler-dev': {
+    async before(state) {
+      const { config, tally, cleanup } = state.run
+      if (!config.wranglerDev) return false
+      const devNeedsS = WRANGLER_DEV_OVERHEAD_S + 2 * (config.durationS + 4)
+      const leftS = config.budgetS - (Date.now() - startedAt) / 1000
+      if (leftS < devNeedsS) {
+        const note =
+          `wrangler dev steps skipped: ${fmt(leftS)} s left of the ${config.budgetS} s budget, they need ` +
+          `about ${devNeedsS} s (BENCH_BUDGET_S raises it)`
+        state.notes.push(note)
+        say(note)
+        return false
+      }
+      say('starting wrangler dev (its dev proxy caps throughput; labelled as such)')
+      const dev = await startWorkerDev({
+        vars: state.stack.gatewayVars,
+        onLine: (line) => tally.observe(line),
+      })
+      state.dev = dev
+      cleanup.add('wrangler dev', () => dev.stop())
+      const warm = await signVendorRequests(state.factory.fresh(config.warmupRequests / 2))
+      await warmUp(state.load, dev.url, warm)
+      return true
+    },
+    async after(state) {
+      await state.dev?.stop()
+      state.dev = undefined
+    },
+  },
+}
+
+export async function runPhase(state: RunState, phase: Phase, seen: VendorEvent[]): Promise<void> {
+  const hooks = PHASE_HOOKS[phase.name]
+  if (hooks?.before && !(await hooks.before(state))) return
+  const concurrencies = phase.at === 'sweep' ? state.run.config.sweep : [state.c50]
+  for (const c of concurrencies) {
+    for (const scenario of phase.scenarios) {
+      await state.step(await stepSpec(state, scenario, c, seen))
+    }
+  }
+  await hooks?.after?.(state)
+}
+
+async function stepSpec(
+  state: RunState,
+  scenario: Scenario,
+  c: number,
+  seen: VendorEvent[],
+): Promise<StepSpec> {
+  const traffic = await trafficOf(state, scenario, seen)
+  const noRows = scenario.touchesDatabase === false
+  return {
+    id: stepId(scenario.name, c),
+    scenario: scenario.label,
+    kind: scenario.kind,
+    target: TARGET_LABELS[scenario.target],
+    url: urlOf(state, scenario.target),
+    concurrency: c,
+    ...traffic,
+    // Requests that are events but reach no database: nothing to check them against.
+    ...(noRows ? { events: [], touchesDatabase: false } : {}),
+    baselineId: baselineId(scenario, c, state.c50),
+  }
+}
+
+function urlOf(state: RunState, target: Target): string {
+  const { stack } = state
+  switch (target) {
+    case 'gateway':
+      return stack.gatewayUrl
+    case 'verifyOnly':
+      return stack.verifyOnlyUrl
+    case 'origin':
+      return stack.origin.url
+    case 'upstash':
+      return stack.redisLayer.url
+    case 'wranglerDev':
+      if (!state.dev) throw new Error('wrangler dev is not running')
+      return state.dev.url
+  }
+}
+
+/** A step's requests, the event behind each, and which of them are new. */
+async function trafficOf(
+  state: RunState,
+  scenario: Scenario,
+  seen: VendorEvent[],
+): Promise<Pick<StepSpec, 'requests' | 'events' | 'fresh'>> {
+  const { factory, pool } = state
+  const sign = scenario.target === 'origin' ? signOriginRequests : signVendorRequests
+  switch (scenario.traffic) {
+    case 'new': {
+      const events = factory.fresh(pool)
+      return { requests: await sign(events), events, fresh: 'all' }
+    }
+    case 'replays': {
+      const events = replays(seen, pool)
+      return { requests: await sign(events), events, fresh: 'none' }
+    }
+    case 'mixed': {
+      const mix = mixed(factory, seen, pool, MIXED_REPLAYS)
+      return { requests: await sign(mix.events), events: mix.events, fresh: mix.fresh }
+    }
+    case 'setNx':
+      // Cheap to build and fast to answer: a larger pool, so the step runs its full duration.
+      return { requests: upstashRequests(state.prefix, 4 * pool), events: [], fresh: 'none' }
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * What the benchmark measures, in the order it runs: a table of phases, each a list of scenarios
+ * run at every concurrency of the sweep or at the headline one. A scenario names its target, its
+ * traffic and the baseline it is compared with; bench/runner.ts turns each into a step
+ * (bench/steps.ts) and does what a phase needs around it (Redis stopped, `wrangler dev` started).
+ *
+ *   sweep: verify-only, duplicate storm and first-seen side by side at each concurrency →
+ *   mixed 1:7 → Redis down (the stand-in stopped, Postgres decides) → the origin and the Upstash
+ *   stand-in on their own → `wrangler dev` first-seen and storm.
+ * @module
+ */
+import type { StepKind } from './steps'
+
+export type Target = 'gateway' | 'verifyOnly' | 'origin' | 'upstash' | 'wranglerDev'
+
+/** How each target is named in the results. */
+export const TARGET_LABELS: Record<Target, string> = {
+  gateway: 'gateway (Miniflare)',
+  wranglerDev: 'gateway (wrangler dev)',
+  verifyOnly: 'verify-only (Miniflare)',
+  origin: 'origin (direct)',
+  upstash: 'Upstash stand-in (direct)',
+}
+
+/**
+ * `new`: every request a new event; `replays`: every request an acknowledged seed event again
+ * (Slack's re-signed, as its retries are); `mixed`: 1 new : {@link MIXED_REPLAYS} replays;
+ * `setNx`: Upstash REST claims (SET NX PX GET), no events.
+ */
+export type Traffic = 'new' | 'replays' | 'mixed' | 'setNx'
+
+/** Replays per new event in the mixed scenario (Twilio-style retries). */
+export const MIXED_REPLAYS = 7
+
+export interface Scenario {
+  /** The step id before `@{concurrency}`: `first-seen` → `first-seen@50`. */
+  name: string
+  label: string
+  kind: StepKind
+  target: Target
+  traffic: Traffic
+  /** Compared with this scenario's step at the same concurrency, or at the headline one. */
+  baseline?: { name: string; at: 'same' | 'headline' }
+  /** Verify-only and the Upstash stand-in never reach Postgres: there are no rows to check. */
+  touchesDatabase?: false
+}
+
+export type PhaseName = 'sweep' | 'mixed' | 'redis-down' | 'direct' | 'wrangler-dev'
+
+export interface Phase {
+  name: PhaseName
+  /** Every concurrency of BENCH_SWEEP, or the headline concurrency only. */
+  at: 'sweep' | 'headline'
+  scenarios: readonly Scenario[]
+}
+
+export const PHASES: readonly Phase[] = [
+  {
+    name: 'sweep',
+    at: 'sweep',
+    scenarios: [
+      {
+        name: 'verify-only',
+        label: 'baseline: verify-only',
+        kind: 'baseline',
+        target: 'verifyOnly',
+        traffic: 'replays',
+        touchesDatabase: false,
+      },
+      {
+        name: 'duplicate-storm',
+        label: 'duplicate storm',
+        kind: 'scenario',
+        target: 'gateway',
+        traffic: 'replays',
+        baseline: { name: 'verify-only', at: 'same' },
+      },
+      {
+        name: 'first-seen',
+        label: 'first-seen',
+        kind: 'scenario',
+        target: 'gateway',
+        traffic: 'new',
+        baseline: { name: 'origin-insert', at: 'headline' },
+      },
+    ],
+  },
+  {
+    name: 'mixed',
+    at: 'headline',
+    scenarios: [
+      {
+        name: 'mixed',
+        label: `mixed 1 new : ${MIXED_REPLAYS} replays`,
+        kind: 'scenario',
+        target: 'gateway',
+        traffic: 'mixed',
+        baseline: { name: 'verify-only', at: 'headline' },
+      },
+    ],
+  },
+  {
+    name: 'redis-down',
+    at: 'headline',
+    scenarios: [
+      {
+        name: 'redis-down',
+        label: 'Redis down (replays)',
+        kind: 'scenario',
+        target: 'gateway',
+        traffic: 'replays',
+        baseline: { name: 'origin-replay', at: 'headline' },
+      },
+    ],
+  },
+  {
+    name: 'direct',
+    at: 'headline',
+    scenarios: [
+      {
+        name: 'origin-insert',
+        label: 'baseline: origin insert path',
+        kind: 'baseline',
+        target: 'origin',
+        traffic: 'new',
+      },
+      {
+        name: 'origin-replay',
+        label: 'baseline: origin duplicate path',
+        kind: 'baseline',
+        target: 'origin',
+        traffic: 'replays',
+      },
+      {
+        name: 'upstash-set-nx',
+        label: 'baseline: claim via Upstash REST',
+        kind: 'baseline',
+        target: 'upstash',
+        traffic: 'setNx',
+        touchesDatabase: false,
+      },
+    ],
+  },
+  {
+    name: 'wrangler-dev',
+    at: 'headline',
+    scenarios: [
+      {
+        name: 'first-seen-wrangler-dev',
+        label: 'first-seen (wrangler dev)',
+        kind: 'scenario',
+        target: 'wranglerDev',
+        traffic: 'new',
+        baseline: { name: 'first-seen', at: 'headline' },
+      },
+      {
+        name: 'duplicate-storm-wrangler-dev',
+        label: 'duplicate storm (wrangler dev)',
+        kind: 'scenario',
+        target: 'wranglerDev',
+        traffic: 'replays',
+        baseline: { name: 'duplicate-storm', at: 'headline' },
+      },
+    ],
+  },
+]
+
+/** `name@c`: a step's id. */
+export function stepId(name: string, concurrency: number): string {
+  return `${name}@${concurrency}`
+}
+
+/** The id of the step `scenario` is compared with, when it has one. */
+export function baselineId(scenario: Scenario, c: number, headline: number): string | undefined {
+  const { baseline } = scenario
+  if (!baseline) return undefined
+  return stepId(baseline.name, baseline.at === 'same' ? c : headline)
+}

@@ -1,0 +1,117 @@
+/**
+ * Postgres through `@neondatabase/serverless` (a `pg`-compatible Pool over WebSockets), with every
+ * wait bounded: opening or waiting for a connection (`connectionTimeoutMillis`), each statement on
+ * the server (`statement_timeout`: a session default set on every new connection, and `SET LOCAL`
+ * in each transaction) and on the client (`query_timeout`, a little longer so the server's cancel
+ * normally wins and the connection stays usable).
+ *
+ * A caller's `AbortSignal` (the HTTP client hung up) stops the work: nothing starts after it, a wait
+ * for a connection gives up, and a transaction in progress loses its connection. A single
+ * statement already running is left to its statement_timeout.
+ *
+ * The pieces: pool.ts (the pool, its per-connection settings, the checkout), transaction.ts (one
+ * transaction and its one retry), errors.ts (driver and SQL failures → the origin's errors).
+ * Driver failures come out as {@link DatabaseUnavailableError} (503, retryable).
+ * @module
+ */
+import type { DatabaseSettings } from '../config'
+import type { DatabaseUnavailableError } from '../errors'
+import type { Logger } from '../log'
+import { sqlState, toDatabaseError } from './errors'
+import { checkoutFrom, createPool, type PoolOptions } from './pool'
+import { type Queryable, transactions, type Work } from './transaction'
+
+export type { Queryable } from './transaction'
+
+export type DatabaseOptions = PoolOptions
+
+export interface Database extends Queryable {
+  /**
+   * Runs `work` in one transaction (READ COMMITTED). Commits if it resolves, rolls back if it
+   * throws, and runs it once more on a serialization failure or deadlock (40001, 40P01).
+   */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>
+  /** `SELECT 1`; throws {@link DatabaseUnavailableError} when Postgres does not answer in time. */
+  ping(): Promise<void>
+  /**
+   * The same database for one request: once `signal` aborts, its queries and transactions throw
+   * {@link ClientGoneError} instead of starting, stop waiting for a connection, and a transaction
+   * in progress is rolled back.
+   */
+  withSignal(signal: AbortSignal): Database
+  /** Waits for checked-out connections, then closes the pool. Idempotent. */
+  close(): Promise<void>
+}
+
+const CLOSE_TIMEOUT_MS = 5000
+
+/**
+ * A pool of `poolMax` connections on the origin's database settings: the HTTP origin's, the
+ * relay's, the Gmail poller's and the failures CLI's pools all open here.
+ */
+export function openDatabase(
+  settings: DatabaseSettings,
+  poolMax: number,
+  logger: Logger,
+): Database {
+  return createDatabase({
+    databaseUrl: settings.databaseUrl,
+    neonWsProxy: settings.neonWsProxy,
+    poolMax,
+    connectTimeoutMs: settings.dbConnectTimeoutMs,
+    queryTimeoutMs: settings.dbQueryTimeoutMs,
+    logger,
+  })
+}
+
+export function createDatabase(options: DatabaseOptions): Database {
+  const { logger } = options
+  const queryTimeoutMs = Math.floor(options.queryTimeoutMs)
+  const pool = createPool({ ...options, queryTimeoutMs })
+  const checkout = checkoutFrom(pool)
+  const transaction = transactions(checkout, queryTimeoutMs, logger)
+
+  async function query<R>(
+    text: string,
+    values: unknown[] | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<R[]> {
+    const client = await checkout(signal)
+    // A client whose connection failed (no SQLSTATE) must not go back to the pool.
+    let discard = false
+    try {
+      return (await client.query(text, values)).rows as R[]
+    } catch (err) {
+      discard = sqlState(err) === undefined
+      throw toDatabaseError(err)
+    } finally {
+      client.release(discard)
+    }
+  }
+
+  let closing: Promise<void> | undefined
+  const close = () => {
+    closing ??= Promise.race([
+      pool.end(),
+      new Promise<void>((resolve) =>
+        setTimeout(() => {
+          logger.warn('database pool did not close in time', { timeoutMs: CLOSE_TIMEOUT_MS })
+          resolve()
+        }, CLOSE_TIMEOUT_MS).unref(),
+      ),
+    ])
+    return closing
+  }
+  const ping = async () => {
+    await query('SELECT 1', undefined, undefined)
+  }
+
+  const bound = (signal: AbortSignal | undefined): Database => ({
+    query: <R>(text: string, values?: unknown[]) => query<R>(text, values, signal),
+    transaction: <T>(work: Work<T>) => transaction(work, signal),
+    ping,
+    close,
+    withSignal: (next) => bound(next),
+  })
+  return bound(undefined)
+}

@@ -1,0 +1,159 @@
+/**
+ * The connection pool under {@link createDatabase}: `@neondatabase/serverless`'s `pg`-compatible
+ * Pool over WebSockets, each new connection bounded on the server (`statement_timeout`) before
+ * its first use, and a checkout that gives up when the caller's `AbortSignal` does.
+ *
+ * Why `SET` after connecting rather than a startup parameter: Neon's proxy drops a
+ * `statement_timeout` startup parameter silently, and its pooler (PgBouncer) refuses `options=-c
+ * ...` outright ("unsupported startup parameter in options"). A plain `SET` works on Postgres and
+ * on Neon's direct endpoint (PGlite, local only, accepts it but never cancels: it has no timers).
+ * On the pooled endpoint (`-pooler`, transaction mode) a session `SET` does not follow our
+ * connection: there only the `SET LOCAL` of transactions holds, and the role's default (`ALTER
+ * ROLE ... SET statement_timeout`) must bound the rest; the origin warns at start-up.
+ *
+ * A connection that drops while checked out (a Neon compute suspend, a pooler restart, the local
+ * proxy going away) makes its client emit 'error'; the pool only listens while a client is idle,
+ * so every client gets a listener of its own for its whole life: unhandled, that event ends the
+ * process. The statement in flight fails by itself, and the client is discarded.
+ * @module
+ */
+import {
+  Client,
+  type ClientConfig,
+  neonConfig,
+  Pool,
+  type PoolClient,
+} from '@neondatabase/serverless'
+import ws from 'ws'
+import { ClientGoneError, describeError } from '../errors'
+import type { Logger } from '../log'
+import { toDatabaseError } from './errors'
+
+// Node 20 has no global WebSocket; the driver needs a constructor. Harmless against real Neon.
+neonConfig.webSocketConstructor = ws
+
+export interface PoolOptions {
+  databaseUrl: string
+  /** `host:port/v2` of the local proxy; undefined against real Neon (driver defaults). */
+  neonWsProxy?: string | undefined
+  poolMax: number
+  /** Bound on waiting for a pooled connection, opening one included. */
+  connectTimeoutMs: number
+  /** Postgres cancels any statement after this (57014); whole milliseconds. */
+  queryTimeoutMs: number
+  logger: Logger
+}
+
+/**
+ * How often Postgres checks, while a statement runs (a lock wait included), that the client is
+ * still there. A connection we cut (a request whose client hung up) then ends on the server within
+ * this, releasing its locks, instead of waiting out its statement_timeout.
+ */
+const CLIENT_CHECK_INTERVAL_MS = 1000
+
+/**
+ * The local proxy settings go on each client rather than on the global `neonConfig`, so pools
+ * aimed at different proxies (or at real Neon) can live in one process (tests start several).
+ * They are the settings the team brief prescribes for NEON_WS_PROXY.
+ */
+function localProxyClient(wsProxy: string): typeof Client {
+  return class LocalProxyClient extends Client {
+    constructor(config?: string | ClientConfig) {
+      super(config)
+      const local = this.neonConfig
+      local.webSocketConstructor = ws
+      // The local proxy speaks plain ws://, no TLS.
+      local.useSecureWebSocket = false
+      // Pipelined startup is refused with trust auth ("invalid frontend message type 112").
+      local.pipelineConnect = false
+      local.wsProxy = (host, port) => `${wsProxy}?address=${host}:${port}`
+    }
+  }
+}
+
+/** Neon's pooled endpoints carry `-pooler` in the host name (PgBouncer, transaction mode). */
+function isNeonPooler(databaseUrl: string): boolean {
+  try {
+    return new URL(databaseUrl).hostname.includes('-pooler.')
+  } catch {
+    return false
+  }
+}
+
+export function throwIfGone(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ClientGoneError()
+}
+
+/** A promise that rejects with {@link ClientGoneError} once `signal` aborts; dispose when done. */
+function untilAborted(signal: AbortSignal) {
+  let onAbort = () => {}
+  const promise = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new ClientGoneError())
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+  })
+  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) }
+}
+
+export function createPool(options: PoolOptions): Pool {
+  const { logger, queryTimeoutMs } = options
+  const pool = new Pool({
+    connectionString: options.databaseUrl,
+    max: options.poolMax,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    // Client-side bound: also covers a connection that hangs without the server noticing.
+    query_timeout: queryTimeoutMs + 1000,
+    idleTimeoutMillis: 30_000,
+  })
+  if (options.neonWsProxy) pool.Client = localProxyClient(options.neonWsProxy)
+  if (isNeonPooler(options.databaseUrl)) {
+    logger.warn('database: pooled Neon endpoint, session settings do not stick', {
+      hint: 'statements outside transactions are bounded only by the role default: ALTER ROLE <role> SET statement_timeout = <DB_QUERY_TIMEOUT_MS>',
+    })
+  }
+  // The pool emits 'connect' before it hands a new client out, so these run before its first use.
+  pool.on('connect', (client: PoolClient) => {
+    client.on('error', (err: unknown) =>
+      logger.warn('database connection lost', describeError(err)),
+    )
+    client
+      .query(`SET statement_timeout = ${queryTimeoutMs}`)
+      .catch((err: unknown) =>
+        logger.warn('database: SET statement_timeout failed', describeError(err)),
+      )
+    // Not every server has it (PGlite refuses it): best effort, and a separate statement so that
+    // its failure cannot undo the timeout above.
+    client
+      .query(`SET client_connection_check_interval = ${CLIENT_CHECK_INTERVAL_MS}`)
+      .catch((err: unknown) =>
+        logger.debug('database: client_connection_check_interval not set', describeError(err)),
+      )
+  })
+  // Idle clients' errors also reach the pool (which then discards them); logged above already.
+  pool.on('error', () => {})
+  return pool
+}
+
+export type Checkout = (signal: AbortSignal | undefined) => Promise<PoolClient>
+
+/** A pooled client; gives up with {@link ClientGoneError} once `signal` aborts. */
+export function checkoutFrom(pool: Pool): Checkout {
+  return async (signal) => {
+    throwIfGone(signal)
+    const pending = pool.connect()
+    const gone = signal ? untilAborted(signal) : undefined
+    try {
+      return await (gone ? Promise.race([pending, gone.promise]) : pending)
+    } catch (err) {
+      if (!(err instanceof ClientGoneError)) throw toDatabaseError(err)
+      // The pool still owes us a client: hand it straight back when it comes.
+      pending.then(
+        (client) => client.release(),
+        () => {},
+      )
+      throw err
+    } finally {
+      gone?.dispose()
+    }
+  }
+}

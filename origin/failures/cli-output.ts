@@ -1,0 +1,94 @@
+/**
+ * What `npm run failures` prints: the exit codes, the table of `list`, and one line per replay.
+ * Lines only; which stream a line goes to is the command's choice.
+ * @module
+ */
+import { idempotencyKey } from '../outbox/downstream'
+import type { ReplayOutcome } from './replay'
+import type { Failure } from './store'
+
+/** 0 done; 1 a replay failed, a row was not replayable, or the database did not answer; 2 usage. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const
+
+export interface CliIo {
+  out(line: string): void
+  err(line: string): void
+}
+
+const ERROR_COLUMN_WIDTH = 60
+const KEY_COLUMN_WIDTH = 48
+
+const HEADER = [
+  'id',
+  'status',
+  'stage',
+  'attempts',
+  'outbox',
+  'message',
+  'channel',
+  'delivery key',
+  'next attempt',
+  'error',
+]
+
+/** One padded line per row under a header line; long keys and errors cut to their column. */
+export function failureTable(rows: readonly Failure[]): string[] {
+  const table = [
+    HEADER,
+    ...rows.map((f) => [
+      f.id,
+      f.status,
+      f.source ? `${f.stage}/${f.source}` : f.stage,
+      String(f.attempts),
+      f.outboxId ?? '-',
+      f.messageId ?? '-',
+      f.channel,
+      truncate(f.deliveryKey ?? '-', KEY_COLUMN_WIDTH),
+      f.status === 'pending' ? f.nextAttemptAt : '-',
+      truncate(f.error, ERROR_COLUMN_WIDTH),
+    ]),
+  ]
+  const widths = HEADER.map((_, i) => Math.max(...table.map((r) => r[i]?.length ?? 0)))
+  return table.map((row) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd(),
+  )
+}
+
+/** `… ingested (outcome, message N); resolved`: an inbound row taken through the ingest path. */
+export function ingestedLine(
+  what: string,
+  ingested: string,
+  messageId: string | null | undefined,
+  claimLost: boolean,
+): string {
+  const message = messageId ? `message ${messageId}` : 'no message'
+  const by = claimLost ? '; another replay resolved the row' : '; resolved'
+  return `${what} ingested (${ingested}, ${message})${by}`
+}
+
+/** A downstream replay's outcome, naming the outbox row and the Idempotency-Key it went with. */
+export function describeOutcome(outcome: ReplayOutcome, outboxId: string): string {
+  const key = idempotencyKey(outboxId)
+  switch (outcome.outcome) {
+    case 'resolved':
+      return `outbox row ${outboxId} handed off (Idempotency-Key ${key}); resolved`
+    case 'already_processed':
+      return `outbox row ${outboxId} was processed meanwhile; resolved without a hand-off`
+    case 'dead':
+      return `hand-off failed again (${outcome.error}); dead after ${outcome.attempts} attempts`
+    case 'retry_scheduled':
+      return `hand-off failed again (${outcome.error}); pending, next attempt in ${Math.ceil(outcome.retryInMs / 1000)} s`
+    case 'claim_lost':
+      return outcome.handedOff
+        ? `outbox row ${outboxId} handed off (Idempotency-Key ${key}); another process settled the row`
+        : 'another process took the row over; nothing written'
+  }
+}
+
+function truncate(text: string, width: number): string {
+  const line = text.replace(/\s+/g, ' ')
+  return line.length <= width ? line : `${line.slice(0, width - 1)}…`
+}

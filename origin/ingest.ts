@@ -19,6 +19,7 @@ import {
   findOrCreateEmailConversation,
   findOrCreatePendingConversation,
   insertMessageWithOutbox,
+  rememberDelete,
   type StoredMessage,
   upsertCustomer,
 } from './store'
@@ -154,12 +155,17 @@ async function ingestEdit(db: Database, event: InboundEvent): Promise<IngestResu
   return raced ? resultFor('updated', raced) : resultFor('duplicate', await winnerOf(db, event))
 }
 
-/** Deletes mark the row; a repeat is a duplicate; a message we never stored is ignored. */
+/** Deletes mark the row; a repeat is a duplicate; a message not stored yet is remembered (ignored). */
 async function ingestDelete(db: Database, event: InboundEvent): Promise<IngestResult> {
   const deleted = await applyDelete(db, event)
   if (deleted) return resultFor('updated', deleted)
   const known = await findMessage(db, event)
-  return known ? resultFor('duplicate', known) : IGNORED
+  if (known) return resultFor('duplicate', known)
+  // The delete overtook its message (a queued original, a vendor's own reordering): remember it,
+  // then look once more, for a message that committed in between.
+  await rememberDelete(db, event)
+  const late = await applyDelete(db, event)
+  return late ? resultFor('updated', late) : IGNORED
 }
 
 export function ingestEvent(db: Database, event: InboundEvent): Promise<IngestResult> {

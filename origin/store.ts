@@ -189,7 +189,8 @@ export function findEmailMessageOfSender(
 }
 
 /**
- * Inserts the message and its `message.created` outbox row in one statement. Returns null when
+ * Inserts the message and its `message.created` outbox row in one statement; a message whose
+ * delete came first (a tombstone, {@link rememberDelete}) is stored deleted. Returns null when
  * another delivery already holds the key (`messages_channel_message_key`): then neither row is
  * written, so a duplicate can never produce a second downstream item. The outbox payload carries
  * ids and the channel, never the body.
@@ -205,8 +206,10 @@ export async function insertMessageWithOutbox(
     `WITH inserted AS (
        INSERT INTO messages (conversation_id, channel, channel_message_id, sender_external_id,
                              body, subject, payload_hash, first_delivery_key, occurred_at, edited_at,
-                             edit_seq)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12)
+                             edit_seq, deleted_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12,
+               (SELECT t.deleted_at FROM message_tombstones t
+                 WHERE t.channel = $2 AND t.channel_message_id = $3))
        ON CONFLICT (channel, channel_message_id) WHERE channel_message_id IS NOT NULL DO NOTHING
        RETURNING id
      )
@@ -258,6 +261,19 @@ export async function applyEdit(db: Queryable, event: InboundEvent): Promise<Sto
 }
 
 /** Marks the message deleted (soft: the row stays for audit); null if unknown or already deleted. */
+/**
+ * A delete of a message not stored (yet): remembered, so that the message, when it lands after
+ * all, is stored deleted ({@link insertMessageWithOutbox}). The first delete's time is kept.
+ */
+export async function rememberDelete(db: Queryable, event: InboundEvent): Promise<void> {
+  await db.query(
+    `INSERT INTO message_tombstones (channel, channel_message_id, deleted_at, delivery_key)
+     VALUES ($1, $2, $3, $4)
+     ON CONFLICT (channel, channel_message_id) DO NOTHING`,
+    [event.channel, event.messageKey, event.occurredAt, event.deliveryKey],
+  )
+}
+
 export async function applyDelete(
   db: Queryable,
   event: InboundEvent,

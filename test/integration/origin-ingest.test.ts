@@ -254,6 +254,29 @@ describe('deletes', () => {
     })
     expect(await bed.count('messages')).toBe(before)
   })
+
+  it('a delete that overtook its message (a queued original): the message lands once, deleted', async () => {
+    const original = await eventFixture({ channel: 'telegram', occurredAt: minutesAgo(4) })
+    const del = await eventFixture({
+      ...original,
+      kind: 'delete',
+      body: '',
+      deliveryKey: `${original.deliveryKey}-delete`,
+      occurredAt: minutesAgo(1),
+    })
+    expect((await bed.post(del)).body.outcome).toBe('ignored')
+    expect(await bed.count('messages', 'channel_message_id = $1', [original.messageKey])).toBe(0)
+
+    const late = await bed.post(original)
+    expect(late.status).toBe(201)
+    const rows = await messageRow('telegram', original.messageKey)
+    expect(rows).toHaveLength(1)
+    expect(new Date(rows[0].deleted_at).toISOString()).toBe(del.occurredAt)
+    expect(await bed.count('outbox', 'message_id = $1', [late.body.messageId])).toBe(1)
+    // The delete again (its vendor's retry): a duplicate of the stored, deleted row.
+    expect((await bed.post(del)).body).toMatchObject({ outcome: 'duplicate' })
+    expect(await messageRow('telegram', original.messageKey)).toHaveLength(1)
+  })
 })
 
 describe('email threads', () => {

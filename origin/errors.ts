@@ -79,16 +79,5 @@ export class InternalError extends OriginError {
   }
 }
 
-/** A loggable description of any thrown value: name, message, SQLSTATE; never a stack of secrets. */
-export function describeError(err: unknown): Record<string, string> {
-  if (err instanceof Error) {
-    const out: Record<string, string> = { name: err.name, message: err.message }
-    const code = (err as { code?: unknown }).code
-    if (typeof code === 'string') out.code = code
-    if (err.cause !== undefined) out.cause = describeError(err.cause).message ?? String(err.cause)
-    return out
-  }
-  // The WebSocket layer rejects with ErrorEvent objects, which are not Errors.
-  const message = (err as { message?: unknown } | null)?.message
-  return { name: typeof err, message: typeof message === 'string' ? message : String(err) }
-}
+/** A loggable description of any thrown value (the one both wings use). */
+export { describeError } from '../contract/describe-error'

@@ -10,6 +10,7 @@ import { secretList } from '../contract/crypto'
 import { readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
+import { perIsolate } from './per-isolate'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
 /** A channel is either ready, or names what is missing (variable names, never values). */
@@ -46,20 +47,14 @@ export type StringSetting = {
   [K in keyof Env]-?: NonNullable<Env[K]> extends string ? K : never
 }[keyof Env]
 
-const cache = new WeakMap<Env, Settings>()
-
 /** The settings for this env, parsed on first use (warnings are logged once, then). */
-export function settingsFor(env: Env): Settings {
-  let settings = cache.get(env)
-  if (!settings) {
-    settings = parseSettings(env)
-    for (const warning of settings.warnings) {
-      console.warn(JSON.stringify({ level: 'warn', msg: 'config', warning }))
-    }
-    cache.set(env, settings)
+export const settingsFor = perIsolate((env: Env): Settings => {
+  const settings = parseSettings(env)
+  for (const warning of settings.warnings) {
+    console.warn(JSON.stringify({ level: 'warn', msg: 'config', warning }))
   }
   return settings
-}
+})
 
 export function parseSettings(env: Env): Settings {
   const warnings: string[] = []

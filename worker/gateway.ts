@@ -10,6 +10,7 @@ import type { Delivery, RequestParts } from './channels/types'
 import { type ChannelConfig, type Settings, settingsFor } from './config'
 import type { Env } from './env'
 import { BodyTooLargeError, ChannelNotConfiguredError, UnauthorizedError } from './errors'
+import { perIsolate } from './per-isolate'
 import type { TenantVerdict } from './tenants'
 
 export type GatewayContext = Context<{ Bindings: Env }>
@@ -77,17 +78,8 @@ export function assertVerifiedTenant(
   }
 }
 
-const claimStores = new WeakMap<Settings, ClaimStore | null>()
-
 /** One claim store per isolate and settings (the client holds no per-request I/O). */
-export function claimStoreFor(settings: Settings): ClaimStore | null {
-  let store = claimStores.get(settings)
-  if (store === undefined) {
-    store = claimStore(settings)
-    claimStores.set(settings, store)
-  }
-  return store
-}
+export const claimStoreFor: (settings: Settings) => ClaimStore | null = perIsolate(claimStore)
 
 /** `ctx.waitUntil` when the runtime gave us one (tests calling `app.request` may not). */
 export function waitUntil(c: GatewayContext, promise: Promise<unknown>): void {

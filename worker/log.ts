@@ -57,8 +57,5 @@ export function logProblem(
   console.log(JSON.stringify({ level, msg: code, ...fields }))
 }
 
-/** An error's name and message, for the log (Redis / fetch errors carry no secrets). */
-export function describeError(err: unknown): string {
-  if (err instanceof Error) return `${err.name}: ${err.message}`.slice(0, 300)
-  return String(err).slice(0, 300)
-}
+/** An error's name and message as one bounded line (contract/describe-error.ts). */
+export { errorLine as describeError } from '../contract/describe-error'

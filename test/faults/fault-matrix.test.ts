@@ -2,7 +2,7 @@
  * The fault matrix (issue 5): the real stack (Worker bundle in workerd, origin processes behind a
  * balancer, Upstash stand-in on a private redis-server, Neon proxy on a private Postgres), one
  * real fault per case, vendor deliveries with each vendor's own retry behaviour (compressed in
- * time), heal, drain the spool, then the invariant against Postgres: every logical message is
+ * time), heal, let the spool queue settle, then the invariant against Postgres: every logical message is
  * exactly one message row and one outbox row, nothing forged wrote anything.
  *
  * The table at the end (written to test/faults/results.md by `npm run test:faults`) has, per case: messages,
@@ -44,7 +44,7 @@ afterAll(async () => {
 
 /**
  * A case: `body` injects its fault and heals it (in a `finally`: a later case must find the stack
- * whole), then the deliveries settle, the spool drains and the invariant is checked.
+ * whole), then the deliveries settle, the spool queue settles and the invariant is checked.
  */
 function faultCase(
   name: string,

@@ -1,7 +1,7 @@
 /**
  * One case of the matrix: its messages, the vendor delivery runs in flight, when its fault is in
- * effect, and the end of it: wait for every vendor to get its 2xx or give up, let the cron drain
- * the spool, then check the invariant (ledger.ts).
+ * effect, and the end of it: wait for every vendor to get its 2xx or give up, let the spool queue
+ * settle, then check the invariant (ledger.ts).
  * @module
  */
 import { delay } from '../../../local/processes'
@@ -11,10 +11,19 @@ import {
   CHANNELS,
   type Channel,
   deliver,
+  is2xx,
   type Message,
   MessageFactory,
   SIGNED_CHANNELS,
 } from './vendors'
+
+/**
+ * The longest the spool may stay unchanged before a case stops waiting for it: a retry's longest
+ * wait (SPOOL_SETTINGS, 2 s) plus a forward's timeout (ORIGIN_TIMEOUT_MS, 2 s), with room.
+ */
+const QUIET_MS = 6_000
+/** The longest a case waits for the spool after its deliveries ended. */
+const SETTLE_TIMEOUT_MS = 60_000
 
 export interface SendOptions {
   /** Pause between starting one message's delivery and the next. @default 0 */
@@ -86,30 +95,17 @@ export class FaultCase {
   }
 
   /**
-   * Settles, drains the spool with cron runs until every message has its row or nothing changes
-   * for a few runs, then checks the invariant.
+   * Settles, waits for the spool queue to settle (below), then checks the invariant.
+   *
+   * A Worker cannot read its queue's backlog, so "settled" is read from two records: Postgres
+   * (every message answered 2xx has its row) and the Worker's log lines (every event it queued
+   * has been taken off the queue: delivered, refused or dead-lettered; a retry still pending could
+   * yet write a second row). Or nothing changed in either for {@link QUIET_MS}; at most
+   * {@link SETTLE_TIMEOUT_MS}. What is still queued then is reported as a problem.
    */
   async finish(): Promise<CaseResult> {
     await this.settle()
-    const wanted = new Set(this.messages.filter((m) => !m.forged).map((m) => m.marker))
-    let last = -1
-    for (let run = 0, unchanged = 0; run < 40 && unchanged < 3; run++) {
-      await this.stack.cron.tick()
-      const present = new Set(
-        (await rowsFor(this.stack.sql, this.factory.markerPattern)).map(
-          (r) => r.body.split(' ')[0],
-        ),
-      )
-      const found = [...wanted].filter((marker) => present.has(marker)).length
-      if (found === wanted.size) {
-        // One more run: a drain that would write a second row has its chance to.
-        await this.stack.cron.tick()
-        break
-      }
-      unchanged = found === last ? unchanged + 1 : 0
-      last = found
-      await delay(300)
-    }
+    const backlog = await this.waitForQueue()
     const seconds = (Date.now() - this.startedAt) / 1000
     const result = await checkCase(
       this.stack.sql,
@@ -118,12 +114,50 @@ export class FaultCase {
       this.messages,
       seconds,
     )
+    if (backlog > 0) {
+      result.problems.push(`the spool queue still held ${backlog} of this case's events at the end`)
+    }
     for (const [i, origin] of this.stack.origins.entries()) {
       if (origin.crashed) {
         result.problems.push(`origin ${i} died by itself; its last output:\n${origin.output(15)}`)
       }
     }
     return result
+  }
+
+  /** Polls until the queue has settled (see {@link finish}); returns what is still queued. */
+  private async waitForQueue(): Promise<number> {
+    const deadline = Date.now() + SETTLE_TIMEOUT_MS
+    const accepted = this.messages.filter(
+      (m) => !m.forged && m.attempts.some((a) => is2xx(a.outcome)),
+    )
+    let last = ''
+    let changedAt = Date.now()
+    for (;;) {
+      const landed = await this.landedMarkers()
+      const backlog = this.messages.reduce((sum, m) => sum + this.queuedNow(m), 0)
+      const missing = accepted.filter((m) => !landed.has(m.marker)).length
+      if (missing === 0 && backlog === 0) return 0
+      const state = `${landed.size} ${backlog}`
+      if (state !== last) {
+        last = state
+        changedAt = Date.now()
+      }
+      if (Date.now() - changedAt > QUIET_MS || Date.now() > deadline) return backlog
+      await delay(300)
+    }
+  }
+
+  /** Markers of this case's messages that have a row. */
+  private async landedMarkers(): Promise<Set<string>> {
+    const rows = await rowsFor(this.stack.sql, this.factory.markerPattern)
+    return new Set(rows.map((r) => r.body.split(' ')[0] ?? ''))
+  }
+
+  /** Events of `message` on the spool queue now: queued, not yet taken off it. */
+  private queuedNow(message: Message): number {
+    const tally = this.stack.worker.spool(message.needle)
+    return Math.max(0, tally.queued - tally.ended)
   }
 
   /** The Worker's log lines about a message (by its marker's delivery key parts), for reports. */

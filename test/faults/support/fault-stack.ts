@@ -5,16 +5,17 @@
  *                 │                                                          │
  *                 └─► Upstash stand-in ─► private redis-server     Neon proxy ─► private Postgres
  *
- * The second origin pod joins the balancer only in the case that kills one of two. The cron
- * trigger (`scheduled()`, the spool drain) is fired every second, one minute compressed, like
- * the vendors' retry delays. Nothing here touches the shared Postgres and Redis.
+ * The second origin pod joins the balancer only in the case that kills one of two. The spool is
+ * the Worker's own Cloudflare Queue (Miniflare's, in memory): its consumer runs by itself, its
+ * retry schedule compressed (1-2 s between attempts, like the vendors' retry delays) and no
+ * batch wait. The Worker is never restarted (local queues do not survive that). Nothing here
+ * touches the shared Postgres and Redis.
  * @module
  */
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { delay } from '../../../local/processes'
 import {
   type DatabaseLayer,
   type OriginHandle,
@@ -84,60 +85,56 @@ export class OriginPod {
   }
 }
 
-/** The cron trigger: one `scheduled()` run at a time, in order. */
-export class Cron {
-  private chain: Promise<unknown> = Promise.resolve()
-  private running = false
-  private loop: Promise<void> | undefined
-  /** Status of each run (0 = no answer): 200 ok, 500 the handler threw. */
-  readonly statuses: number[] = []
-
-  constructor(private readonly workerUrl: string) {}
-
-  /** Queues one run and resolves with its status. */
-  tick(): Promise<number> {
-    const run = this.chain.then(() => this.fire())
-    this.chain = run.catch(() => {})
-    return run
-  }
-
-  private async fire(): Promise<number> {
-    let status = 0
-    try {
-      const response = await fetch(`${this.workerUrl}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*`, {
-        signal: AbortSignal.timeout(60_000),
-      })
-      await response.arrayBuffer()
-      status = response.status
-    } catch {
-      // No answer: counted as 0.
-    }
-    this.statuses.push(status)
-    return status
-  }
-
-  /** Fires every `everyMs` until {@link stop}. */
-  start(everyMs: number): void {
-    this.running = true
-    this.loop = (async () => {
-      while (this.running) {
-        await this.tick()
-        await delay(everyMs)
-      }
-    })()
-  }
-
-  async stop(): Promise<void> {
-    this.running = false
-    await this.loop
-  }
-}
-
 export interface FaultWorker {
   url: string
   /** The Worker's log lines (JSON) that contain `needle`. */
   logs(needle: string): string[]
+  /**
+   * What the spool queue did with the deliveries whose key ends with `needle`, from the Worker's
+   * log lines (a Worker cannot read its queue's backlog, so its decisions are the only record).
+   */
+  spool(needle: string): SpoolTally
   stop(): Promise<void>
+}
+
+/** Counts of the spool's log lines about one delivery key (or several that share a needle). */
+export interface SpoolTally {
+  /** Answered 200 after being put on the queue (`decision: spooled`). */
+  queued: number
+  /** Taken off the queue for good: delivered, refused for good, or dead-lettered. */
+  ended: number
+  /** Moved to the dead-letter queue (`spool_dead_lettered`). */
+  dead: number
+  /** Recorded in Postgres by the dead-letter consumer (`spool_dead_recorded`). */
+  recorded: number
+}
+
+/** Queue settings compressed like the vendors' retry delays; see {@link startFaultStack}. */
+export const SPOOL_SETTINGS = {
+  retryBaseSeconds: 1,
+  retryMaxSeconds: 2,
+  /**
+   * At 1-2 s a retry, 20 attempts take 20-40 s: twice the longest outage of the matrix (an
+   * OUTAGE_MS of 7 s plus the restart), so no good event is dead-lettered, while a poisoned one
+   * still dies within a case's time.
+   */
+  maxAttempts: 20,
+} as const
+
+/** The log lines that count in a {@link SpoolTally}, by their `msg` (and `decision`). */
+function tallyField(entry: { msg?: unknown; decision?: unknown }): keyof SpoolTally | null {
+  if (entry.msg === 'decision') return entry.decision === 'spooled' ? 'queued' : null
+  switch (entry.msg) {
+    case 'spool_delivered':
+    case 'spool_rejected':
+      return 'ended'
+    case 'spool_dead_lettered':
+      return 'dead'
+    case 'spool_dead_recorded':
+      return 'recorded'
+    default:
+      return null
+  }
 }
 
 const WORKER_LOG_LINES = 50_000
@@ -148,10 +145,32 @@ const WORKER_LOG_LINES = 50_000
  */
 async function startWorker(vars: Record<string, string>, watchdog: Watchdog): Promise<FaultWorker> {
   const lines: string[] = []
+  // By delivery key; kept whole (a few hundred keys a run), unlike the lines.
+  const tallies = new Map<string, SpoolTally>()
+  const count = (line: string) => {
+    if (!line.includes('spool')) return
+    let entry: { msg?: unknown; decision?: unknown; deliveryKey?: unknown }
+    try {
+      entry = JSON.parse(line)
+    } catch {
+      return
+    }
+    const field = tallyField(entry)
+    if (!field) return
+    const key = typeof entry.deliveryKey === 'string' ? entry.deliveryKey : ''
+    const tally = tallies.get(key) ?? { queued: 0, ended: 0, dead: 0, recorded: 0 }
+    tally[field]++
+    // A dead-lettered message has left the spool queue too.
+    if (field === 'dead') tally.ended++
+    tallies.set(key, tally)
+  }
   const before = new Set(childProcesses('workerd'))
   const worker = await startWorkerMiniflare({
     vars,
+    // No batch wait: a queued event is forwarded as soon as the consumer is free.
+    queueConsumers: { max_batch_timeout: 0 },
     onLine: (line) => {
+      count(line)
       lines.push(line)
       if (lines.length > WORKER_LOG_LINES) lines.splice(0, lines.length - WORKER_LOG_LINES)
     },
@@ -162,6 +181,15 @@ async function startWorker(vars: Record<string, string>, watchdog: Watchdog): Pr
   return {
     url: worker.url,
     logs: (needle) => lines.filter((line) => line.includes(needle)),
+    spool(needle) {
+      const sum: SpoolTally = { queued: 0, ended: 0, dead: 0, recorded: 0 }
+      for (const [key, tally] of tallies) {
+        // Ends with, not contains: a Slack event id `…m1` is the start of `…m10`.
+        if (!key.endsWith(needle)) continue
+        for (const field of Object.keys(sum) as Array<keyof SpoolTally>) sum[field] += tally[field]
+      }
+      return sum
+    },
     async stop() {
       await worker.stop()
       for (const pid of runtime) watchdog.release(pid)
@@ -199,7 +227,6 @@ export interface FaultStack {
   origins: [OriginPod, OriginPod]
   balancer: Balancer
   worker: FaultWorker
-  cron: Cron
   /** Straight to the private database (counting rows, holding locks); survives its outages. */
   sql: pg.Pool
   /** Puts every piece back as a case expects to find it (after a case that failed half-way). */
@@ -257,6 +284,9 @@ export async function startFaultStack(): Promise<FaultStack> {
         UPSTASH_REDIS_REST_URL: redisLayer.url,
         UPSTASH_REDIS_REST_TOKEN: UPSTASH_TOKEN,
         REDIS_KEY_PREFIX: 'faults:',
+        SPOOL_RETRY_BASE_SECONDS: String(SPOOL_SETTINGS.retryBaseSeconds),
+        SPOOL_RETRY_MAX_SECONDS: String(SPOOL_SETTINGS.retryMaxSeconds),
+        SPOOL_MAX_ATTEMPTS: String(SPOOL_SETTINGS.maxAttempts),
         // FAULTS_SPOOL_CHANNELS=none runs the matrix with the spool off: the outage cases must
         // then fail (Twilio loses every message the origin could not take), which shows they can.
         ...(process.env.FAULTS_SPOOL_CHANNELS !== undefined
@@ -266,9 +296,6 @@ export async function startFaultStack(): Promise<FaultStack> {
       watchdog,
     )
     stops.push(() => worker.stop())
-    const cron = new Cron(worker.url)
-    cron.start(1_000)
-    stops.push(() => cron.stop())
     const sql = new pg.Pool({
       connectionString: database.databaseUrl,
       max: 4,
@@ -287,7 +314,6 @@ export async function startFaultStack(): Promise<FaultStack> {
       origins,
       balancer,
       worker,
-      cron,
       sql,
       async heal() {
         redisLayer.setLatency(0)

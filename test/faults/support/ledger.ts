@@ -1,5 +1,5 @@
 /**
- * The invariant, checked against Postgres after a case has healed and the spool has drained:
+ * The invariant, checked against Postgres after a case has healed and the spool queue has settled:
  *
  * - every logical message a vendor sent (validly signed) is exactly one `messages` row with
  *   exactly one `outbox` row, under the key it should have;

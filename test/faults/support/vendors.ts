@@ -16,7 +16,7 @@
  * not by the key the gateway computed, so a row filed under a wrong key still counts.
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { delay } from '../../../local/processes'
 import {
   slackMessageEvent,
@@ -201,7 +201,7 @@ export class MessageFactory {
         const query = new URLSearchParams({ from, to: MAILBOX })
         return {
           ...base,
-          messageKey: `${MAILBOX}:${messageId}`,
+          messageKey: `${MAILBOX}:${senderKeyPart(from)}:${messageId}`,
           needle: messageId,
           request: async (url) =>
             new Request(`${url}/cdn-cgi/handler/email?${query}`, { method: 'POST', body: raw }),
@@ -209,6 +209,15 @@ export class MessageFactory {
       }
     }
   }
+}
+
+/**
+ * contract/email.ts's `emailSenderKeyPart`, synchronously (that one is async, WebCrypto): what
+ * the message key holds for the header From address.
+ */
+function senderKeyPart(address: string): string {
+  const hex = createHash('sha256').update(address.toLowerCase(), 'utf8').digest('hex')
+  return `from-sha256-${hex.slice(0, 32)}`
 }
 
 /** A plain RFC 822 message with CRLF line ends, as it travels over SMTP. */

@@ -12,6 +12,12 @@
  * - a second row or a second outbox row is **doubled**;
  * - a forged message (wrong signature) is answered 4xx and writes nothing, else it **leaked**.
  *
+ * One exception, counted apart as **overtaken**: a delete that reached the origin before its
+ * message did (the message waiting in the spool queue, which does not keep order: a retried
+ * message falls behind later ones) is answered "ignored" there, and the message, when it lands,
+ * stays undeleted. That is the origin's documented rule (a delete of a message it never stored is
+ * ignored) meeting an unordered queue; the table shows how often, the README says so.
+ *
  * Twilio deliveries answered 5xx are counted apart: Twilio does not retry them, so with the
  * spool queue up there must be none.
  * @module
@@ -31,6 +37,8 @@ export interface Verdict {
   message: SoakMessage
   rows: number
   lost: boolean
+  /** Its delete was overtaken (see the module note): not applied, not counted as lost. */
+  overtaken: boolean
   doubled: number
   leaked: number
   /** Why it is lost, doubled or leaked. */
@@ -40,6 +48,8 @@ export interface Verdict {
 export interface CheckResult {
   verdicts: Verdict[]
   lost: number
+  /** Deletes that overtook their message and were ignored (see the module note). */
+  overtaken: number
   doubled: number
   leaked: number
   /** Twilio deliveries answered 5xx (validly signed ones). */
@@ -61,18 +71,29 @@ export async function check(
   sql: pg.Pool,
   markerPattern: string,
   messages: readonly SoakMessage[],
+  ignoredDeletes: ReadonlySet<string> = new Set(),
 ): Promise<CheckResult> {
-  return judge(messages, await rowsOf(sql, markerPattern))
+  return judge(messages, await rowsOf(sql, markerPattern), ignoredDeletes)
 }
 
-/** The verdicts, from the messages sent and the rows found (pure: the unit tests call it). */
-export function judge(messages: readonly SoakMessage[], rows: readonly Row[]): CheckResult {
+/**
+ * The verdicts, from the messages sent and the rows found (pure: the unit tests call it).
+ * `ignoredDeletes`: markers of messages whose delete the origin answered "ignored".
+ */
+export function judge(
+  messages: readonly SoakMessage[],
+  rows: readonly Row[],
+  ignoredDeletes: ReadonlySet<string> = new Set(),
+): CheckResult {
   const byMarker = new Map<string, Row[]>()
   for (const row of rows) byMarker.set(row.marker, [...(byMarker.get(row.marker) ?? []), row])
-  const verdicts = messages.map((message) => verdictOf(message, byMarker.get(message.marker) ?? []))
+  const verdicts = messages.map((message) =>
+    verdictOf(message, byMarker.get(message.marker) ?? [], ignoredDeletes.has(message.marker)),
+  )
   return {
     verdicts,
     lost: verdicts.filter((v) => v.lost).length,
+    overtaken: verdicts.filter((v) => v.overtaken).length,
     doubled: verdicts.reduce((sum, v) => sum + v.doubled, 0),
     leaked: verdicts.reduce((sum, v) => sum + v.leaked, 0),
     twilio5xx: messages
@@ -81,8 +102,15 @@ export function judge(messages: readonly SoakMessage[], rows: readonly Row[]): C
   }
 }
 
-function verdictOf(message: SoakMessage, rows: readonly Row[]): Verdict {
-  const verdict: Verdict = { message, rows: rows.length, lost: false, doubled: 0, leaked: 0 }
+function verdictOf(message: SoakMessage, rows: readonly Row[], deleteIgnored: boolean): Verdict {
+  const verdict: Verdict = {
+    message,
+    rows: rows.length,
+    lost: false,
+    overtaken: false,
+    doubled: 0,
+    leaked: 0,
+  }
   const answers = message.attempts.map((a) => String(a.outcome)).join(',') || 'none'
   const what = `${message.marker} (${message.channel}, answers ${answers})`
   if (message.forged) {
@@ -99,8 +127,11 @@ function verdictOf(message: SoakMessage, rows: readonly Row[]): Verdict {
     verdict.lost = true
     problems.push(`lost edit ${message.edits} of ${what}: the row says "${rows[0]?.body}"`)
   } else if (message.deleted && !rows.some((row) => row.deleted)) {
-    verdict.lost = true
-    problems.push(`lost delete of ${what}: the row is not marked deleted`)
+    if (deleteIgnored) verdict.overtaken = true
+    else {
+      verdict.lost = true
+      problems.push(`lost delete of ${what}: the row is not marked deleted`)
+    }
   }
   verdict.doubled = Math.max(0, rows.length - 1) + Math.max(0, outbox - Math.max(rows.length, 1))
   if (verdict.doubled > 0) problems.push(`doubled ${what}: ${rows.length} rows, ${outbox} outbox`)

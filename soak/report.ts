@@ -33,6 +33,7 @@ interface Tally {
   replayed: number
   rows: number
   lost: number
+  overtaken: number
   doubled: number
   leaked: number
 }
@@ -51,6 +52,7 @@ const COLUMNS: Array<[string, (t: Tally) => string | number]> = [
   ['dead, replayed', (t) => t.replayed],
   ['rows', (t) => t.rows],
   ['lost', (t) => t.lost],
+  ['deletes overtaken', (t) => t.overtaken],
   ['doubled', (t) => t.doubled],
   ['forged leaks', (t) => t.leaked],
 ]
@@ -80,6 +82,7 @@ function tally(
     replayed: 0,
     rows: 0,
     lost: 0,
+    overtaken: 0,
     doubled: 0,
     leaked: 0,
   }
@@ -99,6 +102,7 @@ function tally(
     t.replayed += replayed.get(v.message.marker) ?? 0
     t.rows += v.rows
     t.lost += v.lost ? 1 : 0
+    t.overtaken += v.overtaken ? 1 : 0
     t.doubled += v.doubled
     t.leaked += v.leaked
   }

@@ -161,13 +161,19 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     history,
     faults: () => nemesis.faults(),
   })
+  const ignored = new IgnoredWatch(stack)
   try {
     await Promise.all([load.run(events), nemesis.run(faultPlan).finally(() => nemesis.healAll())])
     history.write({ type: 'note', what: 'load and faults over; settling' })
-    await settle(stack, maker, load.messages, history)
+    await settle(stack, maker, load.messages, history, ignored)
     const replayed = await replayDead(stack, maker, history)
-    if (replayed.size > 0) await settle(stack, maker, load.messages, history)
-    const result = await check(stack.faults.sql, maker.markerPattern, load.messages)
+    if (replayed.size > 0) await settle(stack, maker, load.messages, history, ignored)
+    const result = await check(
+      stack.faults.sql,
+      maker.markerPattern,
+      load.messages,
+      ignored.deletesOf(load.messages),
+    )
     const summary: SoakSummary = {
       seed: settings.seed,
       events: events.length,
@@ -188,11 +194,53 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     }
     for (const problem of outcome.problems)
       history.write({ type: 'note', what: 'problem', problem })
+    // The Worker's own account of each message that went wrong: claims, forwards, the queue.
+    for (const verdict of result.verdicts.filter((v) => v.problem)) {
+      const lines = [...verdict.message.needles].flatMap((n) => stack.faults.worker.logs(n))
+      history.write({ type: 'note', what: 'worker log', marker: verdict.message.marker, lines })
+    }
     history.write({ type: 'note', what: 'result', line: outcome.lastLine })
     return outcome
   } finally {
+    ignored.stop()
     await nemesis.healAll().catch(() => {})
     await history.close()
+  }
+}
+
+/**
+ * Delivery ids the origin answered "ignored" (a delete of a message it has not stored), from the
+ * Worker's log lines: read every few seconds, since the stack keeps only the latest lines.
+ */
+class IgnoredWatch {
+  private readonly ids = new Set<string>()
+  private readonly timer: NodeJS.Timeout
+
+  constructor(private readonly stack: SoakStack) {
+    this.timer = setInterval(() => this.collect(), 5_000)
+  }
+
+  collect(): void {
+    for (const line of this.stack.faults.worker.logs('"origin":"ignored"')) {
+      try {
+        const key = (JSON.parse(line) as { deliveryKey?: unknown }).deliveryKey
+        if (typeof key === 'string') this.ids.add(key.slice(key.lastIndexOf(':') + 1))
+      } catch {
+        // Not a JSON line.
+      }
+    }
+  }
+
+  /** Markers of the messages whose delete was ignored. */
+  deletesOf(messages: readonly SoakMessage[]): Set<string> {
+    this.collect()
+    return new Set(
+      messages.filter((m) => m.deleteId && this.ids.has(m.deleteId)).map((m) => m.marker),
+    )
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
   }
 }
 
@@ -220,6 +268,7 @@ async function settle(
   maker: MessageMaker,
   messages: readonly SoakMessage[],
   history: History,
+  ignored: IgnoredWatch,
 ): Promise<void> {
   const deadline = Date.now() + SETTLE_TIMEOUT_MS
   let last = ''
@@ -229,7 +278,7 @@ async function settle(
     const backlog =
       Math.max(0, spool.queued - spool.ended) + Math.max(0, spool.dead - spool.recorded)
     const rows = await rowsOf(stack.faults.sql, maker.markerPattern).catch(() => null)
-    const verdict = rows ? judge(messages, rows) : null
+    const verdict = rows ? judge(messages, rows, ignored.deletesOf(messages)) : null
     const state = `${backlog} ${rows?.length} ${verdict?.lost} ${verdict?.doubled}`
     if (state !== last) {
       last = state

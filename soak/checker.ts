@@ -18,8 +18,9 @@
  * stays undeleted. That is the origin's documented rule (a delete of a message it never stored is
  * ignored) meeting an unordered queue; the table shows how often, the README says so.
  *
- * Twilio deliveries answered 5xx are counted apart: Twilio does not retry them, so with the
- * spool queue up there must be none.
+ * Twilio messages answered 5xx and never 2xx are counted apart ("the vendor will not retry"):
+ * with the spool queue up there must be none. A copy answered 503 while another copy of the same
+ * message holds its claim (and gets the 200) is not one of them: that message was taken.
  * @module
  */
 import type pg from 'pg'
@@ -52,7 +53,7 @@ export interface CheckResult {
   overtaken: number
   doubled: number
   leaked: number
-  /** Twilio deliveries answered 5xx (validly signed ones). */
+  /** Twilio messages (validly signed) answered 5xx and never 2xx. */
   twilio5xx: number
 }
 
@@ -96,9 +97,7 @@ export function judge(
     overtaken: verdicts.filter((v) => v.overtaken).length,
     doubled: verdicts.reduce((sum, v) => sum + v.doubled, 0),
     leaked: verdicts.reduce((sum, v) => sum + v.leaked, 0),
-    twilio5xx: messages
-      .filter((m) => m.vendor === 'twilio' && !m.forged)
-      .reduce((sum, m) => sum + m.attempts.filter(is5xx).length, 0),
+    twilio5xx: messages.filter(refusedTwilio).length,
   }
 }
 
@@ -138,6 +137,10 @@ function verdictOf(message: SoakMessage, rows: readonly Row[], deleteIgnored: bo
   if (problems.length > 0) verdict.problem = problems.join('; ')
   return verdict
 }
+
+/** A Twilio message answered 5xx and never 2xx: Twilio will not send it again. */
+export const refusedTwilio = (m: SoakMessage): boolean =>
+  m.vendor === 'twilio' && !m.forged && m.attempts.some(is5xx) && !m.attempts.some(isAccepted)
 
 export const isAccepted = (a: SoakAttempt): boolean => a.outcome === 'stored' || is2xx(a.outcome)
 export const is4xx = (a: SoakAttempt): boolean =>

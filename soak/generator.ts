@@ -160,10 +160,14 @@ export class Load {
     private readonly targets: LoadTargets,
   ) {}
 
-  /** Starts every event on time; resolves when every delivery run has ended. */
-  async run(plan: readonly PlannedEvent[]): Promise<void> {
+  /**
+   * Starts every event on time (none after `signal` aborts); resolves when every delivery run
+   * has ended.
+   */
+  async run(plan: readonly PlannedEvent[], signal?: AbortSignal): Promise<void> {
     const startedAt = Date.now()
     for (const event of plan) {
+      if (signal?.aborted) break
       const wait = startedAt + event.at - Date.now()
       if (wait > 0) await delay(wait)
       this.start(event)

@@ -161,8 +161,11 @@ export class Nemesis {
     return [...this.active.keys()]
   }
 
-  /** Runs the schedule (one line per piece, side by side) from now; resolves when all healed. */
-  async run(plan: readonly PlannedFault[]): Promise<void> {
+  /**
+   * Runs the schedule (one line per piece, side by side) from now, starting no fault after
+   * `signal` aborts; resolves when all have healed.
+   */
+  async run(plan: readonly PlannedFault[], signal?: AbortSignal): Promise<void> {
     const startedAt = Date.now()
     const pieces = [...new Set(plan.map((f) => f.piece))]
     await Promise.all(
@@ -170,6 +173,7 @@ export class Nemesis {
         for (const fault of plan.filter((f) => f.piece === piece)) {
           const wait = startedAt + fault.at - Date.now()
           if (wait > 0) await delay(wait)
+          if (signal?.aborted) return
           await this.apply(fault)
         }
       }),

@@ -5,7 +5,7 @@
  * `soak: <events> events, <faults> faults, <lost> lost, <doubled> doubled (seed <seed>)`.
  * @module
  */
-import { type CheckResult, is4xx, is5xx, isAccepted, type Verdict } from './checker'
+import { type CheckResult, is4xx, is5xx, isAccepted, refusedTwilio, type Verdict } from './checker'
 import { SOAK_CHANNELS } from './messages'
 import { FAULT_KINDS, type FaultRun } from './nemesis'
 
@@ -96,9 +96,7 @@ function tally(
     t.noAnswer += attempts.filter(
       (a) => typeof a.outcome === 'string' && a.outcome !== 'stored',
     ).length
-    if (v.message.vendor === 'twilio' && !v.message.forged) {
-      t.twilio5xx += attempts.filter(is5xx).length
-    }
+    if (refusedTwilio(v.message) && attempts.some(is5xx)) t.twilio5xx++
     t.replayed += replayed.get(v.message.marker) ?? 0
     t.rows += v.rows
     t.lost += v.lost ? 1 : 0

@@ -16,7 +16,7 @@
  * - `SOAK_HISTORY`: the history file (default `.data/soak/history-<seed>.jsonl`).
  *
  * Exit code 0 when nothing is lost, doubled or leaked (and, with the spool on for Twilio, no
- * Twilio delivery was answered 5xx); 1 otherwise, the seed on the last line.
+ * Twilio message was answered 5xx and never 2xx); 1 otherwise, the seed on the last line.
  * @module
  */
 import { join } from 'node:path'
@@ -162,8 +162,14 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     faults: () => nemesis.faults(),
   })
   const ignored = new IgnoredWatch(stack)
+  const probe = new WorkerProbe(stack.faults.worker.url, history)
   try {
-    await Promise.all([load.run(events), nemesis.run(faultPlan).finally(() => nemesis.healAll())])
+    await Promise.all([
+      load.run(events, probe.signal),
+      nemesis.run(faultPlan, probe.signal).finally(() => nemesis.healAll()),
+    ])
+    probe.stop()
+    if (probe.signal.aborted) throw probe.signal.reason
     history.write({ type: 'note', what: 'load and faults over; settling' })
     await settle(stack, maker, load.messages, history, ignored)
     const replayed = await replayDead(stack, maker, history)
@@ -202,9 +208,59 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     history.write({ type: 'note', what: 'result', line: outcome.lastLine })
     return outcome
   } finally {
+    probe.stop()
     ignored.stop()
     await nemesis.healAll().catch(() => {})
     await history.close()
+  }
+}
+
+/** The Worker runtime itself stopped listening: the run says nothing about the gateway then. */
+export class WorkerGoneError extends Error {
+  readonly code = 'soak_worker_gone'
+}
+
+/**
+ * Asks the Worker's /healthz every 2 s during the load. The Worker is never one of the faults
+ * (a local queue does not survive its restart), so connections refused three times running mean
+ * its runtime (workerd) has died: `signal` aborts, the load and the nemesis stop starting things,
+ * and the run ends with {@link WorkerGoneError} instead of thousands of refused deliveries read
+ * as lost.
+ */
+class WorkerProbe {
+  private readonly controller = new AbortController()
+  private readonly timer: NodeJS.Timeout
+  private refused = 0
+
+  constructor(
+    private readonly url: string,
+    private readonly history: History,
+  ) {
+    this.timer = setInterval(() => void this.check(), 2_000)
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal
+  }
+
+  private async check(): Promise<void> {
+    try {
+      const response = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(5_000) })
+      await response.arrayBuffer()
+      this.refused = 0
+    } catch (err) {
+      const code = (err as { cause?: { code?: string } }).cause?.code
+      this.refused = code === 'ECONNREFUSED' ? this.refused + 1 : 0
+      if (this.refused < 3 || this.signal.aborted) return
+      const message = `the Worker runtime (workerd) stopped listening at t=${this.history.now()} ms: its connections are refused; this run says nothing about the gateway`
+      this.history.write({ type: 'note', what: 'worker gone', message })
+      this.controller.abort(new WorkerGoneError(message))
+      this.stop()
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
   }
 }
 
@@ -252,7 +308,7 @@ function failuresOf(result: CheckResult, spoolChannels: string | undefined): str
   const twilioSpooled =
     spoolChannels === undefined || ['whatsapp', 'sms'].every((c) => spoolChannels.includes(c))
   if (twilioSpooled && result.twilio5xx > 0) {
-    failures.push(`${result.twilio5xx} Twilio deliveries answered 5xx with the queue up`)
+    failures.push(`${result.twilio5xx} Twilio messages answered 5xx (never 2xx) with the queue up`)
   }
   return failures
 }

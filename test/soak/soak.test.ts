@@ -14,7 +14,7 @@ import { randomSeed } from '../../soak/rng'
 import { printOutcome, type SoakStack, soak, startSoakStack } from '../../soak/run'
 
 const RATE = 50
-const DURATION_S = 25
+const DURATION_S = 30
 const RUN_TIMEOUT_MS = 150_000
 
 let stack: SoakStack

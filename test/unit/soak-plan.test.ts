@@ -102,6 +102,10 @@ describe('the checker', () => {
     const result = judge([answered, noOutbox, gaveUp], [row(noOutbox, { outbox: 0 })])
     expect(result.lost).toBe(3)
     expect(result.twilio5xx).toBe(1)
+    // A copy answered 503 while another copy got the 200: Twilio was told ok once, that is enough.
+    const taken = accepted(maker.create('whatsapp', 0))
+    taken.attempts.push({ event: 3, delivery: 'original', outcome: 503, faults: [] })
+    expect(judge([taken], [row(taken)]).twilio5xx).toBe(0)
     expect(result.verdicts.map((v) => v.problem)).toEqual([
       expect.stringMatching(/^lost .* 0 rows/),
       expect.stringMatching(/^lost .* 0 outbox rows/),

@@ -85,8 +85,8 @@ export class SoakMessage {
   readonly attempts: SoakAttempt[] = []
   /** Generator events about this message. */
   events = 0
-  /** Strings in the delivery keys of its deliveries: to find the Worker's log lines about it. */
-  readonly needles = new Set<string>()
+  /** The ids its deliveries' keys end with (`dedup:{namespace}:{scope}:{id}`). */
+  readonly deliveryIds = new Set<string>()
   /** The delivery id of its delete (the last part of that delivery key). */
   deleteId?: string
   readonly original: Delivery
@@ -195,7 +195,7 @@ export class MessageMaker {
     const user = `U0SOAK${message.n % 5}`
     const suffix = shape === 'original' ? '' : shape === 'delete' ? 'd' : `${shape[0]}${k}`
     const eventId = `Ev${message.marker.replaceAll('-', '')}${suffix}`
-    message.needles.add(`:${eventId}`)
+    message.deliveryIds.add(eventId)
     if (shape === 'delete') message.deleteId = eventId
     // Edits happen k seconds after the message; the delete after every edit.
     const laterTs = `${this.baseSeconds + (shape === 'delete' ? 1_000 : k)}.${fraction}`
@@ -254,7 +254,7 @@ export class MessageMaker {
     if (!sid) {
       sid = `SM${randomBytes(16).toString('hex')}`
       this.twilioSids.set(message.n, sid)
-      message.needles.add(sid)
+      message.deliveryIds.add(sid)
     }
     const phone = `+1401712${String(2660 + (message.n % 5))}`
     const whatsapp = message.channel === 'whatsapp'
@@ -270,7 +270,7 @@ export class MessageMaker {
 
   private telegram(message: SoakMessage, shape: Shape, k: number, text: string) {
     const updateId = ++this.updateId
-    message.needles.add(`:${updateId}`)
+    message.deliveryIds.add(String(updateId))
     const chatId = this.chatBase + (message.n % 5)
     const update = telegramUpdate({
       updateId,
@@ -285,7 +285,7 @@ export class MessageMaker {
   }
 
   private email(message: SoakMessage, text: string): string {
-    message.needles.add(`${message.marker}@soak.example`)
+    message.deliveryIds.add(`${message.marker}@soak.example`)
     return rawEmail({
       from: senderOf(message),
       to: MAILBOX,

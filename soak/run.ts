@@ -28,13 +28,14 @@ import { type FakeGmail, startFakeGmail } from '../test/support/fake-gmail'
 import { runFailuresCli } from '../test/support/origin'
 import { runId } from '../test/support/services'
 import { TEST_SECRETS } from '../test/unit/signed-requests'
-import { type CheckResult, check, judge, rowsOf } from './checker'
+import { type CheckResult, check, judge, refusedTwilio, rowsOf } from './checker'
 import { Load, planEvents } from './generator'
 import { History } from './history'
 import { MAILBOX, MessageMaker, SOAK_CHANNELS, type SoakMessage } from './messages'
 import { Nemesis, planFaults } from './nemesis'
 import { formatTable, lastLine, type SoakSummary } from './report'
 import { Rng, randomSeed } from './rng'
+import { WorkerLog } from './worker-log'
 
 export interface SoakSettings {
   seed: string
@@ -161,7 +162,7 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     history,
     faults: () => nemesis.faults(),
   })
-  const ignored = new IgnoredWatch(stack)
+  const workerLog = new WorkerLog(stack.faults.worker)
   const probe = new WorkerProbe(stack.faults.worker.url, history)
   try {
     await Promise.all([
@@ -171,14 +172,14 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     probe.stop()
     if (probe.signal.aborted) throw probe.signal.reason
     history.write({ type: 'note', what: 'load and faults over; settling' })
-    await settle(stack, maker, load.messages, history, ignored)
+    await settle(stack, maker, load.messages, history, workerLog)
     const replayed = await replayDead(stack, maker, history)
-    if (replayed.size > 0) await settle(stack, maker, load.messages, history, ignored)
+    if (replayed.size > 0) await settle(stack, maker, load.messages, history, workerLog)
     const result = await check(
       stack.faults.sql,
       maker.markerPattern,
       load.messages,
-      ignored.deletesOf(load.messages),
+      workerLog.ignoredDeletes(load.messages),
     )
     const summary: SoakSummary = {
       seed: settings.seed,
@@ -201,15 +202,15 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     for (const problem of outcome.problems)
       history.write({ type: 'note', what: 'problem', problem })
     // The Worker's own account of each message that went wrong: claims, forwards, the queue.
-    for (const verdict of result.verdicts.filter((v) => v.problem)) {
-      const lines = [...verdict.message.needles].flatMap((n) => stack.faults.worker.logs(n))
+    for (const verdict of result.verdicts.filter((v) => v.problem || refusedTwilio(v.message))) {
+      const lines = workerLog.linesOf(verdict.message)
       history.write({ type: 'note', what: 'worker log', marker: verdict.message.marker, lines })
     }
     history.write({ type: 'note', what: 'result', line: outcome.lastLine })
     return outcome
   } finally {
     probe.stop()
-    ignored.stop()
+    workerLog.stop()
     await nemesis.healAll().catch(() => {})
     await history.close()
   }
@@ -264,42 +265,6 @@ class WorkerProbe {
   }
 }
 
-/**
- * Delivery ids the origin answered "ignored" (a delete of a message it has not stored), from the
- * Worker's log lines: read every few seconds, since the stack keeps only the latest lines.
- */
-class IgnoredWatch {
-  private readonly ids = new Set<string>()
-  private readonly timer: NodeJS.Timeout
-
-  constructor(private readonly stack: SoakStack) {
-    this.timer = setInterval(() => this.collect(), 5_000)
-  }
-
-  collect(): void {
-    for (const line of this.stack.faults.worker.logs('"origin":"ignored"')) {
-      try {
-        const key = (JSON.parse(line) as { deliveryKey?: unknown }).deliveryKey
-        if (typeof key === 'string') this.ids.add(key.slice(key.lastIndexOf(':') + 1))
-      } catch {
-        // Not a JSON line.
-      }
-    }
-  }
-
-  /** Markers of the messages whose delete was ignored. */
-  deletesOf(messages: readonly SoakMessage[]): Set<string> {
-    this.collect()
-    return new Set(
-      messages.filter((m) => m.deleteId && this.ids.has(m.deleteId)).map((m) => m.marker),
-    )
-  }
-
-  stop(): void {
-    clearInterval(this.timer)
-  }
-}
-
 function failuresOf(result: CheckResult, spoolChannels: string | undefined): string[] {
   const failures: string[] = []
   if (result.lost > 0) failures.push(`${result.lost} messages lost`)
@@ -324,7 +289,7 @@ async function settle(
   maker: MessageMaker,
   messages: readonly SoakMessage[],
   history: History,
-  ignored: IgnoredWatch,
+  workerLog: WorkerLog,
 ): Promise<void> {
   const deadline = Date.now() + SETTLE_TIMEOUT_MS
   let last = ''
@@ -334,7 +299,7 @@ async function settle(
     const backlog =
       Math.max(0, spool.queued - spool.ended) + Math.max(0, spool.dead - spool.recorded)
     const rows = await rowsOf(stack.faults.sql, maker.markerPattern).catch(() => null)
-    const verdict = rows ? judge(messages, rows, ignored.deletesOf(messages)) : null
+    const verdict = rows ? judge(messages, rows, workerLog.ignoredDeletes(messages)) : null
     const state = `${backlog} ${rows?.length} ${verdict?.lost} ${verdict?.doubled}`
     if (state !== last) {
       last = state

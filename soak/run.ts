@@ -130,7 +130,9 @@ export interface SoakOutcome {
 
 /** Quiet this long (nothing landed, nothing left the queue) and the settling stops waiting. */
 const QUIET_MS = 10_000
-const SETTLE_TIMEOUT_MS = 180_000
+/** The Gmail poller's lease (60 s) and a poll after it. */
+const GMAIL_QUIET_MS = 75_000
+const SETTLE_TIMEOUT_MS = 300_000
 /** The nemesis starts after the load has, and heals this long before it ends. */
 const WARMUP_MS = 2_000
 const HEAL_MARGIN_MS = 3_000
@@ -173,8 +175,14 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     if (probe.signal.aborted) throw probe.signal.reason
     history.write({ type: 'note', what: 'load and faults over; settling' })
     await settle(stack, maker, load.messages, history, workerLog)
-    const replayed = await replayDead(stack, maker, history)
-    if (replayed.size > 0) await settle(stack, maker, load.messages, history, workerLog)
+    // Replaying can land what a late dead letter was waiting for; a few rounds at most.
+    const replayed = new Map<string, number>()
+    for (let round = 0; round < 3; round++) {
+      const more = await replayDead(stack, maker, history)
+      if (more.size === 0) break
+      for (const [marker, n] of more) replayed.set(marker, (replayed.get(marker) ?? 0) + n)
+      await settle(stack, maker, load.messages, history, workerLog)
+    }
     const result = await check(
       stack.faults.sql,
       maker.markerPattern,
@@ -205,6 +213,9 @@ export async function soak(stack: SoakStack, settings: SoakSettings): Promise<So
     for (const verdict of result.verdicts.filter((v) => v.problem || refusedTwilio(v.message))) {
       const lines = workerLog.linesOf(verdict.message)
       history.write({ type: 'note', what: 'worker log', marker: verdict.message.marker, lines })
+    }
+    if (result.verdicts.some((v) => v.lost && v.message.channel === 'gmail')) {
+      history.write({ type: 'note', what: 'gmail pod output', lines: stack.gmailPod.output(40) })
     }
     history.write({ type: 'note', what: 'result', line: outcome.lastLine })
     return outcome
@@ -281,8 +292,10 @@ function failuresOf(result: CheckResult, spoolChannels: string | undefined): str
 /**
  * Waits until the spool queue has settled: every event the Worker queued has left the queue
  * (delivered, refused for good, or dead-lettered and recorded), read from its log lines, since a
- * Worker cannot read its queue's backlog; and every message is as the checker wants it. Or
- * nothing changed for {@link QUIET_MS}; at most {@link SETTLE_TIMEOUT_MS}.
+ * Worker cannot read its queue's backlog; and every message is as the checker wants it. With the
+ * queue empty, it stops once nothing changed for {@link QUIET_MS} ({@link GMAIL_QUIET_MS} while
+ * Gmail messages are missing: a poll cut off by a fault may hold the mailbox's lease until it
+ * runs out); at most {@link SETTLE_TIMEOUT_MS}, queue or not.
  */
 async function settle(
   stack: SoakStack,
@@ -307,7 +320,9 @@ async function settle(
       history.write({ type: 'note', what: 'settling', backlog, rows: rows?.length, ...spool })
     }
     if (backlog === 0 && verdict && verdict.lost === 0) return
-    if (Date.now() - changedAt > QUIET_MS || Date.now() > deadline) {
+    const gmailMissing = verdict?.verdicts.some((v) => v.lost && v.message.channel === 'gmail')
+    const quiet = Date.now() - changedAt > (gmailMissing ? GMAIL_QUIET_MS : QUIET_MS)
+    if ((backlog === 0 && quiet) || Date.now() > deadline) {
       history.write({ type: 'note', what: 'settling stopped', backlog, lost: verdict?.lost })
       return
     }

@@ -22,6 +22,12 @@ export interface RunningProxy {
   port: number
   /** The value for `NEON_WS_PROXY`: host:port/v2 */
   wsProxy: string
+  /**
+   * Fault hook: cuts every open connection (both ends) at once, as a Neon compute that goes away
+   * does, transactions in flight included; keeps listening, so clients reconnect. Returns how
+   * many were cut.
+   */
+  dropConnections(): number
   close(): Promise<void>
 }
 
@@ -77,6 +83,12 @@ export async function startNeonWsProxy(options: NeonWsProxyOptions): Promise<Run
   return {
     port,
     wsProxy: `${host}:${port}/v2`,
+    dropConnections() {
+      const cut = sockets.size
+      for (const s of sockets) s.destroy()
+      for (const client of wss.clients) client.terminate()
+      return cut
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy()

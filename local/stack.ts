@@ -148,6 +148,8 @@ export interface DatabaseLayer extends Stoppable {
   migrations: string
   /** The embedded server, when mode is 'pglite'. */
   pglite?: EmbeddedPostgres
+  /** Fault hook: the Neon proxy cuts every open connection (see `dropConnections`). */
+  dropConnections(): number
 }
 
 /** PGlite runs one statement at a time for everyone: a few connections are plenty. */
@@ -189,6 +191,7 @@ export async function startDatabaseLayer(
       originEnv,
       migrations,
       pglite,
+      dropConnections: () => running.dropConnections(),
       stop: once(async () => {
         await running.close()
         await pglite?.stop()

@@ -145,9 +145,13 @@ async function ingestMessage(db: Database, event: InboundEvent): Promise<IngestR
 async function ingestEdit(db: Database, event: InboundEvent): Promise<IngestResult> {
   const edited = await applyEdit(db, event)
   if (edited) return resultFor('updated', edited)
-  // Known but not older than this edit: a replay, or an older edit arriving late.
   const known = await findMessage(db, event)
-  if (known) return resultFor('duplicate', known)
+  if (known) {
+    // Known: a replay, or an older edit arriving late; or the message itself committed between
+    // the UPDATE and this lookup (it raced its own edit), so the UPDATE is tried once more.
+    const raced = await applyEdit(db, event)
+    return raced ? resultFor('updated', raced) : resultFor('duplicate', known)
+  }
   const created = await tryCreate(db, event, event.occurredAt)
   if (created) return created
   // The original (or this same edit) was created meanwhile: apply the edit to it, once.

@@ -279,6 +279,33 @@ describe.each([
     }
   })
 
+  it('dropConnections() cuts a transaction in flight and keeps listening: the next client gets in', async () => {
+    const client = new Client({ connectionString: target.url })
+    try {
+      await client.connect()
+      const errored = new Promise<Error>((resolve) => client.on('error', resolve))
+      await client.query('BEGIN')
+      await insertCustomer(client, 'cut-mid-transaction')
+      expect(proxy.dropConnections()).toBeGreaterThan(0)
+      expect((await within(5_000, errored, 'client error event')).message).toMatch(/terminated/)
+    } finally {
+      await within(500, client.end(), 'end after error').catch(() => {})
+    }
+    const pool = new Pool({ connectionString: target.url, max: 1 })
+    try {
+      const { rows } = await within(
+        10_000,
+        pool.query(
+          "SELECT count(*)::int AS n FROM customers WHERE external_id = 'cut-mid-transaction'",
+        ),
+        'query through the same proxy after the cut',
+      )
+      expect(rows[0]?.n).toBe(0)
+    } finally {
+      await within(5_000, pool.end(), 'pool.end()')
+    }
+  })
+
   it('plain HTTP to the proxy is refused with 426', async () => {
     const res = await fetch(`http://127.0.0.1:${proxy.port}/v2`)
     expect(res.status).toBe(426)

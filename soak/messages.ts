@@ -1,0 +1,308 @@
+/**
+ * The soak's logical messages and their vendor deliveries: real signed requests (the unit tests'
+ * signers, as in the fault matrix's vendors.ts), for every channel, and the other shapes a
+ * message takes on the wire:
+ *
+ * - the **original** delivery, which replays and concurrent copies send again unchanged;
+ * - a **fresh delivery id** for the same message (Slack: a new `event_id`; Telegram: a new
+ *   `update_id`; Twilio and email have no delivery id apart from the message's, so theirs is the
+ *   same request again; Gmail: the same mail in the mailbox a second time, a new Gmail id);
+ * - **edits** (Slack `message_changed`, Telegram `edited_message`), each later than the last;
+ * - a **delete** (Slack `message_deleted`).
+ *
+ * Every message's text starts with its marker (`sk-{run}-m{n}`): its rows are found by it, not by
+ * the key the gateway computes. It also carries a poison tag (`[p0]`..`[p9]`): the nemesis makes
+ * the balancer refuse every forward holding one tag for a while, a tenth of the traffic.
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { rawEmail } from '../test/email/support/emails'
+import { type Channel, type Outcome, type Vendor, vendorOf } from '../test/faults/support/vendors'
+import {
+  nowSeconds,
+  slackMessageEvent,
+  slackRequest,
+  TEST_SECRETS,
+  telegramRequest,
+  telegramUpdate,
+  twilioParams,
+  twilioRequest,
+} from '../test/unit/signed-requests'
+
+/** Where a message comes from: the Worker's channels, and Gmail (polled by the origin). */
+export type SoakChannel = Channel | 'gmail'
+export const SOAK_CHANNELS: readonly SoakChannel[] = [
+  'slack',
+  'whatsapp',
+  'sms',
+  'telegram',
+  'email',
+  'gmail',
+]
+/** Channels whose requests carry a signature that can be forged. */
+export const SIGNED: readonly SoakChannel[] = ['slack', 'whatsapp', 'sms', 'telegram']
+/** Channels with edits on the wire; Slack alone also sends deletes. */
+export const EDITABLE: readonly SoakChannel[] = ['slack', 'telegram']
+export const DELETABLE: readonly SoakChannel[] = ['slack']
+
+export const POISON_TAGS = 10
+export const poisonTag = (tag: number): string => `[p${tag}]`
+
+/** The mailbox both email paths deliver to (the Worker's RCPT TO, and the polled Gmail box). */
+export const MAILBOX = 'support@inbound.example'
+
+const WRONG_SECRET = 'not-the-configured-secret'
+const TEAM = 'T123ABC456'
+
+/** One vendor delivery: what an attempt sends. Retries of it are built from the same one. */
+export interface Delivery {
+  /** `original`, `fresh-id`, `edit-{k}` or `delete`: for the history. */
+  name: string
+  /**
+   * One attempt as a request to the Worker at `base`. Gmail deliveries have no request: the
+   * raw mail goes into the fake mailbox instead ({@link Delivery.raw}).
+   */
+  request(base: string, retry: number, previous?: Outcome): Promise<Request>
+  raw?: string
+}
+
+/** One attempt of one of a message's deliveries, as the checker and the table read it. */
+export interface SoakAttempt {
+  /** The generator's event that started the delivery. */
+  event: number
+  delivery: string
+  /** What the Worker answered; `stored` for a mail put into the Gmail mailbox. */
+  outcome: Outcome | 'stored'
+  /** Fault kinds in effect when the attempt started. */
+  faults: readonly string[]
+}
+
+export class SoakMessage {
+  /** Edits made so far; the last one's text is what the row must end with. */
+  edits = 0
+  deleted = false
+  /** Every attempt of every delivery of this message, in the order they ended. */
+  readonly attempts: SoakAttempt[] = []
+  /** Generator events about this message. */
+  events = 0
+  /** The ids its deliveries' keys end with (`dedup:{namespace}:{scope}:{id}`). */
+  readonly deliveryIds = new Set<string>()
+  /** The delivery id of its delete (the last part of that delivery key). */
+  deleteId?: string
+  readonly original: Delivery
+  private freshIds = 0
+
+  constructor(
+    private readonly maker: MessageMaker,
+    readonly n: number,
+    readonly marker: string,
+    readonly channel: SoakChannel,
+    readonly tag: number,
+    readonly forged: boolean,
+  ) {
+    this.original = maker.delivery(this, 'original')
+  }
+
+  /** The vendor behind the channel; Gmail's mail is polled, not delivered by a vendor. */
+  get vendor(): Vendor | 'gmail' {
+    return this.channel === 'gmail' ? 'gmail' : vendorOf(this.channel)
+  }
+
+  /** `messages.channel` of its row. */
+  get rowChannel(): Channel {
+    return this.channel === 'gmail' ? 'email' : this.channel
+  }
+
+  /** The text of edit `k` (0: the original). */
+  text(k = this.edits): string {
+    const what = this.forged ? 'forged' : k === 0 ? 'hello' : `edit ${k}`
+    return `${this.marker} ${what} ${poisonTag(this.tag)} via ${this.channel}`
+  }
+
+  freshId(): Delivery {
+    return this.maker.delivery(this, 'fresh-id', ++this.freshIds)
+  }
+
+  edit(): Delivery {
+    this.edits++
+    return this.maker.delivery(this, 'edit', this.edits)
+  }
+
+  delete(): Delivery {
+    this.deleted = true
+    return this.maker.delivery(this, 'delete')
+  }
+}
+
+type Shape = 'original' | 'fresh-id' | 'edit' | 'delete'
+
+/** Makes the messages of one soak run (markers unique to the run). */
+export class MessageMaker {
+  private n = 0
+  /** Seconds of the run's start: Slack `ts` and Telegram `date` of every original. */
+  private readonly baseSeconds = nowSeconds()
+  /** Telegram update ids are unique per bot for good: start somewhere no other run was. */
+  private updateId = Math.floor(Math.random() * 2 ** 30)
+  private readonly chatBase = Math.floor(Math.random() * 2 ** 40)
+  /** A Slack channel of the run's own: message keys are team:channel:ts. */
+  private readonly slackChannel: string
+
+  constructor(readonly run: string) {
+    this.slackChannel = `C${run.toUpperCase().replace(/[^A-Z0-9]/g, '')}`
+  }
+
+  /** The LIKE pattern matching this run's markers. */
+  get markerPattern(): string {
+    return `sk-${this.run}-m%`
+  }
+
+  create(channel: SoakChannel, tag: number, options: { forged?: boolean } = {}): SoakMessage {
+    const n = ++this.n
+    const forged = options.forged ?? false
+    if (forged && !SIGNED.includes(channel)) throw new Error(`${channel} has no signature to forge`)
+    return new SoakMessage(this, n, `sk-${this.run}-m${n}`, channel, tag, forged)
+  }
+
+  /** The delivery of `message` in `shape` (`k`: which fresh id or edit). */
+  delivery(message: SoakMessage, shape: Shape, k = 0): Delivery {
+    const name = shape === 'original' || shape === 'delete' ? shape : `${shape}-${k}`
+    const text = message.text(shape === 'edit' ? k : 0)
+    switch (message.channel) {
+      case 'slack':
+        return { name, request: this.slack(message, shape, k, text) }
+      case 'whatsapp':
+      case 'sms':
+        return { name, request: this.twilio(message, text) }
+      case 'telegram':
+        return { name, request: this.telegram(message, shape, k, text) }
+      case 'email':
+      case 'gmail': {
+        const raw = this.email(message, text)
+        const query = new URLSearchParams({ from: senderOf(message), to: MAILBOX })
+        return {
+          name,
+          ...(message.channel === 'gmail' ? { raw } : {}),
+          request: async (url) =>
+            new Request(`${url}/cdn-cgi/handler/email?${query}`, { method: 'POST', body: raw }),
+        }
+      }
+    }
+  }
+
+  private slack(message: SoakMessage, shape: Shape, k: number, text: string) {
+    const fraction = String(message.n).padStart(6, '0')
+    const ts = `${this.baseSeconds}.${fraction}`
+    const user = `U0SOAK${message.n % 5}`
+    const suffix = shape === 'original' ? '' : shape === 'delete' ? 'd' : `${shape[0]}${k}`
+    const eventId = `Ev${message.marker.replaceAll('-', '')}${suffix}`
+    message.deliveryIds.add(eventId)
+    if (shape === 'delete') message.deleteId = eventId
+    // Edits happen k seconds after the message; the delete after every edit.
+    const laterTs = `${this.baseSeconds + (shape === 'delete' ? 1_000 : k)}.${fraction}`
+    let body: Record<string, unknown>
+    if (shape === 'edit' || shape === 'delete') {
+      const event =
+        shape === 'edit'
+          ? {
+              type: 'message',
+              subtype: 'message_changed',
+              channel: this.slackChannel,
+              ts: laterTs,
+              event_ts: laterTs,
+              message: { type: 'message', user, text, ts, edited: { user, ts: laterTs } },
+              previous_message: { type: 'message', user, text: message.text(0), ts },
+            }
+          : {
+              type: 'message',
+              subtype: 'message_deleted',
+              channel: this.slackChannel,
+              ts: laterTs,
+              event_ts: laterTs,
+              deleted_ts: ts,
+              previous_message: { type: 'message', user, text: message.text(), ts },
+            }
+      body = {
+        token: 'one-long-verification-token',
+        team_id: TEAM,
+        api_app_id: 'A123ABC456',
+        event,
+        type: 'event_callback',
+        event_id: eventId,
+        event_time: this.baseSeconds,
+      }
+    } else {
+      body = slackMessageEvent({ eventId, ts, text, user, channel: this.slackChannel, team: TEAM })
+    }
+    const secret = message.forged ? { secret: WRONG_SECRET } : {}
+    return (url: string, retry: number, previous?: Outcome) =>
+      slackRequest(`${url}/webhooks/slack`, body, {
+        ...secret,
+        headers:
+          retry > 0
+            ? {
+                'x-slack-retry-num': String(retry),
+                'x-slack-retry-reason': slackRetryReason(previous),
+              }
+            : {},
+      })
+  }
+
+  private readonly twilioSids = new Map<number, string>()
+
+  private twilio(message: SoakMessage, text: string) {
+    let sid = this.twilioSids.get(message.n)
+    if (!sid) {
+      sid = `SM${randomBytes(16).toString('hex')}`
+      this.twilioSids.set(message.n, sid)
+      message.deliveryIds.add(sid)
+    }
+    const phone = `+1401712${String(2660 + (message.n % 5))}`
+    const whatsapp = message.channel === 'whatsapp'
+    const params = twilioParams({
+      messageSid: sid,
+      from: whatsapp ? `whatsapp:${phone}` : phone,
+      to: whatsapp ? 'whatsapp:+15558675310' : '+15558675310',
+      body: text,
+    })
+    const token = message.forged ? { token: WRONG_SECRET } : {}
+    return (url: string) => twilioRequest(`${url}/webhooks/twilio`, params, token)
+  }
+
+  private telegram(message: SoakMessage, shape: Shape, k: number, text: string) {
+    const updateId = ++this.updateId
+    message.deliveryIds.add(String(updateId))
+    const chatId = this.chatBase + (message.n % 5)
+    const update = telegramUpdate({
+      updateId,
+      chatId,
+      messageId: message.n,
+      text,
+      date: this.baseSeconds,
+      ...(shape === 'edit' ? { field: 'edited_message', editDate: this.baseSeconds + k } : {}),
+    })
+    const secret = message.forged ? WRONG_SECRET : TEST_SECRETS.telegram
+    return async (url: string) => telegramRequest(`${url}/webhooks/telegram`, update, secret)
+  }
+
+  private email(message: SoakMessage, text: string): string {
+    message.deliveryIds.add(`${message.marker}@soak.example`)
+    return rawEmail({
+      from: senderOf(message),
+      to: MAILBOX,
+      messageId: `${message.marker}@soak.example`,
+      text,
+    })
+  }
+}
+
+/** A handful of senders: some messages share a customer and conversation, some do not. */
+function senderOf(message: SoakMessage): string {
+  return `customer${message.n % 5}@customer.example`
+}
+
+/** Slack's `x-slack-retry-reason` for what the previous attempt got. */
+function slackRetryReason(previous: Outcome | undefined): string {
+  if (previous === 'timeout') return 'http_timeout'
+  if (previous === 'refused' || previous === 'network') return 'connection_failed'
+  return 'http_error'
+}

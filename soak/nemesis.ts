@@ -38,10 +38,19 @@ export const FAULT_KINDS = [
   'postgres-restart',
   'neon-drop',
   'poison',
+  'consumer-fail',
 ] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 
-type Piece = 'redis' | 'latency' | 'origin-a' | 'origin-b' | 'postgres' | 'neon-proxy' | 'poison'
+type Piece =
+  | 'redis'
+  | 'latency'
+  | 'origin-a'
+  | 'origin-b'
+  | 'postgres'
+  | 'neon-proxy'
+  | 'poison'
+  | 'consumer'
 
 export interface PlannedFault {
   n: number
@@ -77,6 +86,7 @@ const LINES: readonly Line[] = [
   { piece: 'postgres', kinds: [['postgres-restart', 1]], gapMs: [5_000, 15_000] },
   { piece: 'neon-proxy', kinds: [['neon-drop', 1]], gapMs: [4_000, 12_000] },
   { piece: 'poison', kinds: [['poison', 1]], gapMs: [3_000, 10_000] },
+  { piece: 'consumer', kinds: [['consumer-fail', 1]], gapMs: [5_000, 15_000] },
 ]
 
 /** How long each kind lasts, ms (a flush is over at once). */
@@ -92,9 +102,11 @@ const DURATION_MS: Record<FaultKind, readonly [number, number]> = {
   // Long enough, at times, for a poisoned event to use up its queue attempts (20 at 1-2 s:
   // 20-40 s) and die: those are recorded in channel_failures and replayed after healing.
   poison: [3_000, 45_000],
+  // Every forward and dead-letter report of the queue's consumers fails (5xx) for a while.
+  'consumer-fail': [2_000, 15_000],
 }
 
-/** 5xx only: a 4xx from the origin is a permanent refusal, acked and dropped by design. */
+/** 5xx only: a 4xx from the origin is a permanent refusal, dead-lettered at once by design. */
 const POISON_STATUSES = [500, 502, 503] as const
 
 /**
@@ -133,6 +145,8 @@ function detailOf(rng: Rng, kind: FaultKind): Record<string, string | number> {
       return { everyMs: rng.int(200, 600) }
     case 'poison':
       return { tag: rng.int(0, POISON_TAGS - 1), status: rng.pick(POISON_STATUSES) }
+    case 'consumer-fail':
+      return { status: rng.pick(POISON_STATUSES) }
     default:
       return {}
   }
@@ -287,6 +301,14 @@ export class Nemesis {
         }
         return
       }
+      case 'consumer-fail':
+        stack.balancer.failQueueConsumer(Number(fault.detail.status))
+        try {
+          await hold()
+        } finally {
+          stack.balancer.failQueueConsumer(null)
+        }
+        return
       case 'poison':
         stack.balancer.setPoison({
           marker: poisonTag(Number(fault.detail.tag)),
@@ -306,6 +328,7 @@ export class Nemesis {
   async healAll(): Promise<void> {
     const { stack } = this
     stack.balancer.setPoison(null)
+    stack.balancer.failQueueConsumer(null)
     try {
       process.kill(redisPid(stack.redis.port), 'SIGCONT')
     } catch {

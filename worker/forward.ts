@@ -42,6 +42,13 @@ export function forwardEvent(
 export type OriginPath = '/v1/events' | '/v1/failures/inbound'
 
 /**
+ * Sent by the spool queue's consumers (`x-dedup-via: queue`): an origin's logs, a proxy in front
+ * of it (and the soak's nemesis) can tell a queued forward from a live one. Not signed: it only
+ * describes, it decides nothing.
+ */
+export const VIA_HEADER = 'x-dedup-via'
+
+/**
  * POSTs a serialized body to the origin, signed now: the origin refuses signatures older than
  * five minutes, so a queued event is re-signed on every attempt.
  */
@@ -50,13 +57,18 @@ export async function forwardBody(
   body: string,
   timeoutMs: number,
   path: OriginPath = '/v1/events',
+  via: 'live' | 'queue' = 'live',
 ): Promise<ForwardResult> {
   const secret = origin.secrets[0] as string
   let response: Response
   try {
     response = await fetch(`${origin.url}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(await signForward(secret, body)) },
+      headers: {
+        'content-type': 'application/json',
+        ...(via === 'queue' ? { [VIA_HEADER]: via } : {}),
+        ...(await signForward(secret, body)),
+      },
       body,
       signal: AbortSignal.timeout(timeoutMs),
     })

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { judge, type Row } from '../../soak/checker'
 import { planEvents } from '../../soak/generator'
 import { MessageMaker, SOAK_CHANNELS, type SoakMessage } from '../../soak/messages'
-import { planFaults } from '../../soak/nemesis'
+import { FAULT_KINDS, planFaults } from '../../soak/nemesis'
 import { Rng } from '../../soak/rng'
 
 const LOAD = { rate: 50, durationMs: 60_000, channels: SOAK_CHANNELS }
@@ -70,6 +70,12 @@ describe('the seeded schedules', () => {
       }
       expect(across).toBeGreaterThan(5)
     }
+  })
+
+  it('every fault kind of the nemesis is drawn over a long run, the queue consumer failing included', () => {
+    const long = { warmupMs: 5_000, healByMs: 600_000 }
+    const drawn = new Set(planFaults(new Rng('kinds').stream('faults'), long).map((f) => f.kind))
+    expect([...drawn].sort()).toEqual([...FAULT_KINDS].sort())
   })
 })
 

@@ -82,7 +82,13 @@ async function deliverQueued(
     ageMs: Date.now() - queuedAt,
   }
   const result: ForwardResult = settings.origin
-    ? await forwardBody(settings.origin, JSON.stringify(event), settings.originTimeoutMs)
+    ? await forwardBody(
+        settings.origin,
+        JSON.stringify(event),
+        settings.originTimeoutMs,
+        '/v1/events',
+        'queue',
+      )
     : { kind: 'failed', status: null, reason: 'network' }
   const claims = claimStoreFor(settings)
   const later = (work: Promise<unknown> | undefined) => {
@@ -172,7 +178,7 @@ async function recordDead(settings: Settings, message: Message<unknown>): Promis
 }
 
 function postReport(origin: OriginConfig, body: string, timeoutMs: number) {
-  return forwardBody(origin, body, timeoutMs, '/v1/failures/inbound')
+  return forwardBody(origin, body, timeoutMs, '/v1/failures/inbound', 'queue')
 }
 
 /** The wait before the next attempt after `attempts` failed ones (SPOOL_RETRY_*). */

@@ -31,6 +31,11 @@ export interface Balancer {
   /** Requests matching the rule get its status (null: none); `poisoned()` counts them. */
   setPoison(poison: PoisonRule | null): void
   poisoned(): number
+  /**
+   * The spool queue's consumers failing: every request they make (header `x-dedup-via: queue`) is
+   * answered `status` (null: none), live forwards pass. An independent rule, next to the poison.
+   */
+  failQueueConsumer(status: number | null): void
   close(): Promise<void>
 }
 
@@ -48,8 +53,15 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
   const failures = { midRequest: 0, unreachable: 0 }
   let poison: PoisonRule | null = null
   let poisoned = 0
+  let consumerFailure: number | null = null
 
   const server = createServer((req, res) => {
+    if (consumerFailure !== null && req.headers['x-dedup-via'] === 'queue') {
+      req.resume()
+      res.writeHead(consumerFailure, { 'content-type': 'text/plain' })
+      res.end('queue consumer failing')
+      return
+    }
     if (poison && (!poison.path || req.url === poison.path)) {
       return refuseIfPoisoned(req, res, poison)
     }
@@ -126,6 +138,9 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
       poison = rule
     },
     poisoned: () => poisoned,
+    failQueueConsumer(status) {
+      consumerFailure = status
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())

@@ -319,6 +319,7 @@ export async function startFaultStack(): Promise<FaultStack> {
         redisLayer.setLatency(0)
         balancer.setBackends([origins[0].url])
         balancer.setPoison(null)
+        balancer.failQueueConsumer(null)
         await redis.start()
         await postgres.start()
         for (const origin of origins) if (!origin.running) await origin.restart()

@@ -300,11 +300,12 @@ faultCase('origin killed (SIGKILL) while the consumer is mid-batch', async (c) =
       const sentBefore = forwards()
       await origin.restart()
       const cutBefore = stack.balancer.failures().midRequest
-      const forwarding = () => forwards() >= sentBefore + 3
-      expect(await c.until(forwarding, 15_000), 'the consumer forwarding').toBe(true)
-      await delay(200)
+      // The consumer's forwards waiting inside the origin on the held inserts (under load its
+      // forwards may time out and come back later: wait for some to be inside right now).
+      const forwarding = () => forwards() >= sentBefore + 3 && stack.balancer.inFlight() > 0
+      expect(await c.until(forwarding, 20_000), 'the consumer forwarding').toBe(true)
       // Killed again with a batch inside it, some of it just committed, no answer sent.
-      await killAfterRelease(hold)
+      await killAfterRelease(hold, 5)
       expect(stack.balancer.failures().midRequest - cutBefore).toBeGreaterThan(0)
       await c.send(c.fresh(5), { gapMs: 100 })
     } finally {
@@ -416,9 +417,9 @@ async function holdInserts(): Promise<InsertHold> {
  * Releases the held inserts and SIGKILLs origin 0 a moment later: some of the requests inside it
  * commit and die before their answer leaves.
  */
-async function killAfterRelease(hold: InsertHold): Promise<void> {
+async function killAfterRelease(hold: InsertHold, afterMs = 15): Promise<void> {
   await hold.release()
-  await delay(15)
+  await delay(afterMs)
   await stack.origins[0].kill('SIGKILL')
 }
 

@@ -36,6 +36,8 @@ export interface Balancer {
    * answered `status` (null: none), live forwards pass. An independent rule, next to the poison.
    */
   failQueueConsumer(status: number | null): void
+  /** Requests handed to a backend and not finished yet (a kill now cuts them mid-request). */
+  inFlight(): number
   close(): Promise<void>
 }
 
@@ -54,6 +56,7 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
   let poison: PoisonRule | null = null
   let poisoned = 0
   let consumerFailure: number | null = null
+  let inFlight = 0
 
   const server = createServer((req, res) => {
     if (consumerFailure !== null && req.headers['x-dedup-via'] === 'queue') {
@@ -91,6 +94,13 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
       return
     }
     sent.set(target.origin, (sent.get(target.origin) ?? 0) + 1)
+    inFlight++
+    let finished = false
+    const finish = () => {
+      if (!finished) inFlight--
+      finished = true
+    }
+    res.once('close', finish)
     const upstream = httpRequest(
       {
         host: target.hostname,
@@ -141,6 +151,7 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
     failQueueConsumer(status) {
       consumerFailure = status
     },
+    inFlight: () => inFlight,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())

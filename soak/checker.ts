@@ -13,10 +13,10 @@
  * - a forged message (wrong signature) is answered 4xx and writes nothing, else it **leaked**.
  *
  * One exception, counted apart as **overtaken**: a delete that reached the origin before its
- * message did (the message waiting in the spool queue, which does not keep order: a retried
- * message falls behind later ones) is answered "ignored" there, and the message, when it lands,
- * stays undeleted. That is the origin's documented rule (a delete of a message it never stored is
- * ignored) meeting an unordered queue; the table shows how often, the README says so.
+ * message did (the message waiting in the spool queue, which does not keep order) is answered
+ * "ignored" there and remembered as a tombstone, so the message lands deleted; only the narrow
+ * race the README names (the message's insert began before the tombstone was written and committed
+ * after the delete looked again) leaves it undeleted. Those are counted here, not as lost.
  *
  * Twilio messages answered 5xx and never 2xx are counted apart ("the vendor will not retry"):
  * with the spool queue up there must be none. A copy answered 503 while another copy of the same

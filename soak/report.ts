@@ -5,6 +5,7 @@
  * `soak: <events> events, <faults> faults, <lost> lost, <doubled> doubled (seed <seed>)`.
  * @module
  */
+import { type Column, markdownTable } from '../local/markdown-table'
 import { type CheckResult, is4xx, is5xx, isAccepted, refusedTwilio, type Verdict } from './checker'
 import { SOAK_CHANNELS } from './messages'
 import { FAULT_KINDS, type FaultRun } from './nemesis'
@@ -38,7 +39,7 @@ interface Tally {
   leaked: number
 }
 
-const COLUMNS: Array<[string, (t: Tally) => string | number]> = [
+const COLUMNS: readonly Column<Tally>[] = [
   ['channel / fault', (t) => t.label],
   ['faults', (t) => t.faults],
   ['events', (t) => t.events],
@@ -149,21 +150,7 @@ export function formatTable(summary: SoakSummary): string {
     ),
   )
   rows.push(tally('all', String(summary.faults.length), verdicts, summary.replayed))
-  return markdownTable(rows)
-}
-
-/** A Markdown table, columns padded so it also reads as plain text. */
-function markdownTable(rows: readonly Tally[]): string {
-  const cells = [
-    COLUMNS.map(([title]) => title),
-    ...rows.map((r) => COLUMNS.map(([, f]) => String(f(r)))),
-  ]
-  const widths = COLUMNS.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)))
-  const line = (row: string[]) =>
-    `| ${row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join(' | ')} |`
-  const rule = `| ${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w - 1)}` : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`
-  const [head = [], ...body] = cells
-  return [line(head), rule, ...body.map(line)].join('\n')
+  return markdownTable(COLUMNS, rows)
 }
 
 /** The run's last line, exactly as the issue spells it. */

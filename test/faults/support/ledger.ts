@@ -14,7 +14,9 @@
  *   before it.
  * @module
  */
+
 import type pg from 'pg'
+import { type Column, markdownTable } from '../../../local/markdown-table'
 import type { SpoolTally } from './fault-stack'
 import { is2xx, type Message } from './vendors'
 
@@ -160,7 +162,7 @@ function is4xx(outcome: Message['attempts'][number]['outcome']): boolean {
   return typeof outcome === 'number' && outcome >= 400 && outcome < 500
 }
 
-const COLUMNS: Array<[string, (r: CaseResult) => string | number]> = [
+const COLUMNS: readonly Column<CaseResult>[] = [
   ['case', (r) => r.name],
   ['messages', (r) => r.messages],
   ['deliveries', (r) => r.deliveries],
@@ -178,16 +180,7 @@ const COLUMNS: Array<[string, (r: CaseResult) => string | number]> = [
   ['s', (r) => r.seconds.toFixed(1)],
 ]
 
-/** A Markdown table, columns padded so it also reads as plain text. */
+/** The fault matrix's table (local/markdown-table.ts). */
 export function formatTable(results: readonly CaseResult[]): string {
-  const cells = [
-    COLUMNS.map(([title]) => title),
-    ...results.map((r) => COLUMNS.map(([, f]) => String(f(r)))),
-  ]
-  const widths = COLUMNS.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)))
-  const line = (row: string[]) =>
-    `| ${row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join(' | ')} |`
-  const rule = `| ${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w - 1)}` : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`
-  const [head = [], ...body] = cells
-  return [line(head), rule, ...body.map(line)].join('\n')
+  return markdownTable(COLUMNS, results)
 }

@@ -14,10 +14,10 @@ import { formatDeliveryKey } from './channels/types'
 import type { OriginConfig, Settings } from './config'
 import type { Env } from './env'
 import { ChannelNotConfiguredError, InvalidPayloadError } from './errors'
-import { type ForwardResult, forwardEvent } from './forward'
+import { describeForward, type ForwardResult, forwardEvent } from './forward'
 import { claimStoreFor } from './gateway'
 import { type Decision, type DecisionLog, describeError, logDecision, logProblem } from './log'
-import { spoolMessage } from './spool/message'
+import { deadMessage, spoolMessage } from './spool/message'
 import {
   type DeadLetterQueue,
   enqueueEvent,
@@ -203,7 +203,7 @@ async function forwardAndDecide(
     // The origin refused the event itself (400 / 413 / 422): retrying cannot help, so the front
     // door stops the vendor's retries; the event goes to the dead letters (channel_failures),
     // where an operator replays it once the cause is fixed. The log says so at error level.
-    const origin = `${result.status} ${result.code ?? ''}`.trim()
+    const origin = describeForward(result)
     await recordRefused(ctx, key, event, origin)
     return {
       result: { ...fields, decision: 'rejected', decidedBy: 'postgres', origin },
@@ -220,18 +220,23 @@ async function recordRefused(
   event: InboundEvent,
   origin: string,
 ): Promise<void> {
-  const dead = {
-    ...spoolMessage(formatDeliveryKey(key), event),
-    dead: { attempts: 1, error: `origin refused it: ${origin}`, at: Date.now() },
-  }
-  const timeoutMs = Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
-  await sendDeadLetter(ctx.deadLetters, dead, timeoutMs).catch((err: unknown) => {
+  const dead = deadMessage(
+    spoolMessage(formatDeliveryKey(key), event),
+    1,
+    `origin refused it: ${origin}`,
+  )
+  await sendDeadLetter(ctx.deadLetters, dead, sendBudgetMs(ctx)).catch((err: unknown) => {
     logProblem('error', 'refused_event_not_recorded', {
       channel: event.channel,
       deliveryKey: event.deliveryKey,
       error: describeError(err),
     })
   })
+}
+
+/** A queue send gets what is left of the sender's deadline, but never less than MIN_SEND_MS. */
+function sendBudgetMs(ctx: DeliveryContext): number {
+  return Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
 }
 
 /** Forwards with what is left of the sender's deadline (keeping room to release the claim). */
@@ -260,10 +265,13 @@ async function onOriginFailure(
   result: Extract<ForwardResult, { kind: 'failed' }>,
   fields: KnownFields,
 ): Promise<{ result: Outcome; end: ClaimEnd }> {
-  const origin = result.status === null ? result.reason : String(result.status)
-  const timeoutMs = Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
+  const origin = describeForward(result)
   const queued = await enqueueEvent(
-    { queue: ctx.spool, enabled: ctx.settings.spool.channels.has(event.channel), timeoutMs },
+    {
+      queue: ctx.spool,
+      enabled: ctx.settings.spool.channels.has(event.channel),
+      timeoutMs: sendBudgetMs(ctx),
+    },
     formatDeliveryKey(key),
     event,
   )

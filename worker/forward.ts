@@ -104,3 +104,9 @@ export async function forwardBody(
   }
   return { kind: 'failed', status: response.status, reason: 'status' }
 }
+
+/** How a forward that was not accepted reads in a log line or a dead letter: `503`, `timeout`, `400 invalid_event`. */
+export function describeForward(result: Exclude<ForwardResult, { kind: 'accepted' }>): string {
+  if (result.kind === 'permanent') return `${result.status} ${result.code ?? ''}`.trim()
+  return result.status === null ? result.reason : String(result.status)
+}

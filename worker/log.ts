@@ -54,7 +54,16 @@ export function logProblem(
   code: string,
   fields: Record<string, string | number | boolean | undefined> = {},
 ): void {
-  console.log(JSON.stringify({ level, msg: code, ...fields }))
+  logLine(level, code, fields)
+}
+
+/** One JSON log line (what logProblem writes, at any level). */
+export function logLine(
+  level: 'info' | 'warn' | 'error',
+  msg: string,
+  fields: Record<string, string | number | boolean | undefined> = {},
+): void {
+  console.log(JSON.stringify({ level, msg, ...fields }))
 }
 
 /** An error's name and message as one bounded line (contract/describe-error.ts). */

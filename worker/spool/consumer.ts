@@ -20,10 +20,10 @@
 import { backoffMs } from '../../contract/backoff'
 import { type OriginConfig, type Settings, settingsFor } from '../config'
 import type { Env } from '../env'
-import { type ForwardResult, forwardBody } from '../forward'
+import { describeForward, type ForwardResult, forwardBody } from '../forward'
 import { claimStoreFor } from '../gateway'
-import { describeError, logProblem } from '../log'
-import { type DeadMessage, deadReport, decodeSpoolMessage } from './message'
+import { describeError, logLine, logProblem } from '../log'
+import { deadMessage, deadReport, decodeSpoolMessage } from './message'
 import { sendDeadLetter } from './producer'
 
 /** A dead-letter queue's name ends with this (wrangler.toml: `dead_letter_queue`). */
@@ -99,16 +99,19 @@ async function deliverQueued(
     message.ack()
     later(claims?.delivered(claimKey, event.payloadHash))
     later(claims?.count(`spool_delivered:${event.channel}`))
-    info('spool_delivered', { ...fields, origin: result.outcome ?? String(result.status) })
+    logLine('info', 'spool_delivered', {
+      ...fields,
+      origin: result.outcome ?? String(result.status),
+    })
     return
   }
   if (result.kind === 'permanent') {
     // Retrying cannot help, but the vendor was told "ok": keep it where an operator replays it
     // once the cause is fixed (an origin rolled back to an older schema, a refused value).
-    logProblem('error', 'spool_rejected', { ...fields, origin: describeFailure(result) })
-    return deadLetter(env, settings, ctx, message, `origin refused it: ${describeFailure(result)}`)
+    logProblem('error', 'spool_rejected', { ...fields, origin: describeForward(result) })
+    return deadLetter(env, settings, ctx, message, `origin refused it: ${describeForward(result)}`)
   }
-  const error = settings.origin ? describeFailure(result) : 'origin not configured'
+  const error = settings.origin ? describeForward(result) : 'origin not configured'
   if (message.attempts >= settings.spool.maxAttempts) {
     return deadLetter(env, settings, ctx, message, `origin ${error}`)
   }
@@ -131,13 +134,12 @@ async function deadLetter(
   error: string,
 ): Promise<void> {
   const body = (message.body ?? {}) as Record<string, unknown>
-  const dead: DeadMessage = {
-    v: 2,
+  const queued = {
     claimKey: typeof body.claimKey === 'string' ? body.claimKey : '',
     queuedAt: typeof body.queuedAt === 'number' ? body.queuedAt : 0,
     event: body.event ?? null,
-    dead: { attempts: message.attempts, error, at: Date.now() },
   }
+  const dead = deadMessage(queued, message.attempts, error)
   const report = deadReport(dead, message.attempts, message.id)
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   try {
@@ -172,7 +174,7 @@ async function recordDead(settings: Settings, message: Message<unknown>): Promis
   message.retry({ delaySeconds })
   logProblem(result.kind === 'permanent' ? 'error' : 'warn', 'spool_dead_record_retry', {
     ...fields,
-    origin: describeFailure(result),
+    origin: describeForward(result),
     delaySeconds,
   })
 }
@@ -190,13 +192,4 @@ export function retryDelaySeconds(settings: Settings, attempts: number, random =
     random,
   )
   return Math.round(ms / 1000)
-}
-
-function describeFailure(result: Exclude<ForwardResult, { kind: 'accepted' }>): string {
-  if (result.kind === 'permanent') return `${result.status} ${result.code ?? ''}`.trim()
-  return result.status === null ? result.reason : String(result.status)
-}
-
-function info(msg: string, fields: Record<string, string | number>): void {
-  console.log(JSON.stringify({ level: 'info', msg, ...fields }))
 }

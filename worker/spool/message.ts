@@ -29,6 +29,15 @@ export interface DeadMessage extends Omit<SpoolMessage, 'event'> {
   dead: { attempts: number; error: string; at: number }
 }
 
+/** A message given up on: what was queued, with after how many attempts and why. */
+export function deadMessage(
+  queued: Pick<DeadMessage, 'claimKey' | 'queuedAt' | 'event'>,
+  attempts: number,
+  error: string,
+): DeadMessage {
+  return { v: 2, ...queued, dead: { attempts, error, at: Date.now() } }
+}
+
 export function spoolMessage(
   claimKey: string,
   event: InboundEvent,

@@ -8,10 +8,10 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import pg from 'pg'
 import {
   assertServicesUp,
   createTestDatabase,
+  databasePool,
   deleteRedisPrefix,
   REDIS_URL,
 } from '../local/services'
@@ -100,7 +100,7 @@ async function openRun(run: BenchRun): Promise<RunState> {
 
   const load = await LoadGenerator.start()
   cleanup.add('load generator', () => load.stop())
-  const sql = new pg.Pool({ connectionString: db.url, max: 2 })
+  const sql = databasePool(db.url)
   cleanup.add('bench pg pool', () => sql.end())
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, connectTimeout: 3_000 })
   redis.on('error', () => {})

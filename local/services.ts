@@ -109,3 +109,15 @@ export async function deleteRedisPrefix(prefix: string): Promise<number> {
   }
   return deleted
 }
+
+/**
+ * A small pool straight to a test database (TCP, past the origin and its proxy), for assertions.
+ * The database is dropped `WITH (FORCE)` at the end, which can cut a connection the pool is still
+ * closing (57P01); the pool re-emits that as an `error` event, and without a listener it would be
+ * an unhandled error of whatever test runs then.
+ */
+export function databasePool(url: string, max = 2): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max })
+  pool.on('error', () => {})
+  return pool
+}

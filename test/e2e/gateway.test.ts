@@ -4,10 +4,11 @@
  * Deliveries are real signed vendor requests; the assertions are on database rows and Redis keys.
  */
 import { Redis } from 'ioredis'
-import pg from 'pg'
+import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   createTestDatabase,
+  databasePool,
   deleteRedisPrefix,
   REDIS_URL,
   runId,
@@ -70,7 +71,7 @@ beforeAll(async () => {
       SPOOL_CHANNELS: 'none',
     },
   })
-  sql = new pg.Pool({ connectionString: db.url, max: 2 })
+  sql = databasePool(db.url)
   redis = new Redis(REDIS_URL)
 }, 180_000)
 

@@ -9,10 +9,11 @@
  * restarts the Worker, whose local queues live in memory.
  */
 import { Redis } from 'ioredis'
-import pg from 'pg'
+import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   createTestDatabase,
+  databasePool,
   deleteRedisPrefix,
   REDIS_URL,
   runId,
@@ -90,7 +91,7 @@ beforeAll(async () => {
     },
     onLine: () => {},
   })
-  sql = new pg.Pool({ connectionString: db.url, max: 2 })
+  sql = databasePool(db.url)
   redis = new Redis(REDIS_URL)
 }, 180_000)
 

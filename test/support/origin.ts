@@ -9,7 +9,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import pg from 'pg'
+import type pg from 'pg'
 import { secretList } from '../../contract/crypto'
 import {
   finalizeEvent,
@@ -19,7 +19,7 @@ import {
 } from '../../contract/event'
 import { signForward } from '../../contract/forward-signature'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
-import { createTestDatabase } from '../../local/services'
+import { createTestDatabase, databasePool } from '../../local/services'
 import { loadConfig, type OriginConfig } from '../../origin/config'
 import { parseListeningLine } from '../../origin/listening-line'
 import { type Logger, silentLogger } from '../../origin/log'
@@ -258,7 +258,7 @@ export async function startOriginTestbed(
   if (!signingSecret) throw new Error('startOriginTestbed: empty secret')
   const database = await createTestDatabase()
   const proxy = await startNeonWsProxy({ target: { host: '127.0.0.1', port: 5432 } })
-  const sql = new pg.Pool({ connectionString: database.url, max: 2 })
+  const sql = databasePool(database.url)
   let origin: RunningOrigin
   try {
     origin = await startOriginInProcess({

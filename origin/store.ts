@@ -206,8 +206,8 @@ export async function insertMessageWithOutbox(
     `WITH inserted AS (
        INSERT INTO messages (conversation_id, channel, channel_message_id, sender_external_id,
                              body, subject, payload_hash, first_delivery_key, occurred_at, edited_at,
-                             edit_seq, deleted_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12,
+                             edit_seq, attachments, deleted_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13::jsonb,
                (SELECT t.deleted_at FROM message_tombstones t
                  WHERE t.channel = $2 AND t.channel_message_id = $3))
        ON CONFLICT (channel, channel_message_id) WHERE channel_message_id IS NOT NULL DO NOTHING
@@ -233,6 +233,7 @@ export async function insertMessageWithOutbox(
       customerId,
       // A row created by an edit keeps the edit's sequence, so an older same-second edit loses.
       editedAt === null ? null : (event.editSeq ?? null),
+      JSON.stringify(event.attachments ?? []),
     ],
   )
   return rows[0]?.message_id ?? null

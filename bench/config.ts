@@ -39,9 +39,13 @@ export interface BenchConfig {
   warmupRequests: number
   /**
    * Seconds the whole run should stay within; the optional `wrangler dev` section is skipped
-   * (and says so) when too little is left. `BENCH_BUDGET_S` @default 285
+   * (and says so) when too little is left. `BENCH_BUDGET_S` @default 330
    */
   budgetS: number
+  /** The open-loop Slack backfill's rate, events/s. `BENCH_BACKFILL_RATE` @default 1000 */
+  backfillRatePerS: number
+  /** ... and how long it sends. `BENCH_BACKFILL_S` @default 30 */
+  backfillDurationS: number
   /** Run `wrangler dev` steps. `BENCH_WRANGLER_DEV=0` skips them. @default true */
   wranglerDev: boolean
   /**
@@ -87,7 +91,9 @@ export function loadBenchConfig(): BenchConfig {
     memorySampleKeys: 50,
     redisBenchmarkRequests: 50_000,
     warmupRequests: 600,
-    budgetS: intFromEnv('BENCH_BUDGET_S', 285, 30, 3_600),
+    budgetS: intFromEnv('BENCH_BUDGET_S', 330, 30, 3_600),
+    backfillRatePerS: intFromEnv('BENCH_BACKFILL_RATE', 1_000, 10, 20_000),
+    backfillDurationS: intFromEnv('BENCH_BACKFILL_S', 30, 1, 600),
     wranglerDev: process.env.BENCH_WRANGLER_DEV !== '0',
     profile: process.env.BENCH_PROFILE === '1',
     originLogLevel: process.env.BENCH_ORIGIN_LOG_LEVEL || 'info',

@@ -161,13 +161,19 @@ async function stepSpec(
 ): Promise<StepSpec> {
   const traffic = await trafficOf(state, scenario, seen)
   const noRows = scenario.touchesDatabase === false
+  const { backfillRatePerS, backfillDurationS } = state.run.config
+  const open = scenario.openLoop
+    ? { openLoop: { ratePerS: backfillRatePerS }, durationS: backfillDurationS }
+    : {}
   return {
-    id: stepId(scenario.name, c),
+    // An open loop has a rate, not a concurrency.
+    id: scenario.openLoop ? `${scenario.name}@${backfillRatePerS}/s` : stepId(scenario.name, c),
     scenario: scenario.label,
     kind: scenario.kind,
     target: TARGET_LABELS[scenario.target],
     url: urlOf(state, scenario.target),
-    concurrency: c,
+    concurrency: scenario.openLoop ? 0 : c,
+    ...open,
     ...traffic,
     // Requests that are events but reach no database: nothing to check them against.
     ...(noRows ? { events: [], touchesDatabase: false } : {}),
@@ -184,6 +190,8 @@ function urlOf(state: RunState, target: Target): string {
       return stack.verifyOnlyUrl
     case 'origin':
       return stack.origin.url
+    case 'rawInsert':
+      return stack.rawInsert.url
     case 'upstash':
       return stack.redisLayer.url
     case 'wranglerDev':
@@ -199,10 +207,16 @@ async function trafficOf(
   seen: VendorEvent[],
 ): Promise<Pick<StepSpec, 'requests' | 'events' | 'fresh'>> {
   const { factory, pool } = state
-  const sign = scenario.target === 'origin' ? signOriginRequests : signVendorRequests
+  const direct = scenario.target === 'origin' || scenario.target === 'rawInsert'
+  const sign = direct ? signOriginRequests : signVendorRequests
   switch (scenario.traffic) {
     case 'new': {
       const events = factory.fresh(pool)
+      return { requests: await sign(events), events, fresh: 'all' }
+    }
+    case 'newSlack': {
+      const { backfillRatePerS, backfillDurationS } = state.run.config
+      const events = factory.freshSlack(backfillRatePerS * backfillDurationS)
       return { requests: await sign(events), events, fresh: 'all' }
     }
     case 'replays': {

@@ -69,6 +69,11 @@ export class EventFactory {
     return Array.from({ length: count }, () => this.next())
   }
 
+  /** Slack events only (a Slack backfill). */
+  freshSlack(count: number): VendorEvent[] {
+    return Array.from({ length: count }, () => this.slack(this.seq++))
+  }
+
   next(): VendorEvent {
     const seq = this.seq++
     const vendor = VENDORS[seq % VENDORS.length] as Vendor

@@ -54,6 +54,8 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
       durationS: config.durationS,
       sweep: config.sweep,
       headlineConcurrency: state.c50,
+      backfillRatePerS: config.backfillRatePerS,
+      backfillDurationS: config.backfillDurationS,
       maxRequestsPerStep: state.pool,
       seedEvents: config.seedEvents,
       originLogLevel: config.originLogLevel,
@@ -120,6 +122,7 @@ async function openRun(run: BenchRun): Promise<RunState> {
     { name: 'workerd', pids: () => stack.workerdPids },
     { name: 'wrangler dev', pids: () => (state.dev ? groupPids(state.dev.pid) : []) },
     { name: 'origin', pids: () => (stack.origin.running ? groupPids(stack.origin.pid) : []) },
+    { name: 'raw insert server', pids: () => [stack.rawInsert.pid] },
     {
       name: 'postgres',
       pids: async () =>

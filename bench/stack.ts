@@ -4,6 +4,7 @@
  * baseline Worker. Each piece is handed to the cleanup as soon as it is up.
  * @module
  */
+import { fork } from 'node:child_process'
 import { join } from 'node:path'
 import {
   type DatabaseLayer,
@@ -27,6 +28,8 @@ export interface Stack {
   origin: OriginHandle
   gatewayUrl: string
   verifyOnlyUrl: string
+  /** The raw-INSERT baseline (bench/raw-insert-server.ts). */
+  rawInsert: { url: string; pid: number }
   gatewayVars: Record<string, string>
   workerdPids: number[]
   /** workerd's inspector for the gateway (BENCH_PROFILE=1 only). */
@@ -90,12 +93,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   cleanup.addStoppable('gateway worker (Miniflare)', worker)
   const verifyOnly = await serveBundle('verify-only', gatewayVars)
   cleanup.addStoppable('verify-only worker', verifyOnly)
+  const rawInsert = await startRawInsertServer(database.originEnv)
+  cleanup.addStoppable('raw insert server', rawInsert)
   return {
     database,
     redisLayer,
     origin,
     gatewayUrl: worker.url,
     verifyOnlyUrl: verifyOnly.url,
+    rawInsert,
     gatewayVars,
     workerdPids: childPids('workerd').filter((pid) => !known.has(pid)),
     gatewayInspectorUrl: 'inspectorUrl' in worker ? worker.inspectorUrl : undefined,
@@ -108,5 +114,37 @@ export function startUpstashStandIn(redisUrl: string, port?: number): Promise<Re
     redisUrl,
     token: BENCH_SECRETS.upstash,
     ...(port === undefined ? {} : { port }),
+  })
+}
+
+/** The raw-INSERT baseline in its own process, on the origin's database settings. */
+function startRawInsertServer(
+  env: Record<string, string>,
+): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const child = fork(join(REPO_ROOT, 'bench', 'raw-insert-server.ts'), [], {
+    cwd: REPO_ROOT,
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    child.kill('SIGTERM')
+    await exited
+  }
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error('raw insert server did not start within 30 s'))
+    }, 30_000)
+    child.once('message', (message: { port: number }) => {
+      clearTimeout(timer)
+      resolve({ url: `http://127.0.0.1:${message.port}`, pid: child.pid ?? 0, stop })
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`raw insert server exited at start (code ${code})`))
+    })
   })
 }

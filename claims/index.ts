@@ -24,6 +24,7 @@ export {
   decodeValue,
   inflightValue,
   newClaimToken,
+  sameHash,
   settledValue,
 } from './states'
 export { ClaimStore } from './store'

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { newClaimToken } from './states'
+import { newClaimToken, sameHash } from './states'
 import type { ClaimStore } from './store'
 
 /** How this attempt stands with the claim while its work runs. */
@@ -73,7 +73,7 @@ export async function runClaimed<R>(
     case 'settled':
       return work.settled({
         state: outcome.state,
-        payloadMismatch: outcome.hash !== null && outcome.hash !== hash,
+        payloadMismatch: outcome.hash !== null && !sameHash(outcome.hash, hash),
       })
     case 'inflight':
       if (work.inflight) return work.inflight()

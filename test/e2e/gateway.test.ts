@@ -24,6 +24,7 @@ import {
   startWorkerMiniflare,
   type WorkerMiniflareHandle,
 } from '../../local/stack'
+import { DONE_VALUE } from '../support/claim-values'
 import {
   slackMessageEvent,
   slackRequest,
@@ -173,7 +174,7 @@ describe.each(CASES)('$name end to end', ({ channel, fresh }) => {
     expect(statuses).toEqual(Array(8).fill(200))
     expect(await rows(channel, messageKey)).toBe(1)
     expect(await outboxRows(channel, messageKey)).toBe(1)
-    expect(await redis.get(KEY_PREFIX + deliveryKey)).toMatch(/^done\|/)
+    expect(await redis.get(KEY_PREFIX + deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('30 concurrent copies: one row', async () => {
@@ -192,7 +193,7 @@ describe.each(CASES)('$name end to end', ({ channel, fresh }) => {
     expect(await redis.del(KEY_PREFIX + deliveryKey)).toBe(1)
     expect(await send(await make())).toBe(200)
     expect(await rows(channel, messageKey)).toBe(1)
-    expect(await redis.get(KEY_PREFIX + deliveryKey)).toMatch(/^done\|/)
+    expect(await redis.get(KEY_PREFIX + deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('a bad signature: 401, no Redis key, no row', async () => {
@@ -285,6 +286,6 @@ describe('outages', () => {
     }
     expect(await rows('whatsapp', messageKey)).toBe(1)
     expect(await send(await make())).toBe(200)
-    expect(await redis.get(KEY_PREFIX + deliveryKey)).toMatch(/^done\|/)
+    expect(await redis.get(KEY_PREFIX + deliveryKey)).toMatch(DONE_VALUE)
   })
 })

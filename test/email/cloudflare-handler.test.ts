@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REDIS_URL, runId } from '../../local/services'
+import { DONE_VALUE } from '../support/claim-values'
 import { CUSTOMER, rawEmail, senderKeyPart, uniqueMessageId } from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
 import type { EmailWorker } from './support/worker'
@@ -64,7 +65,7 @@ describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
       channel_message_id: `${to}:${senderKeyPart()}:${id}`,
       first_delivery_key: `dedup:email:${to}:${senderKeyPart()}:${id}`,
     })
-    expect(await claimValue(to, id)).toMatch(/^done\|[0-9a-f]{16}$/)
+    expect(await claimValue(to, id)).toMatch(DONE_VALUE)
   })
 
   it('five concurrent deliveries of one email: one row (the others wait or retry later)', async () => {
@@ -128,7 +129,7 @@ describe('keys', () => {
         `${to}:${senderKeyPart()}:${id}`,
       ].sort(),
     )
-    expect(await claimValue(to, id)).toMatch(/^done\|/)
+    expect(await claimValue(to, id)).toMatch(DONE_VALUE)
   })
 
   it("a stranger's In-Reply-To of a customer's mail opens the stranger's own conversation", async () => {

@@ -30,6 +30,7 @@ import {
   type WorkerMiniflareHandle,
 } from '../../local/stack'
 import { type Balancer, startBalancer } from '../faults/support/balancer'
+import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
 import { runFailuresCli } from '../support/origin'
 import {
   slackMessageEvent,
@@ -203,7 +204,7 @@ describe('the origin down', () => {
         expect(await send(await d.make())).toBe(200)
         expect(await send(await d.make())).toBe(200)
       }
-      for (const d of deliveries) expect(await claim(d)).toMatch(/^spooled\|/)
+      for (const d of deliveries) expect(await claim(d)).toMatch(SPOOLED_VALUE)
       for (const d of deliveries) expect(await messageRows(d)).toBe(0)
     } finally {
       await origin.restart()
@@ -211,7 +212,7 @@ describe('the origin down', () => {
 
     await eventually(allLanded(deliveries))
     await eventually(async () =>
-      (await Promise.all(deliveries.map(claim))).every((v) => v?.startsWith('done|')),
+      (await Promise.all(deliveries.map(claim))).every((v) => DONE_VALUE.test(v ?? '')),
     )
     for (const d of deliveries) {
       expect(await outboxOf(d)).toHaveLength(1)

@@ -3,6 +3,8 @@
  * origin: replays, concurrency, origin failures, Redis outages and slowness, key namespaces.
  */
 import { describe, expect, inject, it } from 'vitest'
+import { settledValue } from '../../claims'
+import { DONE_VALUE } from '../support/claim-values'
 import {
   slackMessageEvent,
   slackRequest,
@@ -47,7 +49,7 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
     expect(answers).toEqual(Array(8).fill(200))
     const { calls } = await h.originCalls()
     expect(calls).toHaveLength(1)
-    expect(await h.redisGet(deliveryKey)).toBe(`done|${calls[0]?.payloadHash}`)
+    expect(await h.redisGet(deliveryKey)).toBe(settledValue('done', calls[0]?.payloadHash ?? ''))
     expect(await h.redisTtl(deliveryKey)).toBeGreaterThan(86_000)
   })
 
@@ -73,7 +75,7 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
     expect((await h.deliver(await make())).status).toBe(200)
     const { calls } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([503, 201])
-    expect(await h.redisGet(deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('Redis unreachable: every copy still forwarded (fail open); the origin decides', async () => {
@@ -119,7 +121,7 @@ describe('in flight', () => {
     await h.setOriginMode({ kind: 'ok' })
     expect((await h.deliver(await make())).status).toBe(200)
     expect((await h.originCalls()).calls).toHaveLength(1)
-    expect(await h.redisGet(deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('a replay takes over when the first attempt fails and releases, and forwards itself', async () => {
@@ -133,7 +135,7 @@ describe('in flight', () => {
     expect((await first).status).toBe(503)
     expect(replay.status).toBe(200)
     expect((await h.originCalls()).calls.map((c) => c.answered)).toEqual([500, 201])
-    expect(await h.redisGet(deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('an origin slower than its timeout: released within Slack budget, retryable answer', async () => {
@@ -205,9 +207,9 @@ describe('Twilio status callbacks', () => {
     expect((await h.originCalls()).calls.map((c) => c.deliveryKey)).toEqual([
       `dedup:whatsapp:${ACCOUNT}:${sid}`,
     ])
-    expect(await h.redisGet(`dedup:whatsapp:${ACCOUNT}:${sid}`)).toMatch(/^done\|/)
+    expect(await h.redisGet(`dedup:whatsapp:${ACCOUNT}:${sid}`)).toMatch(DONE_VALUE)
     for (const id of [`${sid}:sent`, `${sid}:delivered`, `${sid}:undelivered:30003`]) {
-      expect(await h.redisGet(`dedup:twilio-status:${ACCOUNT}:${id}`)).toMatch(/^done\|/)
+      expect(await h.redisGet(`dedup:twilio-status:${ACCOUNT}:${id}`)).toMatch(DONE_VALUE)
     }
   })
 
@@ -298,7 +300,7 @@ describe('Slack', () => {
       })
     expect((await h.deliver(await request())).status).toBe(200)
     expect((await h.deliver(await request())).status).toBe(200)
-    expect(await h.redisGet(`dedup:slack-interaction:A1:${triggerId}`)).toMatch(/^done\|/)
+    expect(await h.redisGet(`dedup:slack-interaction:A1:${triggerId}`)).toMatch(DONE_VALUE)
     expect((await h.originCalls()).calls).toHaveLength(0)
   })
 })

@@ -493,7 +493,10 @@ describe('values the database refuses', () => {
 
   it('a NUL in an attachment (not made by finalizeEvent) is a 400 invalid_event, never a 500', async () => {
     const event = await eventFixture({ attachments: [{ kind: 'document', fileName: 'a.pdf' }] })
-    const dirty = { ...event, attachments: [{ kind: 'document' as const, fileName: 'a\u0000.pdf' }] }
+    const dirty = {
+      ...event,
+      attachments: [{ kind: 'document' as const, fileName: 'a\u0000.pdf' }],
+    }
     const answer = await bed.post(dirty)
     expect(answer.status).toBe(400)
     expect(JSON.stringify(answer.body)).toContain('invalid_event')

@@ -21,6 +21,7 @@ import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
 import type { Delivery } from '../../worker/channels/types'
 import { MAX_SPOOL_MESSAGE_BYTES, messageBytes, spoolMessage } from '../../worker/spool/message'
+import * as media from './media-payloads'
 import { slackMessageEvent, TEST_SECRETS, twilioParams } from './signed-requests'
 
 const bot = TEST_SECRETS.telegramBotId
@@ -66,37 +67,10 @@ describe('Telegram media', () => {
   })
 
   it('a photo: the largest PhotoSize (not the last listed), the caption as body and on the attachment', async () => {
-    const update = message({
-      caption: 'the broken part',
-      photo: [
-        { file_id: 'AgAD-small', file_unique_id: 'AQAD-s', file_size: 1418, width: 90, height: 67 },
-        {
-          file_id: 'AgAD-large',
-          file_unique_id: 'AQAD-l',
-          file_size: 99824,
-          width: 1280,
-          height: 960,
-        },
-        {
-          file_id: 'AgAD-medium',
-          file_unique_id: 'AQAD-m',
-          file_size: 21345,
-          width: 320,
-          height: 240,
-        },
-      ],
-    })
+    const update = media.telegramPhotoUpdate({ caption: 'the broken part' })
     const draft = draftOf(classifyTelegram(update, bot))
     expect(draft.body).toBe('the broken part')
-    expect(draft.attachments).toEqual([
-      {
-        kind: 'image',
-        mediaId: 'AgAD-large',
-        size: 99824,
-        caption: 'the broken part',
-        content: { file_unique_id: 'AQAD-l', width: 1280, height: 960 },
-      },
-    ])
+    expect(draft.attachments).toEqual([{ ...media.TELEGRAM_PHOTO, caption: 'the broken part' }])
     await expectValid(draft)
   })
 
@@ -267,55 +241,16 @@ describe('Telegram media', () => {
 })
 
 describe('Slack files', () => {
-  const file = {
-    id: 'F0A12BCDE',
-    created: 1712345678,
-    timestamp: 1712345678,
-    name: 'scan.pdf',
-    title: 'scan',
-    mimetype: 'application/pdf',
-    filetype: 'pdf',
-    pretty_type: 'PDF',
-    user: 'U123ABC456',
-    editable: false,
-    size: 48213,
-    mode: 'hosted',
-    is_external: false,
-    external_type: '',
-    is_public: false,
-    public_url_shared: false,
-    display_as_bot: false,
-    username: '',
-    url_private: 'https://files.slack.com/files-pri/T123ABC456-F0A12BCDE/scan.pdf',
-    url_private_download:
-      'https://files.slack.com/files-pri/T123ABC456-F0A12BCDE/download/scan.pdf',
-    permalink: 'https://example.slack.com/files/U123ABC456/F0A12BCDE/scan.pdf',
-  }
-  const fileShare = (files: unknown[], text = '') => {
-    const base = slackMessageEvent({ text })
-    const event = base.event as Record<string, unknown>
-    return {
-      kind: 'json' as const,
-      body: {
-        ...base,
-        event: { ...event, subtype: 'file_share', files, upload: true, display_as_bot: false },
-      },
-    }
-  }
+  const file = media.SLACK_FILE
+  const fileShare = (files: unknown[], text = '') => ({
+    kind: 'json' as const,
+    body: media.slackFileShare(files, { text }),
+  })
 
   it('a file_share without text: forwarded, empty body, the file’s id, type, size, name and url_private', async () => {
     const draft = draftOf(await classifySlack(fileShare([file])))
     expect(draft.body).toBe('')
-    expect(draft.attachments).toEqual([
-      {
-        kind: 'document',
-        mediaId: 'F0A12BCDE',
-        url: 'https://files.slack.com/files-pri/T123ABC456-F0A12BCDE/scan.pdf',
-        mimeType: 'application/pdf',
-        size: 48213,
-        fileName: 'scan.pdf',
-      },
-    ])
+    expect(draft.attachments).toEqual([media.SLACK_FILE_ATTACHMENT])
     await expectValid(draft)
   })
 
@@ -366,17 +301,9 @@ describe('Slack files', () => {
 })
 
 describe('Twilio media', () => {
-  const account = 'AC0123456789abcdef0123456789abcdef'
-  const mediaUrl = (sid: string) =>
-    `https://api.twilio.com/2010-04-01/Accounts/${account}/Messages/MM0123456789abcdef0123456789abcdef/Media/${sid}`
-  const withMedia = (media: Array<[string, string]>, body = '') => {
-    const params = twilioParams({ body }).filter(([name]) => name !== 'NumMedia')
-    params.push(['NumMedia', String(media.length)])
-    for (const [n, [type, url]] of media.entries()) {
-      params.push([`MediaContentType${n}`, type], [`MediaUrl${n}`, url])
-    }
-    return new Map(params)
-  }
+  const mediaUrl = media.twilioMediaUrl
+  const withMedia = (list: Array<[string, string]>, body = '') =>
+    new Map(media.twilioMediaParams(list, { body }))
 
   it('an MMS with two media and no text: forwarded, empty body, URL, Media SID and type each', async () => {
     const me0 = 'ME0123456789abcdef0123456789abcdef'
@@ -412,11 +339,11 @@ describe('Twilio media', () => {
   })
 
   it(`keeps the first ${LIMITS.attachments} of more media, and the message`, async () => {
-    const media = Array.from({ length: 60 }, (_, n): [string, string] => [
+    const sixty = Array.from({ length: 60 }, (_, n): [string, string] => [
       'image/png',
       mediaUrl(`ME${String(n).padStart(32, '0')}`),
     ])
-    const draft = draftOf(classifyTwilio(withMedia(media)))
+    const draft = draftOf(classifyTwilio(withMedia(sixty)))
     expect(draft.attachments).toHaveLength(LIMITS.attachments)
     expect(draft.attachments?.[49]?.mediaId).toBe(`ME${'49'.padStart(32, '0')}`)
     await expectValid(draft)

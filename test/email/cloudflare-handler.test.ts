@@ -12,6 +12,7 @@ import {
   CUSTOMER,
   rawEmail,
   rawEmailWithAttachments,
+  scanPdf,
   senderKeyPart,
   uniqueMessageId,
 } from './support/emails'
@@ -313,29 +314,15 @@ describe('what the sending server is told', () => {
 describe('attachments', () => {
   it('a PDF with no text becomes a row: empty body, its metadata in attachments, no bytes', async () => {
     const to = inbox()
-    const pdf = new Uint8Array(Buffer.from(`%PDF-1.7 scan ${runId()}\n%%EOF\n`))
-    const raw = rawEmailWithAttachments({ to, subject: 'Scan' }, [
-      { fileName: 'scan-0001.pdf', mimeType: 'application/pdf', content: pdf },
-    ])
+    const pdf = scanPdf('scan-0001.pdf')
+    const raw = rawEmailWithAttachments({ to, subject: 'Scan' }, [pdf.fixture])
     expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
     expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
     const { rows } = await bed.db.sql.query(
       `SELECT body, attachments FROM messages WHERE channel = 'email' AND channel_message_id LIKE $1`,
       [`${to}:%`],
     )
-    expect(rows).toEqual([
-      {
-        body: '',
-        attachments: [
-          {
-            kind: 'document',
-            mimeType: 'application/pdf',
-            size: pdf.byteLength,
-            fileName: 'scan-0001.pdf',
-          },
-        ],
-      },
-    ])
+    expect(rows).toEqual([{ body: '', attachments: [pdf.stored] }])
     expect(JSON.stringify(rows)).not.toContain('%PDF')
   })
 })

@@ -14,6 +14,7 @@ import {
   GMAIL_TRACE_HEADERS,
   rawEmail,
   rawEmailWithAttachments,
+  scanPdf,
   senderKeyPart,
   uniqueMessageId,
 } from './support/emails'
@@ -182,9 +183,9 @@ describe('another sender reusing the Message-ID', () => {
 describe('attachments both ways', () => {
   it('an attachment-only mail without Message-ID, Gmail then Cloudflare: one row, its files', async () => {
     await freshMailbox()
-    const pdf = new Uint8Array(Buffer.from(`%PDF-1.7 ${runId()}\n%%EOF\n`))
+    const pdf = scanPdf()
     const common = { to: mailbox, messageId: null, subject: 'Scan' }
-    const files = [{ fileName: 'scan.pdf', mimeType: 'application/pdf', content: pdf }]
+    const files = [pdf.fixture]
     gmail.deliver(rawEmailWithAttachments({ ...common, traceHeaders: GMAIL_TRACE_HEADERS }, files))
     expect(await poller.pollOnce()).toMatchObject({ status: 'completed', ingested: 1 })
     const viaCloudflare = rawEmailWithAttachments(
@@ -196,18 +197,6 @@ describe('attachments both ways', () => {
       `SELECT body, attachments FROM messages WHERE channel = 'email' AND channel_message_id LIKE $1`,
       [`${mailbox}:%`],
     )
-    expect(stored).toEqual([
-      {
-        body: '',
-        attachments: [
-          {
-            kind: 'document',
-            mimeType: 'application/pdf',
-            size: pdf.byteLength,
-            fileName: 'scan.pdf',
-          },
-        ],
-      },
-    ])
+    expect(stored).toEqual([{ body: '', attachments: [pdf.stored] }])
   })
 })

@@ -119,3 +119,13 @@ export function rawEmailWithAttachments(
   const body = parts.map((part) => `--${boundary}\r\n${part}`).join('')
   return `${headers}\r\nContent-Type: multipart/mixed; boundary="${boundary}"\r\n\r\n${body}--${boundary}--\r\n`
 }
+
+/** A small PDF attachment unique to the test, and the metadata a row should hold for it. */
+export function scanPdf(fileName = 'scan.pdf') {
+  const content = new Uint8Array(Buffer.from(`%PDF-1.7 ${randomBytes(6).toString('hex')}\n%%EOF\n`))
+  const mimeType = 'application/pdf'
+  return {
+    fixture: { fileName, mimeType, content },
+    stored: { kind: 'document', mimeType, size: content.byteLength, fileName },
+  }
+}

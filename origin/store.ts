@@ -164,18 +164,22 @@ async function emailKeyForms(
  * with the same time are ordered by `editSeq` (the larger wins; a row edited before sequences
  * existed has none, and an edit that has one wins over it).
  * `payload_hash` keeps the original message's hash, so a replay of the original is no mismatch.
+ * An edit's attachments (the whole new message's: a new caption, a replaced photo) replace the
+ * row's; an edit without any leaves them.
  */
 export async function applyEdit(db: Queryable, event: InboundEvent): Promise<StoredMessage | null> {
+  const media = event.attachments?.length ? JSON.stringify(event.attachments) : null
   const rows = await db.query<StoredMessageRow>(
     `UPDATE messages m
-        SET body = $3, edited_at = $4, edit_seq = $5, updated_at = now()
+        SET body = $3, edited_at = $4, edit_seq = $5, updated_at = now(),
+            attachments = COALESCE($6::jsonb, m.attachments)
        FROM conversations c
       WHERE c.id = m.conversation_id AND m.channel = $1 AND m.channel_message_id = $2
         AND (m.edited_at IS NULL OR m.edited_at < $4
              OR (m.edited_at = $4 AND $5::bigint IS NOT NULL
                  AND (m.edit_seq IS NULL OR m.edit_seq < $5)))
       RETURNING ${STORED_MESSAGE_COLUMNS}`,
-    [event.channel, event.messageKey, event.body, event.occurredAt, event.editSeq ?? null],
+    [event.channel, event.messageKey, event.body, event.occurredAt, event.editSeq ?? null, media],
   )
   return toStoredMessage(rows[0])
 }

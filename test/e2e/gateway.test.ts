@@ -25,6 +25,7 @@ import {
   type WorkerMiniflareHandle,
 } from '../../local/stack'
 import { DONE_VALUE } from '../support/claim-values'
+import * as media from '../unit/media-payloads'
 import {
   slackMessageEvent,
   slackRequest,
@@ -287,5 +288,61 @@ describe('outages', () => {
     expect(await rows('whatsapp', messageKey)).toBe(1)
     expect(await send(await make())).toBe(200)
     expect(await redis.get(KEY_PREFIX + deliveryKey)).toMatch(DONE_VALUE)
+  })
+})
+
+describe('attachments end to end', () => {
+  async function stored(channel: string, messageKey: string) {
+    const result = await sql.query(
+      'SELECT body, attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      [channel, messageKey],
+    )
+    return result.rows
+  }
+
+  it('a Telegram photo without caption, delivered twice: one row, empty body, the photo’s metadata', async () => {
+    const updateId = Math.floor(Math.random() * 2 ** 31)
+    const chatId = Math.floor(Math.random() * 2 ** 40)
+    const url = `${worker.url}/webhooks/telegram`
+    const update = media.telegramPhotoUpdate({ updateId, chatId, messageId: 7 })
+    expect(await send(telegramRequest(url, update))).toBe(200)
+    expect(await send(telegramRequest(url, update))).toBe(200)
+    expect(await stored('telegram', `${TEST_SECRETS.telegramBotId}:${chatId}:7`)).toEqual([
+      { body: '', attachments: [media.TELEGRAM_PHOTO] },
+    ])
+  })
+
+  it('a Slack file_share with text, and a Twilio MMS: their files in the row, the text as body', async () => {
+    const ts = `${Math.floor(Date.now() / 1000)}.${Math.floor(Math.random() * 1e6)}`
+    const share = media.slackFileShare([media.SLACK_FILE], {
+      text: 'see the scan',
+      eventId: `Ev${uniq()}`,
+      ts,
+    })
+    expect(await send(await slackRequest(`${worker.url}/webhooks/slack`, share))).toBe(200)
+    expect(await stored('slack', `T123ABC456:C123ABC456:${ts}`)).toEqual([
+      { body: 'see the scan', attachments: [media.SLACK_FILE_ATTACHMENT] },
+    ])
+
+    const sid = `SM${uniq()}`
+    const mediaSid = 'ME0123456789abcdef0123456789abcdef'
+    const mms = media.twilioMediaParams([['audio/ogg', media.twilioMediaUrl(mediaSid)]], {
+      messageSid: sid,
+      body: '',
+    })
+    expect(await send(await twilioRequest(`${worker.url}/webhooks/twilio`, mms))).toBe(200)
+    expect(await stored('whatsapp', `${ACCOUNT}:${sid}`)).toEqual([
+      {
+        body: '',
+        attachments: [
+          {
+            kind: 'audio',
+            mediaId: mediaSid,
+            url: media.twilioMediaUrl(mediaSid),
+            mimeType: 'audio/ogg',
+          },
+        ],
+      },
+    ])
   })
 })

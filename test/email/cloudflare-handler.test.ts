@@ -9,7 +9,14 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REDIS_URL, runId } from '../../local/services'
 import { DONE_VALUE } from '../support/claim-values'
-import { CUSTOMER, rawEmail, senderKeyPart, uniqueMessageId } from './support/emails'
+import {
+  CUSTOMER,
+  rawEmail,
+  rawEmailWithAttachments,
+  scanPdf,
+  senderKeyPart,
+  uniqueMessageId,
+} from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
 import type { EmailWorker } from './support/worker'
 
@@ -302,5 +309,21 @@ describe('what the sending server is told', () => {
     expect(logs.some((l) => l.includes(secretText))).toBe(false)
     // The From address is part of the keys only as a hash.
     expect(logs.some((l) => l.includes(CUSTOMER))).toBe(false)
+  })
+})
+
+describe('attachments', () => {
+  it('a PDF with no text becomes a row: empty body, its metadata in attachments, no bytes', async () => {
+    const to = inbox()
+    const pdf = scanPdf('scan-0001.pdf')
+    const raw = rawEmailWithAttachments({ to, subject: 'Scan' }, [pdf.fixture])
+    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    const { rows } = await bed.db.sql.query(
+      `SELECT body, attachments FROM messages WHERE channel = 'email' AND channel_message_id LIKE $1`,
+      [`${to}:%`],
+    )
+    expect(rows).toEqual([{ body: '', attachments: [pdf.stored] }])
+    expect(JSON.stringify(rows)).not.toContain('%PDF')
   })
 })

@@ -572,6 +572,36 @@ describe('attachments', () => {
     })
   })
 
+  it('an edit with attachments replaces the row’s (a new caption); an edit without leaves them', async () => {
+    const original = await eventFixture({
+      body: 'the broken part',
+      occurredAt: minutesAgo(10),
+      attachments: [photo],
+    })
+    expect((await bed.post(original)).status).toBe(201)
+    const recaptioned = { ...photo, caption: 'the broken part, closer' }
+    const edit = (at: string, attachments?: (typeof photo | typeof recaptioned)[]) =>
+      eventFixture({
+        ...original,
+        kind: 'edit',
+        body: 'the broken part, closer',
+        occurredAt: at,
+        deliveryKey: `edit-${at}`,
+        attachments,
+      })
+    expect((await bed.post(await edit(minutesAgo(5), [recaptioned]))).status).toBe(200)
+    const stored = async () =>
+      (
+        await bed.sql.query(
+          'SELECT attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+          [original.channel, original.messageKey],
+        )
+      ).rows
+    expect(await stored()).toEqual([{ attachments: [recaptioned] }])
+    expect((await bed.post(await edit(minutesAgo(2)))).status).toBe(200)
+    expect(await stored()).toEqual([{ attachments: [recaptioned] }])
+  })
+
   it('more than the bound, or content over 16 KiB, is a 400 naming the field', async () => {
     const many = await eventFixture({
       attachments: Array.from({ length: 51 }, () => ({ kind: 'file' as const })),

@@ -4,6 +4,7 @@
  */
 import { SELF } from 'cloudflare:test'
 import { describe, expect, inject, it } from 'vitest'
+import * as media from '../unit/media-payloads'
 import {
   slackMessageEvent,
   slackRequest,
@@ -211,6 +212,60 @@ describe('routes', () => {
     const callback = { update_id: 77, callback_query: { id: 'q', from: { id: 1 }, data: 'x' } }
     expect((await h.deliver(telegramRequest(telegramUrl, callback))).status).toBe(200)
     expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
+    expect((await h.originCalls()).calls).toHaveLength(0)
+  })
+})
+
+describe('media-only deliveries (signed): forwarded with their attachments, never ignored', () => {
+  it('a Telegram photo without caption, a Slack file_share without text, a Twilio MMS without Body', async () => {
+    const h = harness()
+    const updateId = Math.floor(Math.random() * 2 ** 31)
+    const photo = media.telegramPhotoUpdate({ updateId })
+    const eventId = `Ev${crypto.randomUUID().slice(0, 8)}`
+    const share = media.slackFileShare([media.SLACK_FILE], { eventId })
+    const mediaSid = 'ME0123456789abcdef0123456789abcdef'
+    const mms = media.twilioMediaParams([['image/jpeg', media.twilioMediaUrl(mediaSid)]], {
+      body: '',
+    })
+    for (const request of [
+      telegramRequest(telegramUrl, photo),
+      await slackRequest(slackUrl, share),
+      await twilioRequest(twilioUrl, mms),
+    ]) {
+      expect((await h.deliver(request)).status).toBe(200)
+    }
+    const calls = (await h.originCalls()).calls
+    expect(
+      calls.map(({ channel, kind, body, attachments }) => ({ channel, kind, body, attachments })),
+    ).toEqual([
+      { channel: 'telegram', kind: 'message', body: '', attachments: [media.TELEGRAM_PHOTO] },
+      { channel: 'slack', kind: 'message', body: '', attachments: [media.SLACK_FILE_ATTACHMENT] },
+      {
+        channel: 'whatsapp',
+        kind: 'message',
+        body: '',
+        attachments: [
+          {
+            kind: 'image',
+            mediaId: mediaSid,
+            url: media.twilioMediaUrl(mediaSid),
+            mimeType: 'image/jpeg',
+          },
+        ],
+      },
+    ])
+  })
+
+  it('a Twilio media delivery signed without its media parameters is refused (they are signed too)', async () => {
+    const h = harness()
+    const mms = media.twilioMediaParams([
+      ['image/jpeg', media.twilioMediaUrl('ME0123456789abcdef0123456789abcdef')],
+    ])
+    const signedWithout = mms.filter(([name]) => !name.startsWith('Media'))
+    const signature =
+      (await twilioRequest(twilioUrl, signedWithout)).headers.get('x-twilio-signature') ?? ''
+    const forged = await twilioRequest(twilioUrl, mms, { signature })
+    expect((await h.deliver(forged)).status).toBe(401)
     expect((await h.originCalls()).calls).toHaveLength(0)
   })
 })

@@ -8,6 +8,7 @@
  *   may send one message under several event ids (`message` + `app_mention`, incidents), which
  *   Postgres catches on this key.
  * - interactions: `dedup:slack-interaction:{api_app_id}:{trigger_id}`, recorded, never a message.
+ * A message's `files[]` (subtype `file_share`) become its attachments (slack-files.ts).
  * @module
  */
 
@@ -24,6 +25,7 @@ import {
   verifyForTenant,
 } from '../tenants'
 import { plainReplies } from './replies'
+import { slackFiles } from './slack-files'
 import {
   type Delivery,
   type DeliveryKey,
@@ -242,6 +244,7 @@ function messageDraft(
       sender: { externalId: user },
       body: typeof message.text === 'string' ? message.text : '',
       occurredAt: isoFromUnixSeconds(edited?.ts ?? event.ts) ?? isoFromUnixSeconds(ts) ?? '',
+      ...slackFiles(message),
     }
   }
   if (subtype === 'message_deleted') {
@@ -273,6 +276,7 @@ function messageDraft(
     sender: { externalId: user },
     body: typeof event.text === 'string' ? event.text : '',
     occurredAt: isoFromUnixSeconds(ts) ?? '',
+    ...slackFiles(event),
   }
 }
 

@@ -8,6 +8,8 @@
  *   the bot's); a business message `{bot id}:biz:{business_connection_id}:{chat.id}:{message_id}`
  *   (a business chat may share its id with a bot chat). An edit has the same key, kind `edit`, time
  *   `edit_date` and `editSeq` = `update_id` (edits within one second are ordered by it).
+ * - media, locations and contacts become the event's attachments (telegram-media.ts); the body is
+ *   the text, or the caption.
  * - service messages (members joined, title changed, pinned, ...) are recorded, never forwarded;
  *   the business account's own messages in its chats are ignored (like a bot's echoes).
  * @module
@@ -27,6 +29,7 @@ import {
   verifyForTenant,
 } from '../tenants'
 import { plainReplies } from './replies'
+import { telegramAttachments } from './telegram-media'
 import { isServiceMessage } from './telegram-service'
 import {
   type ChannelDelivery,
@@ -207,6 +210,7 @@ export function classifyTelegram(update: TelegramUpdate, botId: string): Channel
   )
   if (!occurredAt) throw new InvalidPayloadError(`telegram ${field} without a date`)
 
+  const attachments = telegramAttachments(message)
   const draft: InboundEventDraft = {
     kind,
     channel: 'telegram',
@@ -218,6 +222,7 @@ export function classifyTelegram(update: TelegramUpdate, botId: string): Channel
     occurredAt,
     // update_id grows with each update of one bot: the later of two same-second edits wins.
     ...(kind === 'edit' ? { editSeq: updateId } : {}),
+    ...(attachments ? { attachments } : {}),
   }
   return { action: 'forward', key, draft }
 }

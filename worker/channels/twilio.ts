@@ -7,6 +7,7 @@
  * - status callback: `dedup:twilio-status:{AccountSid}:{MessageSid}:{MessageStatus}[:{ErrorCode}]`,
  *   its own namespace: an outbound message's statuses share its MessageSid, so keying them like
  *   inbound messages would swallow the later statuses (and they are never message rows).
+ * Media (`NumMedia`, `MediaUrl{N}`) become the event's attachments (twilio-media.ts).
  * @module
  */
 
@@ -22,6 +23,7 @@ import {
   verifyForTenant,
 } from '../tenants'
 import { retryLaterResponse } from './replies'
+import { twilioAttachments } from './twilio-media'
 import {
   type ChannelDelivery,
   type DeliveryKey,
@@ -238,6 +240,7 @@ export function classifyTwilio(
   const key: DeliveryKey = { namespace: channel, scope: accountSid, id: messageSid }
   const now = (options.nowSeconds ?? systemClock)()
   const profileName = str(params.get('ProfileName'))
+  const attachments = twilioAttachments(params)
   return {
     action: 'forward',
     key,
@@ -250,6 +253,7 @@ export function classifyTwilio(
       sender: { externalId: from, ...(profileName ? { displayName: profileName } : {}) },
       body: params.get('Body') ?? '',
       occurredAt: new Date(now * 1000).toISOString(),
+      ...(attachments ? { attachments } : {}),
     },
   }
 }

@@ -8,11 +8,12 @@
  */
 import { type ClaimSettings, readClaimSettings } from '../claims'
 import { secretList } from '../contract/crypto'
+import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { rawValue, readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
 import { perIsolate } from './per-isolate'
-import { INFLIGHT_WAIT_MS, MAX_BODY_BYTES, ORIGIN_SHARED_SECRET, ORIGIN_URL } from './settings'
+import { INFLIGHT_WAIT_MS, MAX_BODY_BYTES, ORIGIN_URL } from './settings'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
 /** A channel is either ready, or names what is missing (variable names, never values). */

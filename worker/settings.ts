@@ -7,6 +7,7 @@
  * @module
  */
 import { CLAIM_SETTINGS } from '../claims/settings'
+import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { type SettingRow, setting, settingTable } from '../contract/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
 import { SPOOL_SETTINGS } from './spool/config'
@@ -16,12 +17,6 @@ export const ORIGIN_URL = setting({
   kind: 'url',
   secret: false,
   doc: 'the origin; unset: every channel answers 503',
-})
-export const ORIGIN_SHARED_SECRET = setting({
-  name: 'ORIGIN_SHARED_SECRET',
-  kind: 'secret-list',
-  secret: true,
-  doc: 'signs forwards to the origin (the first signs, every entry verifies)',
 })
 export const OPERATOR_TOKEN = setting({
   name: 'OPERATOR_TOKEN',

@@ -16,7 +16,13 @@ import type { Env } from './env'
 import { ChannelNotConfiguredError, InvalidPayloadError } from './errors'
 import { describeForward, type ForwardResult, forwardEvent } from './forward'
 import { claimStoreFor } from './gateway'
-import { type Decision, type DecisionLog, describeError, logDecision, logProblem } from './log'
+import {
+  type Decision,
+  describeError,
+  logDecision,
+  logProblem,
+  type WorkerDecisionLog,
+} from './log'
 import { deadMessage, spoolMessage } from './spool/message'
 import {
   type DeadLetterQueue,
@@ -35,11 +41,14 @@ export type Outcome = OutcomeFields &
   ({ decision: Exclude<Decision, 'challenge'> } | { decision: 'challenge'; challenge: string })
 
 /** A decision's fields; `channel` defaults to the front door's (an event names sms / whatsapp). */
-type OutcomeFields = Omit<DecisionLog, 'channel' | 'decision' | 'status' | 'ms'> & {
+type OutcomeFields = Omit<WorkerDecisionLog, 'channel' | 'decision' | 'status' | 'ms'> & {
   channel?: string
 }
 /** What is known of a forward before the origin answers. */
-type KnownFields = Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey' | 'redis' | 'reason'>
+type KnownFields = Pick<
+  WorkerDecisionLog,
+  'channel' | 'deliveryKey' | 'fallbackKey' | 'redis' | 'reason'
+>
 
 export interface DeliveryContext {
   /** Log label of the front door: slack | twilio | telegram | email. */
@@ -183,7 +192,7 @@ async function forwardAndDecide(
   key: DeliveryKey,
   event: InboundEvent,
   hold: ClaimHold,
-  base: Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
+  base: Pick<WorkerDecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
 ): Promise<{ result: Outcome; end: ClaimEnd }> {
   const redis = hold.redis === 'inflight' ? 'ok' : hold.redis
   const reason = hold.redis === 'unavailable' ? describeError(hold.error) : undefined

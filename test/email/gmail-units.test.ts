@@ -3,12 +3,14 @@
  * the fake Google token endpoint, with an injected clock), and label filtering.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readClaimSettings } from '../../claims'
 import { ConfigError } from '../../origin/config'
 import { BadMessageError, GmailApi } from '../../origin/gmail/api'
-import { GMAIL_DEFAULTS, loadGmailConfig, loadGmailRedisSettings } from '../../origin/gmail/config'
+import { GMAIL_DEFAULTS, loadGmailConfig } from '../../origin/gmail/config'
 import { backoffDelay, GmailHttpError, type HttpOptions } from '../../origin/gmail/http'
 import { hasSkippedLabel } from '../../origin/gmail/ingest-message'
 import { AccessTokens } from '../../origin/gmail/oauth'
+import { parseSettings } from '../../worker/config'
 import { type FakeGmail, type MessageFault, startFakeGmail } from '../support/fake-gmail'
 
 const REQUIRED = {
@@ -57,14 +59,24 @@ describe('configuration', () => {
   })
 
   it('reads the Redis variables exactly as the worker does (same prefix, same defaults)', () => {
-    expect(loadGmailRedisSettings({})).toMatchObject({ redis: null, redisKeyPrefix: '' })
-    expect(
-      loadGmailRedisSettings({
-        UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:8079/',
-        UPSTASH_REDIS_REST_TOKEN: 't',
-        REDIS_KEY_PREFIX: 'p:',
-      }),
-    ).toMatchObject({ redis: { url: 'http://127.0.0.1:8079', token: 't' }, redisKeyPrefix: 'p:' })
+    const claimFields = (env: Record<string, string>) => {
+      const { redis, redisKeyPrefix, dedupTtlSeconds, claimLeaseMs, redisTimeoutMs } =
+        parseSettings(env)
+      return { redis, redisKeyPrefix, dedupTtlSeconds, claimLeaseMs, redisTimeoutMs }
+    }
+    expect(readClaimSettings({}, [])).toMatchObject({ redis: null, redisKeyPrefix: '' })
+    const env = {
+      UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:8079/',
+      UPSTASH_REDIS_REST_TOKEN: 't',
+      REDIS_KEY_PREFIX: 'p:',
+      CLAIM_LEASE_MS: '100',
+    }
+    expect(readClaimSettings(env, [])).toMatchObject({
+      redis: { url: 'http://127.0.0.1:8079', token: 't' },
+      redisKeyPrefix: 'p:',
+    })
+    for (const each of [{}, env])
+      expect(readClaimSettings(each, [])).toMatchObject(claimFields(each))
   })
 })
 

@@ -18,10 +18,12 @@ import type { InboundEventDraft } from '../../contract/event'
 import { InvalidPayloadError } from '../errors'
 import {
   allSecrets,
+  sharedSecretRow,
   type TenantSecrets,
   type TenantVariables,
   type TenantVerdict,
   tenantSecrets,
+  tenantSecretsRow,
   verifyForTenant,
 } from '../tenants'
 import { plainReplies } from './replies'
@@ -47,9 +49,21 @@ export interface SlackConfig {
   signingSecrets: TenantSecrets
 }
 
+const SLACK_VARIABLES = [
+  sharedSecretRow('SLACK_SIGNING_SECRET', 'signing secrets of a single tenant: any api_app_id'),
+  tenantSecretsRow('SLACK_SIGNING_SECRETS_BY_APP', 'each api_app_id its own signing secrets'),
+] as const
+
+const SLACK_SECRETS: TenantVariables = {
+  shared: SLACK_VARIABLES[0],
+  perTenant: SLACK_VARIABLES[1],
+  rule: { test: (id) => /^A[A-Z0-9]{1,31}$/.test(id), hint: 'a Slack app id (A…)' },
+}
+
 /** Slack waits 3 s for an answer, then retries in parallel: answer within 2.5 s. */
-export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload> = {
+export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload, typeof SLACK_VARIABLES> = {
   name: 'slack',
+  variables: SLACK_VARIABLES,
   paths: ['/slack'],
   budgetMs: 2_500,
   settings(env, warnings) {
@@ -61,12 +75,6 @@ export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload> = {
   parse: (parts) => parseSlack(parts.body, parts.headers.get('content-type')),
   classify: (payload) => classifySlack(payload),
   replies: plainReplies,
-}
-
-const SLACK_SECRETS: TenantVariables = {
-  perTenant: 'SLACK_SIGNING_SECRETS_BY_APP',
-  shared: 'SLACK_SIGNING_SECRET',
-  rule: { test: (id) => /^A[A-Z0-9]{1,31}$/.test(id), hint: 'a Slack app id (A…)' },
 }
 
 /** Slack's documented replay window, applied both ways. */

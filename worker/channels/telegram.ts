@@ -18,14 +18,15 @@
 import type { RawBody } from '../../contract/body'
 import { secretList, timingSafeEqual } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
-import { present } from '../../contract/settings'
+import { present, rawValue, type StringEnv, setting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
-import type { Env } from '../env'
 import { InvalidPayloadError, UnauthorizedError } from '../errors'
 import {
   parseTenantSecrets,
+  sharedSecretRow,
   type TenantSecrets,
   type TenantVerdict,
+  tenantSecretsRow,
   verifyForTenant,
 } from '../tenants'
 import { plainReplies } from './replies'
@@ -52,12 +53,30 @@ export interface TelegramConfig {
   pathlessBotId: string | null
 }
 
+const TELEGRAM_VARIABLES = [
+  sharedSecretRow('TELEGRAM_SECRET_TOKEN', 'secret_tokens of the bot TELEGRAM_BOT_ID'),
+  setting({
+    name: 'TELEGRAM_BOT_ID',
+    kind: 'string',
+    secret: false,
+    doc: 'the numeric id of the bot served on the bare path /webhooks/telegram',
+  }),
+  tenantSecretsRow('TELEGRAM_SECRET_TOKENS_BY_BOT', 'more bots, each its own secret_tokens'),
+] as const
+const [SECRET_TOKEN, BOT_ID, TOKENS_BY_BOT] = TELEGRAM_VARIABLES
+
 /**
  * Telegram waits up to 60 s; 10 s is plenty. One bot per path (`/telegram/{botId}`, its own
  * secret_token list); the bare `/telegram` is the bot of TELEGRAM_BOT_ID (the single-tenant setup).
  */
-export const telegram: WebhookChannel<'telegram', TelegramConfig, TelegramUpdate> = {
+export const telegram: WebhookChannel<
+  'telegram',
+  TelegramConfig,
+  TelegramUpdate,
+  typeof TELEGRAM_VARIABLES
+> = {
   name: 'telegram',
+  variables: TELEGRAM_VARIABLES,
   paths: ['/telegram', '/telegram/:botId'],
   budgetMs: 10_000,
   settings: telegramConfig,
@@ -83,17 +102,17 @@ const TELEGRAM_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,256}$/
  * The single-tenant pair TELEGRAM_SECRET_TOKEN + TELEGRAM_BOT_ID is one more bot, also served on
  * the bare path; TELEGRAM_SECRET_TOKENS_BY_BOT adds bots (its entry wins for the same bot id).
  */
-function telegramConfig(env: Env, warnings: string[]): ChannelConfig<TelegramConfig> {
+function telegramConfig(env: StringEnv, warnings: string[]): ChannelConfig<TelegramConfig> {
   const byBot =
     parseTenantSecrets(
-      'TELEGRAM_SECRET_TOKENS_BY_BOT',
-      env.TELEGRAM_SECRET_TOKENS_BY_BOT,
+      TOKENS_BY_BOT.name,
+      rawValue(env, TOKENS_BY_BOT.name),
       { test: (id) => TELEGRAM_BOT_ID_PATTERN.test(id), hint: 'a numeric bot id' },
       warnings,
       (token) => TELEGRAM_TOKEN_PATTERN.test(token),
     ) ?? new Map<string, string[]>()
-  const tokens = secretList(env.TELEGRAM_SECRET_TOKEN)
-  const botId = present(env, 'TELEGRAM_BOT_ID')
+  const tokens = secretList(rawValue(env, SECRET_TOKEN.name))
+  const botId = present(env, BOT_ID.name)
   const botIdValid = botId !== null && TELEGRAM_BOT_ID_PATTERN.test(botId)
   if (botId !== null && !botIdValid) warnings.push('TELEGRAM_BOT_ID must be the numeric bot id')
   const pathlessBotId = tokens.length > 0 && botIdValid ? botId : null
@@ -112,7 +131,7 @@ function telegramConfig(env: Env, warnings: string[]): ChannelConfig<TelegramCon
       value: { secretTokens: { kind: 'per-tenant', byTenant: byBot }, pathlessBotId },
     }
   }
-  if (env.TELEGRAM_SECRET_TOKENS_BY_BOT?.trim()) {
+  if (present(env, TOKENS_BY_BOT.name)) {
     return { ok: false, missing: ['TELEGRAM_SECRET_TOKENS_BY_BOT'] }
   }
   return {

@@ -13,13 +13,15 @@
 
 import type { RawBody } from '../../contract/body'
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
-import { readUrl } from '../../contract/settings'
+import { readUrl, setting } from '../../contract/settings'
 import { InvalidPayloadError } from '../errors'
 import {
+  sharedSecretRow,
   type TenantSecrets,
   type TenantVariables,
   type TenantVerdict,
   tenantSecrets,
+  tenantSecretsRow,
   verifyForTenant,
 } from '../tenants'
 import { retryLaterResponse } from './replies'
@@ -45,15 +47,38 @@ export interface TwilioConfig {
   publicBaseUrl: string | null
 }
 
+const TWILIO_VARIABLES = [
+  sharedSecretRow('TWILIO_AUTH_TOKEN', 'auth tokens of a single tenant: any AccountSid'),
+  tenantSecretsRow('TWILIO_AUTH_TOKENS_BY_ACCOUNT', 'each AccountSid its own auth tokens'),
+  setting({
+    name: 'PUBLIC_BASE_URL',
+    kind: 'url',
+    secret: false,
+    doc: 'the public origin Twilio signs (behind a proxy); unset: the request URL',
+  }),
+] as const
+
+const TWILIO_TOKENS: TenantVariables = {
+  shared: TWILIO_VARIABLES[0],
+  perTenant: TWILIO_VARIABLES[1],
+  rule: { test: (id) => /^AC[0-9a-fA-F]{32}$/.test(id), hint: 'an AccountSid (AC + 32 hex)' },
+}
+
 /** Twilio waits 15 s (`tt`) for an answer; it wants TwiML, an empty `<Response/>` = no reply. */
-export const twilio: WebhookChannel<'twilio', TwilioConfig, TwilioPayload> = {
+export const twilio: WebhookChannel<
+  'twilio',
+  TwilioConfig,
+  TwilioPayload,
+  typeof TWILIO_VARIABLES
+> = {
   name: 'twilio',
+  variables: TWILIO_VARIABLES,
   paths: ['/twilio'],
   budgetMs: 10_000,
   settings(env, warnings) {
     const tokens = tenantSecrets(env, TWILIO_TOKENS, warnings)
     if (!tokens.ok) return tokens
-    const publicBaseUrl = readUrl(env, 'PUBLIC_BASE_URL', warnings)
+    const publicBaseUrl = readUrl(env, TWILIO_VARIABLES[2], warnings)
     return { ok: true, value: { authTokens: tokens.value, publicBaseUrl } }
   },
   pick: (settings) => settings.twilio,
@@ -69,12 +94,6 @@ export const twilio: WebhookChannel<'twilio', TwilioConfig, TwilioPayload> = {
       }),
     retryLater: retryLaterResponse,
   },
-}
-
-const TWILIO_TOKENS: TenantVariables = {
-  perTenant: 'TWILIO_AUTH_TOKENS_BY_ACCOUNT',
-  shared: 'TWILIO_AUTH_TOKEN',
-  rule: { test: (id) => /^AC[0-9a-fA-F]{32}$/.test(id), hint: 'an AccountSid (AC + 32 hex)' },
 }
 
 /** Parameters as received: a name may repeat. */

@@ -9,6 +9,7 @@
 import type { RawBody } from '../../contract/body'
 import type { DeliveryKey } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
+import type { SettingRow } from '../../contract/settings'
 import type { ChannelConfig, Settings } from '../config'
 import type { Env } from '../env'
 import { InvalidPayloadError } from '../errors'
@@ -22,9 +23,19 @@ export { type DeliveryKey, formatDeliveryKey } from '../../contract/delivery-key
  * the registry (worker/channels/index.ts) with the same steps, config → bounded body → `verify` →
  * `parse` → `classify` → the delivery core → `replies`.
  */
-export interface WebhookChannel<Name extends string = string, Config = unknown, Payload = unknown> {
+export interface WebhookChannel<
+  Name extends string = string,
+  Config = unknown,
+  Payload = unknown,
+  Variables extends readonly SettingRow[] = readonly SettingRow[],
+> {
   /** Log label, and the key of its settings in worker/config.ts's Settings. */
   readonly name: Name
+  /**
+   * The variables it reads: its rows of the Worker's settings table (worker/settings.ts), which
+   * types them as bindings (worker/env.ts) and routes them in `npm run dev`.
+   */
+  readonly variables: Variables
   /** Its paths under /webhooks; a `:param` reaches `verify` (Telegram's `/telegram/:botId`). */
   readonly paths: readonly string[]
   /**

@@ -7,7 +7,7 @@ import { readClaimSettings } from '../../claims'
 import { ConfigError } from '../../origin/config'
 import { BadMessageError, GmailApi } from '../../origin/gmail/api'
 import { GMAIL_DEFAULTS, loadGmailConfig } from '../../origin/gmail/config'
-import { backoffDelay, GmailHttpError, type HttpOptions } from '../../origin/gmail/http'
+import { GmailHttpError, type HttpOptions } from '../../origin/gmail/http'
 import { hasSkippedLabel } from '../../origin/gmail/ingest-message'
 import { AccessTokens } from '../../origin/gmail/oauth'
 import { parseSettings } from '../../worker/config'
@@ -80,22 +80,6 @@ describe('configuration', () => {
   })
 })
 
-describe('backoff', () => {
-  const policy = { attempts: 6, baseDelayMs: 500, maxDelayMs: 4_000 }
-
-  it('doubles its bound per attempt up to the cap, with full jitter below it', () => {
-    expect([0, 1, 2, 3, 4].map((n) => backoffDelay(policy, n, () => 0.999_999))).toEqual([
-      499, 999, 1999, 3999, 3999,
-    ])
-    expect(backoffDelay(policy, 3, () => 0)).toBe(0)
-    for (let n = 0; n < 10; n++) {
-      const delay = backoffDelay(policy, n)
-      expect(delay).toBeGreaterThanOrEqual(0)
-      expect(delay).toBeLessThan(Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** n))
-    }
-  })
-})
-
 describe('labels', () => {
   it.each([
     [['INBOX', 'UNREAD'], false],
@@ -113,7 +97,7 @@ describe('OAuth access tokens', () => {
   let google: FakeGmail
   const http: HttpOptions = {
     timeoutMs: 5_000,
-    retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+    retry: { attempts: 3, baseMs: 1, maxMs: 5 },
   }
 
   beforeAll(async () => {
@@ -174,7 +158,7 @@ describe('messages.get: one bad message, or Gmail unavailable', () => {
   let google: FakeGmail
   const http: HttpOptions = {
     timeoutMs: 5_000,
-    retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+    retry: { attempts: 2, baseMs: 1, maxMs: 5 },
   }
   const MAX_BYTES = 16 * 1024
 

@@ -106,6 +106,7 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
     async after(state) {
       if (state.workerProfiler && state.profileDir) {
         await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
+        state.workerProfiler = undefined
       }
     },
   },

@@ -5,7 +5,7 @@
  * `channel_not_configured` and the log names the variable; the other channels keep working.
  * @module
  */
-import { type ClaimSettings, readClaimSettings } from '../claims'
+import { type ClaimSettings, readClaimSettings, type SettledMemoSettings } from '../claims'
 import { secretList } from '../contract/crypto'
 import { readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
@@ -33,6 +33,11 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   origin: OriginConfig | null
   /** Where events go when the origin cannot take them (worker/spool/). */
   spool: SpoolSettings
+  /**
+   * This isolate's memo of keys it saw settled `done` (claims/memo.ts): SETTLED_MEMO_ENTRIES
+   * (0 = off, the default), SETTLED_MEMO_SECONDS (60; at most the dedup TTL).
+   */
+  settledMemo: SettledMemoSettings
   /** Settings that were invalid and replaced by a default, for the log. */
   warnings: string[]
 }
@@ -41,6 +46,9 @@ export const DEFAULTS = {
   inflightWaitMs: 600,
   maxBodyBytes: 262_144,
 } as const
+
+/** SETTLED_MEMO_ENTRIES (0: off) and SETTLED_MEMO_SECONDS. */
+export const MEMO_DEFAULTS = { entries: 0, seconds: 60 } as const
 
 /** The bindings that are plain strings (vars and secrets), not queues. */
 export type StringSetting = {
@@ -63,6 +71,8 @@ export function parseSettings(env: Env): Settings {
   const claims = readClaimSettings(env, warnings)
   const inflightWaitMs = int('INFLIGHT_WAIT_MS', DEFAULTS.inflightWaitMs, 0, 30_000)
   const maxBodyBytes = int('MAX_BODY_BYTES', DEFAULTS.maxBodyBytes, 1_024, 25 * 1024 * 1024)
+  const memoEntries = int('SETTLED_MEMO_ENTRIES', MEMO_DEFAULTS.entries, 0, 1_000_000)
+  const memoSeconds = int('SETTLED_MEMO_SECONDS', MEMO_DEFAULTS.seconds, 1, 3_600)
 
   const originUrl = readUrl(env, 'ORIGIN_URL', warnings)
   const originSecrets = secretList(env.ORIGIN_SHARED_SECRET)
@@ -93,6 +103,10 @@ export function parseSettings(env: Env): Settings {
     origin,
     ...channels,
     spool: parseSpoolSettings(env, int, warnings),
+    settledMemo: {
+      maxEntries: memoEntries,
+      maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),
+    },
     warnings,
   }
 }

@@ -27,8 +27,11 @@ export interface DecisionLog {
   channel: string
   deliveryKey?: string
   decision: Decision
-  /** Which layer decided: Redis (claim state), Postgres (the origin), or the gateway itself. */
-  decidedBy: 'redis' | 'postgres' | 'gateway'
+  /**
+   * Which layer decided: Redis (claim state), Postgres (the origin), the gateway itself, or this
+   * isolate's memo of keys it saw settled (SETTLED_MEMO_ENTRIES; Redis was not asked).
+   */
+  decidedBy: 'redis' | 'postgres' | 'gateway' | 'memo'
   status: number
   ms: number
   redis?: 'ok' | 'unavailable' | 'not_configured'

@@ -31,6 +31,7 @@ import {
   TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
+  twilioDeliveryKey,
   twilioParams,
   twilioRequest,
 } from '../unit/signed-requests'
@@ -143,7 +144,7 @@ const CASES: Case[] = [
         make: () =>
           twilioRequest(`${worker.url}/webhooks/twilio`, twilioParams({ messageSid: sid })),
         messageKey: `${ACCOUNT}:${sid}`,
-        deliveryKey: `dedup:whatsapp:${ACCOUNT}:${sid}`,
+        deliveryKey: twilioDeliveryKey('wa', sid),
       }
     },
   },

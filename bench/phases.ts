@@ -189,6 +189,8 @@ function urlOf(state: RunState, target: Target): string {
       return stack.gatewayUrl
     case 'verifyOnly':
       return stack.verifyOnlyUrl
+    case 'memoGateway':
+      return stack.memoGatewayUrl
     case 'origin':
       return stack.origin.url
     case 'rawInsert':

@@ -198,6 +198,7 @@ async function warmUpAll(state: RunState): Promise<void> {
   say('warming up the gateway, verify-only worker and origin')
   await warmUp(load, stack.gatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
   await warmUp(load, stack.verifyOnlyUrl, await signVendorRequests(factory.fresh(warmupRequests)))
+  await warmUp(load, stack.memoGatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
   await warmUp(load, stack.origin.url, await signOriginRequests(factory.fresh(warmupRequests / 2)))
   await waitForSettledKeys(state.redis, state.prefix, 10_000)
   // One step's profile (BENCH_PROFILE_STEP) is taken around that step alone (openRun's step).

@@ -106,6 +106,7 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
     async after(state) {
       if (state.workerProfiler && state.profileDir) {
         await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
+        state.workerProfiler = undefined
       }
     },
   },
@@ -188,6 +189,8 @@ function urlOf(state: RunState, target: Target): string {
       return stack.gatewayUrl
     case 'verifyOnly':
       return stack.verifyOnlyUrl
+    case 'memoGateway':
+      return stack.memoGatewayUrl
     case 'origin':
       return stack.origin.url
     case 'rawInsert':

@@ -196,7 +196,7 @@ export async function inboundEventOf(event: VendorEvent): Promise<InboundEvent> 
     if (classified.action === 'challenge') throw new Error('bench slack event read as a challenge')
     delivery = classified
   } else if (event.vendor === 'twilio') {
-    delivery = classifyTwilio(parseTwilio(raw, `${BENCH_SECRETS.publicBaseUrl}${event.path}`))
+    delivery = await classifyTwilio(parseTwilio(raw, `${BENCH_SECRETS.publicBaseUrl}${event.path}`))
   } else {
     delivery = classifyTelegram(parseTelegram(raw), BENCH_SECRETS.telegramBotId)
   }

@@ -17,7 +17,7 @@ import {
 } from '../local/services'
 import { REPO_ROOT } from '../local/stack'
 import { claimSignals } from './cleanup'
-import { RESULTS_DIR } from './config'
+import { RESULTS_DIR, WORKERD_PROFILE } from './config'
 import { CpuSampler, groupPids } from './cpu'
 import { LoadGenerator } from './load'
 import { type BenchRun, type RunState, runPhase, warmUp } from './phases'
@@ -31,7 +31,7 @@ import {
 import type { BenchReport, MemoryReport } from './report'
 import { judgeTargets } from './report'
 import { EventFactory, signOriginRequests, signVendorRequests, type VendorEvent } from './requests'
-import { PHASES, stepId, TARGET_LABELS } from './scenarios'
+import { PHASES, type Phase, stepId, TARGET_LABELS } from './scenarios'
 import { startStack } from './stack'
 import { runStep, type StepContext, type StepResult } from './steps'
 import { fmt, round, say } from './util'
@@ -45,7 +45,8 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
   await warmUpAll(state)
   const redisBaseline = await redisAlone(state)
   const { seen, memory } = await seedReplaySet(state)
-  for (const phase of PHASES) await runPhase(state, phase, seen)
+  for (const phase of phasesToRun(state)) await runPhase(state, phase, seen)
+  await stopWholeRunProfile(state)
   const steps = withRatios(state.steps)
   const { config, machine, problems } = run
   return {
@@ -157,7 +158,10 @@ async function openRun(run: BenchRun): Promise<RunState> {
     steps: [],
     notes: [],
     async step(spec) {
+      const profiled = profileDir && config.profileStep === spec.id && stack.gatewayInspectorUrl
+      const profiler = profiled ? await WorkerProfiler.start(profiled) : undefined
       const outcome = await runStep(ctx, spec)
+      if (profiler && profileDir) await profiler.stop(join(profileDir, WORKERD_PROFILE))
       state.steps.push(outcome.result)
       sayStep(outcome.result)
       return outcome
@@ -194,11 +198,33 @@ async function warmUpAll(state: RunState): Promise<void> {
   say('warming up the gateway, verify-only worker and origin')
   await warmUp(load, stack.gatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
   await warmUp(load, stack.verifyOnlyUrl, await signVendorRequests(factory.fresh(warmupRequests)))
+  await warmUp(load, stack.memoGatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
   await warmUp(load, stack.origin.url, await signOriginRequests(factory.fresh(warmupRequests / 2)))
   await waitForSettledKeys(state.redis, state.prefix, 10_000)
-  state.workerProfiler = stack.gatewayInspectorUrl
-    ? await WorkerProfiler.start(stack.gatewayInspectorUrl)
-    : undefined
+  // One step's profile (BENCH_PROFILE_STEP) is taken around that step alone (openRun's step).
+  state.workerProfiler =
+    stack.gatewayInspectorUrl && !state.run.config.profileStep
+      ? await WorkerProfiler.start(stack.gatewayInspectorUrl)
+      : undefined
+}
+
+/** The phases BENCH_PHASES names (all by default); a skipped phase is a note in the report. */
+function phasesToRun(state: RunState): Phase[] {
+  const wanted = state.run.config.phases
+  if (!wanted) return [...PHASES]
+  const unknown = wanted.filter((name) => !PHASES.some((p) => p.name === name))
+  if (unknown.length) throw new Error(`BENCH_PHASES: unknown phase(s) ${unknown.join(', ')}`)
+  const skipped = PHASES.filter((p) => !wanted.includes(p.name)).map((p) => p.name)
+  if (skipped.length) state.notes.push(`phases skipped (BENCH_PHASES): ${skipped.join(', ')}`)
+  return PHASES.filter((p) => wanted.includes(p.name))
+}
+
+/** The whole-run workerd profile ends after the direct phase; here when that phase was skipped. */
+async function stopWholeRunProfile(state: RunState): Promise<void> {
+  if (state.workerProfiler && state.profileDir) {
+    await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
+    state.workerProfiler = undefined
+  }
 }
 
 /** Redis on its own: redis-benchmark straight at it. */

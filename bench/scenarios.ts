@@ -5,18 +5,26 @@
  * (bench/steps.ts) and does what a phase needs around it (Redis stopped, `wrangler dev` started).
  *
  *   sweep: verify-only, duplicate storm and first-seen side by side at each concurrency →
- *   mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
+ *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
  *   → the origin, a raw INSERT and the Upstash stand-in on their own → `wrangler dev` first-seen
  *   and storm.
  * @module
  */
 import type { StepKind } from './steps'
 
-export type Target = 'gateway' | 'verifyOnly' | 'origin' | 'rawInsert' | 'upstash' | 'wranglerDev'
+export type Target =
+  | 'gateway'
+  | 'memoGateway'
+  | 'verifyOnly'
+  | 'origin'
+  | 'rawInsert'
+  | 'upstash'
+  | 'wranglerDev'
 
 /** How each target is named in the results. */
 export const TARGET_LABELS: Record<Target, string> = {
   gateway: 'gateway (Miniflare)',
+  memoGateway: 'gateway, memo on (Miniflare)',
   wranglerDev: 'gateway (wrangler dev)',
   verifyOnly: 'verify-only (Miniflare)',
   origin: 'origin (direct)',
@@ -53,7 +61,14 @@ export interface Scenario {
   openLoop?: true
 }
 
-export type PhaseName = 'sweep' | 'mixed' | 'backfill' | 'redis-down' | 'direct' | 'wrangler-dev'
+export type PhaseName =
+  | 'sweep'
+  | 'memo'
+  | 'mixed'
+  | 'backfill'
+  | 'redis-down'
+  | 'direct'
+  | 'wrangler-dev'
 
 export interface Phase {
   name: PhaseName
@@ -90,6 +105,21 @@ export const PHASES: readonly Phase[] = [
         target: 'gateway',
         traffic: 'new',
         baseline: { name: 'origin-insert', at: 'headline' },
+      },
+    ],
+  },
+  {
+    // The labelled second figure: not the target's (a vendor's retries land on other isolates).
+    name: 'memo',
+    at: 'headline',
+    scenarios: [
+      {
+        name: 'duplicate-storm-memo',
+        label: 'duplicate storm, in-isolate memo on (one isolate: flattering)',
+        kind: 'scenario',
+        target: 'memoGateway',
+        traffic: 'replays',
+        baseline: { name: 'verify-only', at: 'headline' },
       },
     ],
   },

@@ -28,6 +28,11 @@ export interface Stack {
   origin: OriginHandle
   gatewayUrl: string
   verifyOnlyUrl: string
+  /**
+   * The same gateway with its in-isolate memo of settled keys on (SETTLED_MEMO_ENTRIES): the
+   * storm's labelled second figure (one isolate here; production retries land on many).
+   */
+  memoGatewayUrl: string
   /** The raw-INSERT baseline (bench/raw-insert-server.ts). */
   rawInsert: { url: string; pid: number }
   gatewayVars: Record<string, string>
@@ -48,6 +53,9 @@ export interface StackOptions {
   profileDir: string | null
   redisUrl: string
 }
+
+/** The memo gateway's setting: room for every key of a run's replay set. */
+const MEMO_ON = { SETTLED_MEMO_ENTRIES: '100000', SETTLED_MEMO_SECONDS: '600' }
 
 export async function startStack(options: StackOptions): Promise<Stack> {
   const { config, cleanup, tally, profileDir } = options
@@ -93,6 +101,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   cleanup.addStoppable('gateway worker (Miniflare)', worker)
   const verifyOnly = await serveBundle('verify-only', gatewayVars)
   cleanup.addStoppable('verify-only worker', verifyOnly)
+  const memoGateway = await serveBundle('gateway', { ...gatewayVars, ...MEMO_ON })
+  cleanup.addStoppable('gateway worker, memo on (Miniflare)', memoGateway)
   const rawInsert = await startRawInsertServer(database.originEnv)
   cleanup.addStoppable('raw insert server', rawInsert)
   return {
@@ -101,6 +111,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     origin,
     gatewayUrl: worker.url,
     verifyOnlyUrl: verifyOnly.url,
+    memoGatewayUrl: memoGateway.url,
     rawInsert,
     gatewayVars,
     workerdPids: childPids('workerd').filter((pid) => !known.has(pid)),

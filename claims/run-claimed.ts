@@ -27,6 +27,8 @@ export interface Settled {
   state: 'done' | 'spooled'
   /** The stored hash differs from this attempt's: a replay with other content (first kept). */
   payloadMismatch: boolean
+  /** Who said so: Redis, or this isolate's memo of settled keys (claims/memo.ts, off by default). */
+  from: 'redis' | 'memo'
 }
 
 export interface ClaimedWork<R> {
@@ -61,6 +63,10 @@ export async function runClaimed<R>(
 ): Promise<R> {
   if (!store) return (await work.run({ redis: 'not_configured' })).result
   const { key, hash } = options
+  const { memo } = store
+  // The memo's only answer: done, with this very payload. Anything else asks Redis.
+  if (memo?.isDone(key, hash))
+    return work.settled({ state: 'done', payloadMismatch: false, from: 'memo' })
   const token = newClaimToken()
   let outcome = await store.claim(key, token, hash)
   if (outcome.status === 'inflight' && options.waitUntilMs !== undefined) {
@@ -70,11 +76,13 @@ export async function runClaimed<R>(
   }
   let hold: ClaimHold
   switch (outcome.status) {
-    case 'settled':
-      return work.settled({
-        state: outcome.state,
-        payloadMismatch: outcome.hash !== null && !sameHash(outcome.hash, hash),
-      })
+    case 'settled': {
+      const payloadMismatch = outcome.hash !== null && !sameHash(outcome.hash, hash)
+      if (outcome.state === 'done' && outcome.hash !== null && !payloadMismatch) {
+        memo?.rememberDone(key, hash)
+      }
+      return work.settled({ state: outcome.state, payloadMismatch, from: 'redis' })
+    }
     case 'inflight':
       if (work.inflight) return work.inflight()
       // Not ours to settle: Postgres decides between the two attempts.
@@ -105,7 +113,11 @@ export async function runClaimed<R>(
   if (finished.end === 'release') {
     await release()
   } else {
-    const settle = quietly(store.complete(key, token, hash, finished.end))
+    const end = finished.end
+    const settle = quietly(store.complete(key, token, hash, end)).then((ok) => {
+      if (ok && end === 'done') memo?.rememberDone(key, hash)
+      return ok
+    })
     if (options.later) options.later(settle)
     else await settle
   }

@@ -16,6 +16,7 @@
  * @module
  */
 import { DELETE_IF_OURS, READ_HASH, SET_IF_OURS_OR_GONE } from './lua-scripts'
+import type { SettledMemo } from './memo'
 import type { RedisPort } from './port'
 import { type ClaimOutcome, decodeValue, inflightValue, settledValue } from './states'
 
@@ -29,6 +30,8 @@ export class ClaimStore {
   constructor(
     private readonly redis: RedisPort,
     private readonly settings: ClaimStoreSettings,
+    /** Keys this isolate saw settled `done` (off unless configured); runClaimed consults it. */
+    readonly memo: SettledMemo | null = null,
   ) {}
 
   /** The Redis key of a delivery key: the deployment's prefix + `dedup:...`. */

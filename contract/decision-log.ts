@@ -40,7 +40,11 @@ export interface DecisionLog {
   messageKey?: string
   decision: Decision
   /** Which layer decided: Redis (claim state), Postgres (the origin), or the gateway itself. */
-  decidedBy: 'redis' | 'postgres' | 'gateway'
+  /**
+   * Which layer decided: Redis (claim state), Postgres (the origin), the gateway itself, or the
+   * isolate's memo of keys it saw settled (SETTLED_MEMO_ENTRIES; Redis was not asked).
+   */
+  decidedBy: 'redis' | 'postgres' | 'gateway' | 'memo'
   /** The answer the sender got: the HTTP status, or for email the SMTP code. */
   status?: number
   ms?: number

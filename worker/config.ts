@@ -6,14 +6,20 @@
  * `channel_not_configured` and the log names the variable; the other channels keep working.
  * @module
  */
-import { type ClaimSettings, readClaimSettings } from '../claims'
+import { type ClaimSettings, readClaimSettings, type SettledMemoSettings } from '../claims'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { rawValue, readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
 import { perIsolate } from './per-isolate'
-import { INFLIGHT_WAIT_MS, MAX_BODY_BYTES, ORIGIN_URL } from './settings'
+import {
+  INFLIGHT_WAIT_MS,
+  MAX_BODY_BYTES,
+  ORIGIN_URL,
+  SETTLED_MEMO_ENTRIES,
+  SETTLED_MEMO_SECONDS,
+} from './settings'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
 /** A channel is either ready, or names what is missing (variable names, never values). */
@@ -36,6 +42,11 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   origin: OriginConfig | null
   /** Where events go when the origin cannot take them (worker/spool/). */
   spool: SpoolSettings
+  /**
+   * This isolate's memo of keys it saw settled `done` (claims/memo.ts): SETTLED_MEMO_ENTRIES
+   * (0 = off, the default), SETTLED_MEMO_SECONDS (60; at most the dedup TTL).
+   */
+  settledMemo: SettledMemoSettings
   /** Settings that were invalid and replaced by a default, for the log. */
   warnings: string[]
 }
@@ -59,6 +70,8 @@ export function parseSettings(env: Env): Settings {
   const claims = readClaimSettings(env, warnings)
   const inflightWaitMs = readInt(env, INFLIGHT_WAIT_MS, warnings)
   const maxBodyBytes = readInt(env, MAX_BODY_BYTES, warnings)
+  const memoEntries = readInt(env, SETTLED_MEMO_ENTRIES, warnings)
+  const memoSeconds = readInt(env, SETTLED_MEMO_SECONDS, warnings)
 
   const originUrl = readUrl(env, ORIGIN_URL, warnings)
   const originSecrets = secretList(rawValue(env, ORIGIN_SHARED_SECRET.name))
@@ -89,6 +102,10 @@ export function parseSettings(env: Env): Settings {
     origin,
     ...channels,
     spool: parseSpoolSettings(env, warnings),
+    settledMemo: {
+      maxEntries: memoEntries,
+      maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),
+    },
     warnings,
   }
 }

@@ -165,11 +165,11 @@ async function claimAndForward(
       releaseNow: () => ctx.deadline - Date.now() >= settings.redisTimeoutMs,
     },
     {
-      settled({ payloadMismatch }) {
+      settled({ payloadMismatch, from }) {
         if (payloadMismatch && claims) {
           ctx.waitUntil(claims.count(`payload_mismatch:${event.channel}`).catch(() => {}))
         }
-        return { ...base, decision: 'duplicate', decidedBy: 'redis', redis: 'ok', payloadMismatch }
+        return { ...base, decision: 'duplicate', decidedBy: from, redis: 'ok', payloadMismatch }
       },
       inflight: () => ({
         ...base,

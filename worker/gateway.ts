@@ -78,8 +78,13 @@ export function assertVerifiedTenant(
   }
 }
 
-/** One claim store per isolate and settings (the client holds no per-request I/O). */
-export const claimStoreFor: (settings: Settings) => ClaimStore | null = perIsolate(claimStore)
+/**
+ * One claim store per isolate and settings (the client holds no per-request I/O), with this
+ * isolate's memo of settled keys when SETTLED_MEMO_ENTRIES turns it on.
+ */
+export const claimStoreFor: (settings: Settings) => ClaimStore | null = perIsolate((settings) =>
+  claimStore(settings, settings.settledMemo),
+)
 
 /** `ctx.waitUntil` when the runtime gave us one (tests calling `app.request` may not). */
 export function waitUntil(c: GatewayContext, promise: Promise<unknown>): void {

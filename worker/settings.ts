@@ -43,12 +43,33 @@ export const MAX_BODY_BYTES = setting({
   doc: 'larger webhook bodies get 413 before any work',
 })
 
+export const SETTLED_MEMO_ENTRIES = setting({
+  name: 'SETTLED_MEMO_ENTRIES',
+  kind: 'int',
+  secret: false,
+  default: 0,
+  min: 0,
+  max: 1_000_000,
+  doc: 'keys each isolate remembers as settled done, answering their replays without Redis; 0: off',
+})
+export const SETTLED_MEMO_SECONDS = setting({
+  name: 'SETTLED_MEMO_SECONDS',
+  kind: 'int',
+  secret: false,
+  default: 60,
+  min: 1,
+  max: 3_600,
+  doc: 'how long a memo entry lives (at most the dedup TTL)',
+})
+
 const CORE_SETTINGS = [
   ORIGIN_URL,
   ORIGIN_SHARED_SECRET,
   OPERATOR_TOKEN,
   INFLIGHT_WAIT_MS,
   MAX_BODY_BYTES,
+  SETTLED_MEMO_ENTRIES,
+  SETTLED_MEMO_SECONDS,
 ] as const
 
 type WorkerRow =

@@ -32,6 +32,7 @@ import {
   TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
+  twilioDeliveryKey,
   twilioParams,
   twilioRequest,
 } from '../unit/signed-requests'
@@ -144,7 +145,7 @@ const CASES: Case[] = [
         make: () =>
           twilioRequest(`${worker.url}/webhooks/twilio`, twilioParams({ messageSid: sid })),
         messageKey: `${ACCOUNT}:${sid}`,
-        deliveryKey: `dedup:whatsapp:${ACCOUNT}:${sid}`,
+        deliveryKey: twilioDeliveryKey('wa', sid),
       }
     },
   },

@@ -38,6 +38,7 @@ import {
   TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
+  twilioDeliveryKey,
   twilioParams,
   twilioRequest,
 } from '../unit/signed-requests'
@@ -136,7 +137,7 @@ const DELIVERIES = {
       channel: 'whatsapp',
       make: () => twilioRequest(`${worker.url}/webhooks/twilio`, twilioParams({ messageSid: sid })),
       messageKey: `${ACCOUNT}:${sid}`,
-      deliveryKey: `dedup:whatsapp:${ACCOUNT}:${sid}`,
+      deliveryKey: twilioDeliveryKey('wa', sid),
     }
   },
   telegram(): Delivery {

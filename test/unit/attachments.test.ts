@@ -309,7 +309,7 @@ describe('Twilio media', () => {
     const me0 = 'ME0123456789abcdef0123456789abcdef'
     const me1 = 'MEfedcba9876543210fedcba9876543210'
     const draft = draftOf(
-      classifyTwilio(
+      await classifyTwilio(
         withMedia([
           ['image/jpeg', mediaUrl(me0)],
           ['application/pdf', mediaUrl(me1)],
@@ -324,18 +324,18 @@ describe('Twilio media', () => {
     await expectValid(draft)
   })
 
-  it('a WhatsApp voice note (audio/ogg) with a caption-like Body', () => {
+  it('a WhatsApp voice note (audio/ogg) with a caption-like Body', async () => {
     const me = 'ME00000000000000000000000000000001'
-    const draft = draftOf(classifyTwilio(withMedia([['audio/ogg', mediaUrl(me)]], 'listen')))
+    const draft = draftOf(await classifyTwilio(withMedia([['audio/ogg', mediaUrl(me)]], 'listen')))
     expect(draft.body).toBe('listen')
     expect(draft.attachments).toMatchObject([{ kind: 'audio', mimeType: 'audio/ogg' }])
   })
 
-  it('NumMedia=0 (the common case): no attachments field; a forged NumMedia costs nothing', () => {
-    expect(draftOf(classifyTwilio(new Map(twilioParams())))).not.toHaveProperty('attachments')
+  it('NumMedia=0 (the common case): no attachments field; a forged NumMedia costs nothing', async () => {
+    expect(draftOf(await classifyTwilio(new Map(twilioParams())))).not.toHaveProperty('attachments')
     const forged = new Map(twilioParams())
     forged.set('NumMedia', '1000000000')
-    expect(draftOf(classifyTwilio(forged))).not.toHaveProperty('attachments')
+    expect(draftOf(await classifyTwilio(forged))).not.toHaveProperty('attachments')
   })
 
   it(`keeps the first ${LIMITS.attachments} of more media, and the message`, async () => {
@@ -343,7 +343,7 @@ describe('Twilio media', () => {
       'image/png',
       mediaUrl(`ME${String(n).padStart(32, '0')}`),
     ])
-    const draft = draftOf(classifyTwilio(withMedia(sixty)))
+    const draft = draftOf(await classifyTwilio(withMedia(sixty)))
     expect(draft.attachments).toHaveLength(LIMITS.attachments)
     expect(draft.attachments?.[49]?.mediaId).toBe(`ME${'49'.padStart(32, '0')}`)
     await expectValid(draft)

@@ -8,6 +8,7 @@ import { readBoundedBody } from '../../contract/body'
 import { slackSignature } from '../../worker/channels/slack'
 import { TELEGRAM_SECRET_HEADER } from '../../worker/channels/telegram'
 import { twilioSignature } from '../../worker/channels/twilio'
+import { compactSid } from '../../worker/channels/twilio-keys'
 import type { RequestParts } from '../../worker/channels/types'
 import { TEST_SECRETS } from './test-secrets'
 
@@ -90,6 +91,21 @@ export interface TwilioMessageFields {
 }
 
 /** An inbound message webhook's parameters (or a status callback's, with `status`). */
+/** The tag of twilioParams' default AccountSid in Redis keys (keys.test.ts checks it). */
+export const TEST_ACCOUNT_TAG = 's2Ot6E1W'
+
+/**
+ * The Redis delivery key of a Twilio delivery for twilioParams' default account:
+ * `dedup:{wa|sms|tw-status}:{account tag}:{compact MessageSid}[:{status}…]`.
+ */
+export function twilioDeliveryKey(
+  namespace: 'wa' | 'sms' | 'tw-status',
+  sid: string,
+  ...rest: string[]
+) {
+  return ['dedup', namespace, TEST_ACCOUNT_TAG, compactSid(sid), ...rest].join(':')
+}
+
 export function twilioParams(fields: TwilioMessageFields = {}): Array<[string, string]> {
   const messageSid = fields.messageSid ?? 'SM0123456789abcdef0123456789abcdef'
   const params: Array<[string, string]> = [

@@ -11,11 +11,11 @@ import {
   TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
+  twilioDeliveryKey,
   twilioParams,
   twilioRequest,
 } from '../unit/signed-requests'
 import {
-  ACCOUNT,
   type Delivery,
   slackDelivery,
   telegramDelivery,
@@ -205,11 +205,11 @@ describe('Twilio status callbacks', () => {
     )
     expect(failed.status).toBe(200)
     expect((await h.originCalls()).calls.map((c) => c.deliveryKey)).toEqual([
-      `dedup:whatsapp:${ACCOUNT}:${sid}`,
+      twilioDeliveryKey('wa', sid),
     ])
-    expect(await h.redisGet(`dedup:whatsapp:${ACCOUNT}:${sid}`)).toMatch(DONE_VALUE)
-    for (const id of [`${sid}:sent`, `${sid}:delivered`, `${sid}:undelivered:30003`]) {
-      expect(await h.redisGet(`dedup:twilio-status:${ACCOUNT}:${id}`)).toMatch(DONE_VALUE)
+    expect(await h.redisGet(twilioDeliveryKey('wa', sid))).toMatch(DONE_VALUE)
+    for (const status of [['sent'], ['delivered'], ['undelivered', '30003']]) {
+      expect(await h.redisGet(twilioDeliveryKey('tw-status', sid, ...status))).toMatch(DONE_VALUE)
     }
   })
 

@@ -11,6 +11,7 @@ import {
   TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
+  twilioDeliveryKey,
   twilioParams,
   twilioRequest,
 } from '../unit/signed-requests'
@@ -119,7 +120,7 @@ describe('routes', () => {
     [
       'twilio',
       () => twilioRequest(twilioUrl, twilioParams(), { token: 'wrong' }),
-      'dedup:whatsapp:AC0123456789abcdef0123456789abcdef:SM0123456789abcdef0123456789abcdef',
+      twilioDeliveryKey('wa', 'SM0123456789abcdef0123456789abcdef'),
     ],
     [
       'telegram',

@@ -2,12 +2,15 @@
  * Twilio Programmable Messaging: inbound WhatsApp / SMS messages and status callbacks.
  *
  * Keys (see README's key table):
- * - inbound delivery: `dedup:{whatsapp|sms}:{AccountSid}:{MessageSid}`; message key
+ * - inbound delivery: `dedup:{wa|sms}:{account tag}:{compact MessageSid}`; message key
  *   `{AccountSid}:{MessageSid}` (a MessageSid is unique within its account).
- * - status callback: `dedup:twilio-status:{AccountSid}:{MessageSid}:{MessageStatus}[:{ErrorCode}]`,
+ * - status callback: `dedup:tw-status:{account tag}:{compact MessageSid}:{MessageStatus}[:{ErrorCode}]`,
  *   its own namespace: an outbound message's statuses share its MessageSid, so keying them like
  *   inbound messages would swallow the later statuses (and they are never message rows).
  * Media (`NumMedia`, `MediaUrl{N}`) become the event's attachments (twilio-media.ts).
+ * Redis keys of at most 43 characters cost 88 B (MEMORY USAGE) and longer ones 104 B and more, so
+ * the SIDs are written compactly (twilio-keys.ts): the MessageSid losslessly, the account as a
+ * 48-bit tag of its SHA-256. Log lines name the same key as Redis.
  * @module
  */
 
@@ -25,6 +28,7 @@ import {
   verifyForTenant,
 } from '../tenants'
 import { retryLaterResponse } from './replies'
+import { accountTag, compactSid } from './twilio-keys'
 import { twilioAttachments } from './twilio-media'
 import {
   type ChannelDelivery,
@@ -233,10 +237,10 @@ export interface TwilioClassifyOptions {
   nowSeconds?: () => number
 }
 
-export function classifyTwilio(
+export async function classifyTwilio(
   params: TwilioPayload,
   options: TwilioClassifyOptions = {},
-): ChannelDelivery {
+): Promise<ChannelDelivery> {
   const accountSid = str(params.get('AccountSid'))
   const messageSid = str(params.get('MessageSid')) ?? str(params.get('SmsSid'))
   if (!isKeyPart(accountSid) || !isKeyPart(messageSid)) {
@@ -249,14 +253,20 @@ export function classifyTwilio(
     if (!isKeyPart(status) || (errorCode !== null && !isKeyPart(errorCode))) {
       throw new InvalidPayloadError('twilio status callback with an invalid status / error code')
     }
-    const id = [messageSid, status, ...(errorCode ? [errorCode] : [])].join(':')
-    return { action: 'record', key: { namespace: 'twilio-status', scope: accountSid, id } }
+    const id = [compactSid(messageSid), status, ...(errorCode ? [errorCode] : [])].join(':')
+    const scopeTag = await accountTag(accountSid)
+    return { action: 'record', key: { namespace: 'tw-status', scope: accountSid, scopeTag, id } }
   }
 
   const from = str(params.get('From'))
   if (!from) throw new InvalidPayloadError('twilio message without From')
   const channel = from.startsWith('whatsapp:') ? 'whatsapp' : 'sms'
-  const key: DeliveryKey = { namespace: channel, scope: accountSid, id: messageSid }
+  const key: DeliveryKey = {
+    namespace: channel === 'whatsapp' ? 'wa' : 'sms',
+    scope: accountSid,
+    scopeTag: await accountTag(accountSid),
+    id: compactSid(messageSid),
+  }
   const now = (options.nowSeconds ?? systemClock)()
   const profileName = str(params.get('ProfileName'))
   const attachments = twilioAttachments(params)

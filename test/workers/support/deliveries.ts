@@ -9,6 +9,7 @@ import {
   TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
+  twilioDeliveryKey,
   twilioParams,
   twilioRequest,
 } from '../../unit/signed-requests'
@@ -35,7 +36,7 @@ export function whatsappDelivery(): Delivery {
   const sid = `SM${uniq()}${uniq()}`
   return {
     make: () => twilioRequest(`${GATEWAY}/webhooks/twilio`, twilioParams({ messageSid: sid })),
-    deliveryKey: `dedup:whatsapp:${ACCOUNT}:${sid}`,
+    deliveryKey: twilioDeliveryKey('wa', sid),
   }
 }
 

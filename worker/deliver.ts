@@ -8,7 +8,12 @@
  */
 import { type ClaimEnd, type ClaimHold, type ClaimStore, runClaimed } from '../claims'
 import { sha256Hex } from '../contract/crypto'
-import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
+import {
+  finalizeEvent,
+  type InboundEvent,
+  type InboundEventDraft,
+  parseInboundEvent,
+} from '../contract/event'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
 import type { OriginConfig, Settings } from './config'
@@ -23,7 +28,7 @@ import {
   logProblem,
   type WorkerDecisionLog,
 } from './log'
-import { deadMessage, spoolMessage } from './spool/message'
+import { deadMessage } from './spool/message'
 import {
   type DeadLetterQueue,
   enqueueEvent,
@@ -119,7 +124,7 @@ export async function deliver(
     case 'ignore':
       return { decision: 'ignored', decidedBy: 'gateway', reason: delivery.reason }
     case 'record':
-      return record(ctx, delivery.key, rawBody)
+      return record(ctx, delivery.key, delivery.material ?? rawBody)
   }
   const event = await finalizeEvent(delivery.draft)
   const valid = parseInboundEvent(event)
@@ -127,12 +132,12 @@ export async function deliver(
   return claimAndForward(ctx, delivery.key, valid.event)
 }
 
-async function record(ctx: DeliveryContext, key: DeliveryKey, rawBody: string): Promise<Outcome> {
+async function record(ctx: DeliveryContext, key: DeliveryKey, material: string): Promise<Outcome> {
   const deliveryKey = formatDeliveryKey(key)
   if (!ctx.claims) {
     return { deliveryKey, decision: 'recorded', decidedBy: 'gateway', redis: 'not_configured' }
   }
-  const hash = (await sha256Hex(rawBody)).slice(0, 16)
+  const hash = (await sha256Hex(material)).slice(0, 16)
   const claimed = await ctx.claims.record(deliveryKey, hash)
   if (claimed.status === 'unavailable') {
     return { deliveryKey, decision: 'recorded', decidedBy: 'gateway', redis: 'unavailable' }
@@ -213,7 +218,7 @@ async function forwardAndDecide(
     // door stops the vendor's retries; the event goes to the dead letters (channel_failures),
     // where an operator replays it once the cause is fixed. The log says so at error level.
     const origin = describeForward(result)
-    await recordRefused(ctx, key, event, origin)
+    await recordRefused(ctx, key, event, `origin refused it: ${origin}`)
     return {
       result: { ...fields, decision: 'rejected', decidedBy: 'postgres', origin },
       end: 'release',
@@ -222,17 +227,20 @@ async function forwardAndDecide(
   return onOriginFailure(ctx, key, event, result, fields)
 }
 
-/** A refused event as a dead letter; when even that fails, the error log is all that is left. */
-async function recordRefused(
+/**
+ * A refused event (by the origin, or, in a batch, by the event schema: then the draft) as a dead
+ * letter; when even that fails, the error log is all that is left.
+ */
+export async function recordRefused(
   ctx: DeliveryContext,
   key: DeliveryKey,
-  event: InboundEvent,
-  origin: string,
+  event: InboundEvent | InboundEventDraft,
+  why: string,
 ): Promise<void> {
   const dead = deadMessage(
-    spoolMessage(formatDeliveryKey(key), event),
+    { claimKey: formatDeliveryKey(key), queuedAt: Date.now(), event },
     1,
-    `origin refused it: ${origin}`,
+    why,
   )
   await sendDeadLetter(ctx.deadLetters, dead, sendBudgetMs(ctx)).catch((err: unknown) => {
     logProblem('error', 'refused_event_not_recorded', {

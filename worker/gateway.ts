@@ -6,7 +6,7 @@
 import type { Context } from 'hono'
 import { type ClaimStore, claimStore } from '../claims'
 import { BodyOverLimitError, readBoundedBody } from '../contract/body'
-import type { Delivery, RequestParts } from './channels/types'
+import { type Classified, deliveriesOf, type RequestParts } from './channels/types'
 import { type ChannelConfig, type Settings, settingsFor } from './config'
 import type { Env } from './env'
 import { BodyTooLargeError, ChannelNotConfiguredError, UnauthorizedError } from './errors'
@@ -26,6 +26,11 @@ export interface VerifiedRequest<T> {
   tenant: string | null
   /** Matched without naming a tenant (Slack's handshake): good for nothing that writes. */
   handshakeOnly: boolean
+  /**
+   * The key scopes the tenant may write, when they are not the tenant itself (a WhatsApp Cloud
+   * app verifies, its phone numbers scope the keys); absent: the tenant is the scope.
+   */
+  scopes?: ReadonlySet<string>
 }
 
 /**
@@ -57,6 +62,7 @@ export async function verifiedRequest<T>(
     startedAt,
     tenant: verdict.tenant,
     handshakeOnly: verdict.handshakeOnly === true,
+    ...(verdict.scopes ? { scopes: verdict.scopes } : {}),
   }
 }
 
@@ -68,13 +74,18 @@ export async function verifiedRequest<T>(
 export function assertVerifiedTenant(
   channel: string,
   request: VerifiedRequest<unknown>,
-  delivery: Delivery,
+  classified: Classified,
 ): void {
-  // Nothing is claimed or forwarded for these; the handshake names no tenant.
-  if (delivery.action === 'ignore' || delivery.action === 'challenge') return
-  if (request.handshakeOnly) throw new UnauthorizedError(`${channel}: no tenant named`)
-  if (request.tenant !== null && delivery.key.scope !== request.tenant) {
-    throw new UnauthorizedError(`${channel}: verified tenant differs from the delivery's`)
+  for (const delivery of deliveriesOf(classified)) {
+    // Nothing is claimed or forwarded for these; the handshake names no tenant.
+    if (delivery.action === 'ignore' || delivery.action === 'challenge') continue
+    if (request.handshakeOnly) throw new UnauthorizedError(`${channel}: no tenant named`)
+    const scope = delivery.key.scope
+    const allowed = request.scopes ? request.scopes.has(scope) : scope === request.tenant
+    if (request.tenant !== null && !allowed) {
+      // One item of a batch naming another tenant refuses the whole request: nothing is written.
+      throw new UnauthorizedError(`${channel}: verified tenant differs from the delivery's`)
+    }
   }
 }
 

@@ -1,15 +1,17 @@
 /**
  * The vendor webhook routes: every channel of the registry (worker/channels/index.ts), each path
  * of it, the same steps: config → bounded body → verify → parse → classify (gateway.ts and the
- * channel object), then the shared delivery core (deliver.ts), whose outcome becomes the
- * channel's HTTP reply and one decision log line.
+ * channel object), then the shared delivery core (deliver.ts; a batch item by item,
+ * deliver-batch.ts), whose outcomes become the channel's HTTP reply and one decision log line
+ * each.
  * @module
  */
 import { Hono } from 'hono'
 import { WEBHOOK_CHANNELS } from './channels'
 import { httpReply } from './channels/replies'
 import type { WebhookChannel } from './channels/types'
-import { deliver, deliveryContext, logOutcome } from './deliver'
+import { deliveryContext, logOutcome } from './deliver'
+import { deliverAll } from './deliver-batch'
 import type { Env } from './env'
 import { assertVerifiedTenant, type GatewayContext, verifiedRequest, waitUntil } from './gateway'
 
@@ -23,16 +25,17 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
   const request = await verifiedRequest(c, channel.name, channel.pick, (parts, config) =>
     channel.verify(parts, config, c.req.param()),
   )
-  const delivery = await channel.classify(channel.parse(request.parts), request.tenant)
-  assertVerifiedTenant(channel.name, request, delivery)
+  const classified = await channel.classify(channel.parse(request.parts), request.tenant)
+  assertVerifiedTenant(channel.name, request, classified)
   const ctx = deliveryContext(c.env, request.settings, {
     channel: channel.name,
     startedAt: request.startedAt,
     budgetMs: channel.budgetMs,
     waitUntil: (promise) => waitUntil(c, promise),
   })
-  const outcome = await deliver(ctx, delivery, request.parts.body.text)
-  const reply = httpReply(channel.replies, outcome)
-  logOutcome(ctx, outcome, reply.status)
+  const outcomes = await deliverAll(ctx, classified, request.parts.body.text)
+  const reply = httpReply(channel.replies, outcomes)
+  // One line per item of a batch, each with the status the whole request got.
+  for (const outcome of outcomes) logOutcome(ctx, outcome, reply.status)
   return reply
 }

@@ -22,7 +22,13 @@ export type TenantSecrets =
 
 /** A verifier's answer, saying whose secrets matched: a tenant id, or null (shared secrets). */
 export type TenantVerdict =
-  | { ok: true; tenant: string | null; handshakeOnly?: boolean }
+  | {
+      ok: true
+      tenant: string | null
+      handshakeOnly?: boolean
+      /** The key scopes this tenant may write, when they are not the tenant id itself. */
+      scopes?: ReadonlySet<string>
+    }
   | { ok: false; reason: string }
 
 /**

@@ -50,8 +50,11 @@ export interface WebhookChannel<
   /** Whose secrets match the raw request (a tenant id, or null for shared secrets). */
   verify(parts: RequestParts, config: Config, params: PathParams): Promise<TenantVerdict>
   parse(parts: RequestParts): Payload
-  /** `tenant` is the one whose secrets verified the request. */
-  classify(payload: Payload, tenant: string | null): Delivery | Promise<Delivery>
+  /**
+   * `tenant` is the one whose secrets verified the request. One delivery, or a batch (one POST
+   * that carries several messages: each item is claimed, forwarded and queued on its own).
+   */
+  classify(payload: Payload, tenant: string | null): Classified | Promise<Classified>
   /** What "got it" and "send it again" look like to this vendor. */
   readonly replies: ChannelReplies
 }
@@ -78,8 +81,11 @@ export type Verdict = { ok: true } | { ok: false; reason: string }
 export type Delivery =
   /** A message, edit or delete: claim, forward to the origin, answer by the outcome. */
   | { action: 'forward'; key: DeliveryKey; draft: InboundEventDraft }
-  /** Worth remembering but not a message (status callbacks, interactions): claim, never forward. */
-  | { action: 'record'; key: DeliveryKey }
+  /**
+   * Worth remembering but not a message (status callbacks, interactions): claim, never forward.
+   * `material` is what its hash covers (a batch item's own JSON); default the raw body.
+   */
+  | { action: 'record'; key: DeliveryKey; material?: string }
   /** Verified but nothing to do (bot echoes, other event types): 200, nothing claimed. */
   | { action: 'ignore'; reason: string }
   /** Slack's url_verification handshake: answer the challenge. */
@@ -87,6 +93,22 @@ export type Delivery =
 
 /** Every delivery but Slack's handshake: what the shared claim / forward path handles. */
 export type ChannelDelivery = Exclude<Delivery, { action: 'challenge' }>
+
+/**
+ * What a channel makes of one request: a delivery, or a batch of them (Meta's
+ * `entry[].changes[].value.messages[]`, Twilio Event Streams): each item its own event with its
+ * own keys. The sender is told "ok" only when every item is taken.
+ */
+export type Classified = Delivery | readonly ChannelDelivery[]
+
+/** The deliveries of a classified request, one or many. */
+export function deliveriesOf(classified: Classified): readonly Delivery[] {
+  return isBatch(classified) ? classified : [classified]
+}
+
+export function isBatch(classified: Classified): classified is readonly ChannelDelivery[] {
+  return Array.isArray(classified)
+}
 
 /** Unix seconds (string or number, fractional allowed) → ISO 8601; null when not a time. */
 export function isoFromUnixSeconds(value: unknown): string | null {

@@ -19,7 +19,15 @@ export {
   runClaimed,
   type Settled,
 } from './run-claimed'
-export { CLAIM_DEFAULTS, type ClaimSettings, type RedisConfig, readClaimSettings } from './settings'
+export {
+  type ChannelTtlSetting,
+  CLAIM_DEFAULTS,
+  type ClaimSettings,
+  channelTtlSetting,
+  type RedisConfig,
+  readChannelTtl,
+  readClaimSettings,
+} from './settings'
 export {
   type ClaimOutcome,
   ClaimState,

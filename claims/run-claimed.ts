@@ -47,6 +47,8 @@ export interface RunClaimedOptions {
   hash: string
   /** Epoch ms until which a claim held by another attempt is waited for. @default no wait */
   waitUntilMs?: number
+  /** How long `done` / `spooled` absorb replays (the channel's own TTL). @default the store's */
+  ttlSeconds?: number
   /**
    * Where a `done` / `spooled` write goes: awaited (default), or handed to the runtime to finish
    * after the answer (`ctx.waitUntil`). A release is awaited while `releaseNow()` says so (a
@@ -114,7 +116,7 @@ export async function runClaimed<R>(
     await release()
   } else {
     const end = finished.end
-    const settle = quietly(store.complete(key, token, hash, end)).then((ok) => {
+    const settle = quietly(store.complete(key, token, hash, end, options.ttlSeconds)).then((ok) => {
       if (ok && end === 'done') memo?.rememberDone(key, hash)
       return ok
     })

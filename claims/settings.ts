@@ -4,7 +4,15 @@
  * wing's table, worker/settings.ts and origin/settings.ts, includes {@link CLAIM_SETTINGS}).
  * @module
  */
-import { present, rawValue, readInt, readUrl, type StringEnv, setting } from '../contract/settings'
+import {
+  type IntSetting,
+  present,
+  rawValue,
+  readInt,
+  readUrl,
+  type StringEnv,
+  setting,
+} from '../contract/settings'
 
 export interface RedisConfig {
   url: string
@@ -97,6 +105,43 @@ export const CLAIM_DEFAULTS = {
   redisTimeoutMs: REDIS_TIMEOUT_MS.default,
   originTimeoutMs: ORIGIN_TIMEOUT_MS.default,
 } as const
+
+/** A webhook channel's own dedup TTL row (each channel declares one among its variables). */
+export interface ChannelTtlSetting<N extends string = string> extends IntSetting<N> {
+  /** Its vendor's redelivery horizon when longer than a day (Meta: 7 days); null: none. */
+  readonly horizonSeconds: number | null
+}
+
+/**
+ * The row `name` (`DEDUP_TTL_SECONDS_{CHANNEL}`) for one channel's `done` / `spooled` / recorded
+ * claims. Unset, it is DEDUP_TTL_SECONDS, or the channel's horizon when that is longer (a
+ * deployment that raised DEDUP_TTL_SECONDS keeps it for every channel).
+ */
+export function channelTtlSetting<const N extends string>(
+  name: N,
+  horizonSeconds: number | null = null,
+): ChannelTtlSetting<N> {
+  return {
+    name,
+    kind: 'int',
+    secret: false,
+    default: horizonSeconds ?? DEDUP_TTL_SECONDS.default,
+    min: DEDUP_TTL_SECONDS.min,
+    max: DEDUP_TTL_SECONDS.max,
+    horizonSeconds,
+    doc: "this channel's dedup TTL; unset: DEDUP_TTL_SECONDS or its vendor's horizon if longer",
+  }
+}
+
+/** One channel's dedup TTL: its row when set, else the larger of its horizon and the global. */
+export function readChannelTtl(
+  env: StringEnv,
+  row: ChannelTtlSetting,
+  dedupTtlSeconds: number,
+  warnings: string[],
+): number {
+  return readInt(env, row, warnings, Math.max(row.horizonSeconds ?? 0, dedupTtlSeconds))
+}
 
 export function readClaimSettings(env: StringEnv, warnings: string[]): ClaimSettings {
   const dedupTtlSeconds = readInt(env, DEDUP_TTL_SECONDS, warnings)

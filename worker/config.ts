@@ -6,7 +6,12 @@
  * `channel_not_configured` and the log names the variable; the other channels keep working.
  * @module
  */
-import { type ClaimSettings, readClaimSettings, type SettledMemoSettings } from '../claims'
+import {
+  type ClaimSettings,
+  readChannelTtl,
+  readClaimSettings,
+  type SettledMemoSettings,
+} from '../claims'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { rawValue, readInt, readUrl } from '../contract/settings'
@@ -47,6 +52,8 @@ export interface Settings extends ClaimSettings, ChannelSettings {
    * (0 = off, the default), SETTLED_MEMO_SECONDS (60; at most the dedup TTL).
    */
   settledMemo: SettledMemoSettings
+  /** Each webhook channel's dedup TTL (`DEDUP_TTL_SECONDS_{CHANNEL}`, its default, the global). */
+  dedupTtlByChannel: Readonly<Record<string, number>>
   /** Settings that were invalid and replaced by a default, for the log. */
   warnings: string[]
 }
@@ -94,6 +101,12 @@ export function parseSettings(env: Env): Settings {
       withOrigin<unknown>(channel.settings(env, warnings)),
     ]),
   ) as unknown as ChannelSettings
+  const dedupTtlByChannel = Object.fromEntries(
+    WEBHOOK_CHANNELS.map((channel) => [
+      channel.name,
+      readChannelTtl(env, channel.dedupTtl, claims.dedupTtlSeconds, warnings),
+    ]),
+  )
 
   return {
     ...claims,
@@ -106,6 +119,7 @@ export function parseSettings(env: Env): Settings {
       maxEntries: memoEntries,
       maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),
     },
+    dedupTtlByChannel,
     warnings,
   }
 }

@@ -6,7 +6,7 @@
  * bounce) and logs it with that reply's status ({@link logOutcome}).
  * @module
  */
-import { type ClaimEnd, type ClaimHold, type ClaimStore, runClaimed } from '../claims'
+import { type ClaimEnd, type ClaimHold, runClaimed } from '../claims'
 import { sha256Hex } from '../contract/crypto'
 import {
   finalizeEvent,
@@ -16,97 +16,26 @@ import {
 } from '../contract/event'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
-import type { OriginConfig, Settings } from './config'
-import type { Env } from './env'
-import { ChannelNotConfiguredError, InvalidPayloadError } from './errors'
+import type { DeliveryContext, Outcome } from './delivery-context'
+import { InvalidPayloadError } from './errors'
 import { describeForward, type ForwardResult, forwardEvent } from './forward'
-import { claimStoreFor } from './gateway'
-import {
-  type Decision,
-  describeError,
-  logDecision,
-  logProblem,
-  type WorkerDecisionLog,
-} from './log'
+import { describeError, logProblem, type WorkerDecisionLog } from './log'
 import { deadMessage } from './spool/message'
-import {
-  type DeadLetterQueue,
-  enqueueEvent,
-  type SpoolQueue,
-  sendDeadLetter,
-} from './spool/producer'
+import { enqueueEvent, sendDeadLetter } from './spool/producer'
 
-/**
- * What became of a delivery: the log's decision and fields, less what the front door adds (its
- * reply's status, the time taken). A front door needs only `decision` to answer: `retry` asks the
- * sender to send again, `rejected` is refused for good, `challenge` is a handshake to answer with
- * `challenge`; every other decision (forwarded, duplicate, recorded, ignored, spooled) is taken.
- */
-export type Outcome = OutcomeFields &
-  ({ decision: Exclude<Decision, 'challenge'> } | { decision: 'challenge'; challenge: string })
-
-/** A decision's fields; `channel` defaults to the front door's (an event names sms / whatsapp). */
-type OutcomeFields = Omit<WorkerDecisionLog, 'channel' | 'decision' | 'status' | 'ms'> & {
-  channel?: string
-}
 /** What is known of a forward before the origin answers. */
 type KnownFields = Pick<
   WorkerDecisionLog,
   'channel' | 'deliveryKey' | 'fallbackKey' | 'redis' | 'reason'
 >
 
-export interface DeliveryContext {
-  /** Log label of the front door: slack | twilio | telegram | email. */
-  channel: string
-  settings: Settings
-  origin: OriginConfig
-  /** Null when no Redis is configured: Postgres decides everything. */
-  claims: ClaimStore | null
-  /** The spool queue's producer binding; null when the Worker has none. */
-  spool: SpoolQueue | null
-  /** The dead-letter queue: events the origin refused for good are recorded through it. */
-  deadLetters: DeadLetterQueue | null
-  waitUntil(promise: Promise<unknown>): void
-  startedAt: number
-  /** Epoch ms by which the sender must have its answer (Slack: 3 s, less a margin). */
-  deadline: number
-}
-
-/** What a front door knows of its delivery: its name, clock, budget and the runtime's waitUntil. */
-export interface FrontDoor {
-  channel: string
-  startedAt: number
-  /** How long the sender waits for our answer (the channel's budget). */
-  budgetMs: number
-  waitUntil(promise: Promise<unknown>): void
-}
-
-/** The one way a front door builds its context (the origin is required: 503 without it). */
-export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): DeliveryContext {
-  if (!settings.origin) throw new ChannelNotConfiguredError(door.channel, ['ORIGIN_URL'])
-  return {
-    channel: door.channel,
-    settings,
-    origin: settings.origin,
-    claims: claimStoreFor(settings),
-    spool: env.SPOOL ?? null,
-    deadLetters: env.SPOOL_DEAD ?? null,
-    waitUntil: door.waitUntil,
-    startedAt: door.startedAt,
-    deadline: door.startedAt + door.budgetMs,
-  }
-}
-
-/** One decision log line for an outcome, with the status of the reply the front door gave. */
-export function logOutcome(ctx: DeliveryContext, outcome: Outcome, status: number): void {
-  const { challenge: _, ...fields }: Outcome & { challenge?: string } = outcome
-  logDecision({
-    ...fields,
-    channel: outcome.channel ?? ctx.channel,
-    status,
-    ms: Date.now() - ctx.startedAt,
-  })
-}
+export {
+  type DeliveryContext,
+  deliveryContext,
+  type FrontDoor,
+  logOutcome,
+  type Outcome,
+} from './delivery-context'
 
 /** Below this much time left, a forward is not worth starting: answer "retry" instead. */
 const MIN_FORWARD_MS = 200
@@ -138,7 +67,7 @@ async function record(ctx: DeliveryContext, key: DeliveryKey, material: string):
     return { deliveryKey, decision: 'recorded', decidedBy: 'gateway', redis: 'not_configured' }
   }
   const hash = (await sha256Hex(material)).slice(0, 16)
-  const claimed = await ctx.claims.record(deliveryKey, hash)
+  const claimed = await ctx.claims.record(deliveryKey, hash, ctx.dedupTtlSeconds)
   if (claimed.status === 'unavailable') {
     return { deliveryKey, decision: 'recorded', decidedBy: 'gateway', redis: 'unavailable' }
   }
@@ -158,6 +87,7 @@ async function claimAndForward(
     {
       key: formatDeliveryKey(key),
       hash: event.payloadHash,
+      ttlSeconds: ctx.dedupTtlSeconds,
       // Another attempt holds it (Slack retries while a slow first attempt runs): wait briefly.
       waitUntilMs: Math.min(
         Date.now() + settings.inflightWaitMs,
@@ -288,6 +218,7 @@ async function onOriginFailure(
       queue: ctx.spool,
       enabled: ctx.settings.spool.channels.has(event.channel),
       timeoutMs: sendBudgetMs(ctx),
+      ttlSeconds: ctx.dedupTtlSeconds,
     },
     formatDeliveryKey(key),
     event,

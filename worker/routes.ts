@@ -31,6 +31,7 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
     channel: channel.name,
     startedAt: request.startedAt,
     budgetMs: channel.budgetMs,
+    dedupTtlSeconds: request.settings.dedupTtlByChannel[channel.name],
     waitUntil: (promise) => waitUntil(c, promise),
   })
   const outcomes = await deliverAll(ctx, classified, request.parts.body.text)

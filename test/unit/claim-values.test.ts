@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { decodeValue, inflightValue, newClaimToken, sameHash, settledValue } from '../../claims'
+import {
+  channelTtlSetting,
+  decodeValue,
+  inflightValue,
+  newClaimToken,
+  readChannelTtl,
+  sameHash,
+  settledValue,
+} from '../../claims'
 
 describe('claim values', () => {
   it.each([
@@ -53,5 +61,31 @@ describe('claim values', () => {
 
   it('makes a different token each time', () => {
     expect(new Set(Array.from({ length: 100 }, newClaimToken)).size).toBe(100)
+  })
+})
+
+describe('per-channel dedup TTL settings', () => {
+  const day = 86_400
+  const meta = channelTtlSetting('DEDUP_TTL_SECONDS_X', 8 * day)
+  const plain = channelTtlSetting('DEDUP_TTL_SECONDS_Y')
+
+  it('a row per channel: its default is its horizon, else the global default', () => {
+    expect(meta).toMatchObject({ name: 'DEDUP_TTL_SECONDS_X', kind: 'int', default: 8 * day })
+    expect(plain.default).toBe(day)
+  })
+
+  it('its own variable, else the larger of its horizon and DEDUP_TTL_SECONDS; invalid warns', () => {
+    const warnings: string[] = []
+    expect(readChannelTtl({}, meta, day, warnings)).toBe(8 * day)
+    expect(readChannelTtl({}, meta, 10 * day, warnings)).toBe(10 * day)
+    expect(readChannelTtl({}, plain, day, warnings)).toBe(day)
+    // A channel without a horizon follows a lowered global TTL.
+    expect(readChannelTtl({}, plain, 3_600, warnings)).toBe(3_600)
+    expect(readChannelTtl({ DEDUP_TTL_SECONDS_X: '600' }, meta, day, warnings)).toBe(600)
+    expect(warnings).toEqual([])
+    expect(readChannelTtl({ DEDUP_TTL_SECONDS_X: '10' }, meta, day, warnings)).toBe(8 * day)
+    expect(warnings).toEqual([
+      'DEDUP_TTL_SECONDS_X must be an integer from 60 to 2592000 (default 691200)',
+    ])
   })
 })

@@ -12,6 +12,7 @@
  * @module
  */
 
+import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { type Bytes, hmac, sha256Hex, timingSafeEqual, toHex, utf8 } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
@@ -52,6 +53,7 @@ export interface SlackConfig {
 const SLACK_VARIABLES = [
   sharedSecretRow('SLACK_SIGNING_SECRET', 'signing secrets of a single tenant: any api_app_id'),
   tenantSecretsRow('SLACK_SIGNING_SECRETS_BY_APP', 'each api_app_id its own signing secrets'),
+  channelTtlSetting('DEDUP_TTL_SECONDS_SLACK'),
 ] as const
 
 const SLACK_SECRETS: TenantVariables = {
@@ -64,6 +66,7 @@ const SLACK_SECRETS: TenantVariables = {
 export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload, typeof SLACK_VARIABLES> = {
   name: 'slack',
   variables: SLACK_VARIABLES,
+  dedupTtl: SLACK_VARIABLES[2],
   paths: ['/slack'],
   budgetMs: 2_500,
   settings(env, warnings) {

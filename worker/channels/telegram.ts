@@ -15,6 +15,7 @@
  * @module
  */
 
+import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { secretList, timingSafeEqual } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
@@ -62,6 +63,7 @@ const TELEGRAM_VARIABLES = [
     doc: 'the numeric id of the bot served on the bare path /webhooks/telegram',
   }),
   tenantSecretsRow('TELEGRAM_SECRET_TOKENS_BY_BOT', 'more bots, each its own secret_tokens'),
+  channelTtlSetting('DEDUP_TTL_SECONDS_TELEGRAM'),
 ] as const
 const [SECRET_TOKEN, BOT_ID, TOKENS_BY_BOT] = TELEGRAM_VARIABLES
 
@@ -77,6 +79,7 @@ export const telegram: WebhookChannel<
 > = {
   name: 'telegram',
   variables: TELEGRAM_VARIABLES,
+  dedupTtl: TELEGRAM_VARIABLES[3],
   paths: ['/telegram', '/telegram/:botId'],
   budgetMs: 10_000,
   settings: telegramConfig,

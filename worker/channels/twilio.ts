@@ -14,6 +14,7 @@
  * @module
  */
 
+import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
 import { readUrl, setting } from '../../contract/settings'
@@ -60,6 +61,7 @@ const TWILIO_VARIABLES = [
     secret: false,
     doc: 'the public origin Twilio signs (behind a proxy); unset: the request URL',
   }),
+  channelTtlSetting('DEDUP_TTL_SECONDS_TWILIO'),
 ] as const
 
 const TWILIO_TOKENS: TenantVariables = {
@@ -77,6 +79,7 @@ export const twilio: WebhookChannel<
 > = {
   name: 'twilio',
   variables: TWILIO_VARIABLES,
+  dedupTtl: TWILIO_VARIABLES[3],
   paths: ['/twilio'],
   budgetMs: 10_000,
   settings(env, warnings) {

@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { ChannelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import type { DeliveryKey } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
@@ -43,6 +44,11 @@ export interface WebhookChannel<
    * in-flight wait and the origin are cut to fit.
    */
   readonly budgetMs: number
+  /**
+   * Its dedup TTL row (`DEDUP_TTL_SECONDS_{NAME}`, claims/settings.ts `channelTtlSetting`, with
+   * its vendor's redelivery horizon when that is longer than a day), also among its `variables`.
+   */
+  readonly dedupTtl: ChannelTtlSetting
   /** Its settings from the bindings; what is missing by variable name, never by value. */
   settings(env: Env, warnings: string[]): ChannelConfig<Config>
   /** Its settings within the parsed ones (what `settings` returned, with the origin's needs). */

@@ -63,7 +63,15 @@ export interface WebhookChannel<
   classify(payload: Payload, tenant: string | null): Classified | Promise<Classified>
   /** What "got it" and "send it again" look like to this vendor. */
   readonly replies: ChannelReplies
+  /**
+   * A GET on its paths that proves we own the URL (Meta's subscription handshake, which echoes
+   * `hub.challenge`): the challenge to answer as plain text, or why not (403). Runs after the
+   * config check; claims and writes nothing. (Slack's url_verification is a POST: `classify`.)
+   */
+  handshake?(query: URLSearchParams, config: Config): HandshakeVerdict
 }
+
+export type HandshakeVerdict = { ok: true; challenge: string } | { ok: false; reason: string }
 
 /** The route's `:param`s (absent on a path without them). */
 export type PathParams = Readonly<Record<string, string | undefined>>

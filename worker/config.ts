@@ -14,7 +14,7 @@ import {
 } from '../claims'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
-import { rawValue, readInt, readUrl } from '../contract/settings'
+import { present, rawValue, readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
 import { perIsolate } from './per-isolate'
@@ -54,6 +54,11 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   settledMemo: SettledMemoSettings
   /** Each webhook channel's dedup TTL (`DEDUP_TTL_SECONDS_{CHANNEL}`, its default, the global). */
   dedupTtlByChannel: Readonly<Record<string, number>>
+  /**
+   * The webhook channels this deployment uses: one of their own variables (its TTL row aside) is
+   * set. /healthz counts only these: a channel nobody configured is not a degraded one.
+   */
+  channelsInUse: ReadonlySet<string>
   /** Settings that were invalid and replaced by a default, for the log. */
   warnings: string[]
 }
@@ -120,6 +125,11 @@ export function parseSettings(env: Env): Settings {
       maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),
     },
     dedupTtlByChannel,
+    channelsInUse: new Set(
+      WEBHOOK_CHANNELS.filter((channel) =>
+        channel.variables.some((row) => row !== channel.dedupTtl && present(env, row.name)),
+      ).map((channel) => channel.name),
+    ),
     warnings,
   }
 }

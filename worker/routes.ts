@@ -49,8 +49,12 @@ function handshake(c: GatewayContext, channel: WebhookChannel): Response {
 }
 
 async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Response> {
-  const request = await verifiedRequest(c, channel.name, channel.pick, (parts, config) =>
-    channel.verify(parts, config, c.req.param()),
+  const request = await verifiedRequest(
+    c,
+    channel.name,
+    channel.pick,
+    (parts, config) => channel.verify(parts, config, c.req.param()),
+    channel.maxBodyBytes,
   )
   const classified = await channel.classify(channel.parse(request.parts), request.tenant)
   assertVerifiedTenant(channel.name, request, classified)

@@ -28,7 +28,7 @@ describe('routes', () => {
     const body = await response.json()
     expect(body).toEqual({
       status: 'ok',
-      channels: { slack: true, twilio: true, telegram: true },
+      channels: expect.objectContaining({ slack: true, twilio: true, telegram: true }),
       origin: true,
       spool: true,
       redis: 'ok',
@@ -73,6 +73,15 @@ describe('routes', () => {
     )
     expect(deep.status).toBe(200)
     expect(await deep.json()).toMatchObject({ redis: 'ok', counters: { 'spool_queued:slack': 2 } })
+  })
+
+  it('/healthz: a channel nobody configured is false but no degradation; a half-configured one degrades', async () => {
+    const unused = harness({ TELEGRAM_SECRET_TOKEN: '', TELEGRAM_BOT_ID: '' })
+    const quiet = await (await unused.deliver(new Request(`${GATEWAY}/healthz`))).json()
+    expect(quiet).toMatchObject({ status: 'ok', channels: { telegram: false, slack: true } })
+    const half = harness({ TELEGRAM_BOT_ID: '' })
+    const broken = await (await half.deliver(new Request(`${GATEWAY}/healthz`))).json()
+    expect(broken).toMatchObject({ status: 'degraded', channels: { telegram: false } })
   })
 
   it('reports Redis unavailable on /healthz when it does not answer', async () => {

@@ -49,6 +49,11 @@ export interface WebhookChannel<
    * its vendor's redelivery horizon when that is longer than a day), also among its `variables`.
    */
   readonly dedupTtl: ChannelTtlSetting
+  /**
+   * The largest body its vendor documents, when larger than MAX_BODY_BYTES (Meta: batches of up
+   * to 3 MB): the route's bound is the larger of the two. A 413 is a retry for days, not a fix.
+   */
+  readonly maxBodyBytes?: number
   /** Its settings from the bindings; what is missing by variable name, never by value. */
   settings(env: Env, warnings: string[]): ChannelConfig<Config>
   /** Its settings within the parsed ones (what `settings` returned, with the origin's needs). */

@@ -17,7 +17,7 @@
 
 import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
-import { secretList, timingSafeEqual } from '../../contract/crypto'
+import { equalsAny, secretList } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
 import { present, rawValue, type StringEnv, setting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
@@ -156,11 +156,8 @@ export async function verifyTelegram(
   // Rule 1: the header Telegram sends when the webhook was set with a secret_token.
   const offered = parts.headers.get(TELEGRAM_SECRET_HEADER)
   if (!offered) return { ok: false, reason: 'missing_headers' }
-  // Rule 2: any configured token may match (rotation), compared in constant time; every token is
-  // compared, so the time taken does not say which one matched.
-  let matched = false
-  for (const token of secretTokens) matched = timingSafeEqual(token, offered) || matched
-  return matched ? { ok: true } : { ok: false, reason: 'secret_mismatch' }
+  // Rule 2: any configured token may match (rotation), every one compared in constant time.
+  return equalsAny(secretTokens, offered) ? { ok: true } : { ok: false, reason: 'secret_mismatch' }
 }
 
 /**

@@ -157,6 +157,11 @@ export function parseJsonObject(text: string, what: string): Record<string, unkn
   return object
 }
 
+/** An array field of an untrusted value, else empty. */
+export function list(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : []
+}
+
 /** A plain object field of an untrusted value, else null. */
 export function obj(value: unknown): Record<string, unknown> | null {
   return typeof value === 'object' && value !== null && !Array.isArray(value)

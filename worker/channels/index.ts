@@ -12,11 +12,13 @@ import { slack } from './slack'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
 import type { WebhookChannel } from './types'
+import { whatsappCloud } from './whatsapp-cloud'
 
 export const WEBHOOK_CHANNELS = [
   slack,
   twilio,
   telegram,
+  whatsappCloud,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]

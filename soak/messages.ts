@@ -7,6 +7,9 @@
  * - a **fresh delivery id** for the same message (Slack: a new `event_id`; Telegram: a new
  *   `update_id`; Twilio and email have no delivery id apart from the message's, so theirs is the
  *   same request again; Gmail: the same mail in the mailbox a second time, a new Gmail id);
+ * - WhatsApp Cloud: every POST is a **batch**, as Meta sends them: the message, its `sent`
+ *   status, and the run's previous WhatsApp Cloud message again (Meta batching a retry with new
+ *   traffic), over two phone numbers; the earlier one must be a duplicate, the status no row;
  * - **edits** (Slack `message_changed`, Telegram `edited_message`), each later than the last;
  * - a **delete** (Slack `message_deleted`).
  *
@@ -28,19 +31,30 @@ import {
   twilioParams,
   twilioRequest,
 } from '../test/unit/signed-requests'
+import { WA_TEST_SECRET, waBatch, waRequest, waText } from '../test/unit/whatsapp-cloud-fixtures'
 
-/** Where a message comes from: the Worker's channels, and Gmail (polled by the origin). */
-export type SoakChannel = Channel | 'gmail'
+/**
+ * Where a message comes from: the Worker's channels (WhatsApp Cloud's rows are channel
+ * `whatsapp`, like Twilio's), and Gmail (polled by the origin).
+ */
+export type SoakChannel = Channel | 'gmail' | 'whatsapp-cloud'
 export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'slack',
   'whatsapp',
+  'whatsapp-cloud',
   'sms',
   'telegram',
   'email',
   'gmail',
 ]
 /** Channels whose requests carry a signature that can be forged. */
-export const SIGNED: readonly SoakChannel[] = ['slack', 'whatsapp', 'sms', 'telegram']
+export const SIGNED: readonly SoakChannel[] = [
+  'slack',
+  'whatsapp',
+  'whatsapp-cloud',
+  'sms',
+  'telegram',
+]
 /** Channels with edits on the wire; Slack alone also sends deletes. */
 export const EDITABLE: readonly SoakChannel[] = ['slack', 'telegram']
 export const DELETABLE: readonly SoakChannel[] = ['slack']
@@ -105,11 +119,13 @@ export class SoakMessage {
 
   /** The vendor behind the channel; Gmail's mail is polled, not delivered by a vendor. */
   get vendor(): Vendor | 'gmail' {
+    if (this.channel === 'whatsapp-cloud') return 'meta'
     return this.channel === 'gmail' ? 'gmail' : vendorOf(this.channel)
   }
 
   /** `messages.channel` of its row. */
   get rowChannel(): Channel {
+    if (this.channel === 'whatsapp-cloud') return 'whatsapp'
     return this.channel === 'gmail' ? 'email' : this.channel
   }
 
@@ -175,6 +191,8 @@ export class MessageMaker {
         return { name, request: this.twilio(message, text) }
       case 'telegram':
         return { name, request: this.telegram(message, shape, k, text) }
+      case 'whatsapp-cloud':
+        return { name, request: this.whatsappCloud(message, text) }
       case 'email':
       case 'gmail': {
         const raw = this.email(message, text)
@@ -268,6 +286,32 @@ export class MessageMaker {
     return (url: string) => twilioRequest(`${url}/webhooks/twilio`, params, token)
   }
 
+  /** The previous WhatsApp Cloud message of the run, batched again with the next one. */
+  private lastCloud: { message: unknown; number: string; wamid: string } | null = null
+
+  /** One Meta POST: this message, its `sent` status, and the previous message again. */
+  private whatsappCloud(message: SoakMessage, text: string) {
+    const wamid = `wamid.${message.marker.replaceAll('-', '')}`
+    message.deliveryIds.add(wamid)
+    const number = CLOUD_NUMBERS[message.n % 2] as string
+    const own = waText(wamid, text, `1650555${String(1000 + (message.n % 5))}`)
+    const status = { id: wamid, status: 'sent', timestamp: '1750030073', recipient_id: '1' }
+    const earlier = message.forged || this.lastCloud?.wamid === wamid ? null : this.lastCloud
+    if (!message.forged) this.lastCloud = { message: own, number, wamid }
+    const body = waBatch(
+      CLOUD_NUMBERS.map((phoneNumberId) => ({
+        phoneNumberId,
+        messages: [
+          ...(number === phoneNumberId ? [own] : []),
+          ...(earlier?.number === phoneNumberId ? [earlier.message] : []),
+        ],
+        statuses: number === phoneNumberId ? [status] : [],
+      })),
+    )
+    const secret = message.forged ? WRONG_SECRET : WA_TEST_SECRET
+    return (url: string) => waRequest(`${url}/webhooks/whatsapp-cloud`, body, secret)
+  }
+
   private telegram(message: SoakMessage, shape: Shape, k: number, text: string) {
     const updateId = ++this.updateId
     message.deliveryIds.add(String(updateId))
@@ -294,6 +338,9 @@ export class MessageMaker {
     })
   }
 }
+
+/** The business numbers (phone_number_id) the soak's WhatsApp Cloud batches are for. */
+const CLOUD_NUMBERS = ['106540352242922', '106540352242923']
 
 /** A handful of senders: some messages share a customer and conversation, some do not. */
 function senderOf(message: SoakMessage): string {

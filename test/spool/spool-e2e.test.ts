@@ -42,6 +42,14 @@ import {
   twilioParams,
   twilioRequest,
 } from '../unit/signed-requests'
+import {
+  META_IMAGE_MESSAGE,
+  WA_TEST_SECRET,
+  WA_VERIFY_TOKEN,
+  waBatch,
+  waRequest,
+  waText,
+} from '../unit/whatsapp-cloud-fixtures'
 import { startDownstream, type TestDownstream } from './support/downstream'
 
 const UPSTASH_TOKEN = `spool-e2e-${runId()}`
@@ -82,6 +90,8 @@ beforeAll(async () => {
       TWILIO_AUTH_TOKEN: TEST_SECRETS.twilio,
       TELEGRAM_SECRET_TOKEN: TEST_SECRETS.telegram,
       TELEGRAM_BOT_ID: TEST_SECRETS.telegramBotId,
+      WHATSAPP_APP_SECRET: WA_TEST_SECRET,
+      WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN,
       ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
       ORIGIN_URL: balancer.url,
       UPSTASH_REDIS_REST_URL: redisLayer.url,
@@ -311,4 +321,93 @@ describe('a poisoned event among good ones', () => {
       balancer.setPoison(null)
     }
   }, 150_000)
+})
+
+describe('WhatsApp Cloud batches, end to end (real origin and Postgres)', () => {
+  /** `count` messages of one Meta POST over two phone numbers, as deliveries of their own. */
+  function waMessages(count: number): Delivery[] {
+    return Array.from({ length: count }, (_, i) => {
+      const number = i % 2 === 0 ? '1001' : '2002'
+      const wamid = `wamid.${uniq()}${uniq()}`
+      return {
+        channel: 'whatsapp',
+        make: () => Promise.reject(new Error('part of a batch')),
+        messageKey: `${number}:${wamid}`,
+        deliveryKey: `dedup:wa-cloud:${number}:${wamid}`,
+      }
+    })
+  }
+  const batchOf = (messages: Delivery[], extra: Record<string, unknown>[] = []) => {
+    const parts = messages.map((d) => d.messageKey.split(':') as [string, string])
+    return waBatch(
+      ['1001', '2002'].map((phoneNumberId) => ({
+        phoneNumberId,
+        messages: [
+          ...parts.filter(([n]) => n === phoneNumberId).map(([, id]) => waText(id, `text ${id}`)),
+          ...(phoneNumberId === '1001' ? extra : []),
+        ],
+      })),
+    )
+  }
+  const post = async (body: Record<string, unknown>) =>
+    send(await waRequest(`${worker.url}/webhooks/whatsapp-cloud`, body))
+
+  it('3 messages on 2 numbers, replayed: 3 rows; a batch overlapping it adds only the new one', async () => {
+    const three = waMessages(3)
+    expect(await post(batchOf(three))).toBe(200)
+    expect(await post(batchOf(three))).toBe(200)
+    for (const d of three) expect(await messageRows(d)).toBe(1)
+    const [fourth] = waMessages(1) as [Delivery]
+    expect(await post(batchOf([...three.slice(1), fourth]))).toBe(200)
+    for (const d of [...three, fourth]) {
+      expect(await messageRows(d)).toBe(1)
+      expect(await outboxOf(d)).toHaveLength(1)
+    }
+  }, 60_000)
+
+  it('20 concurrent copies of a two-message batch leave two rows', async () => {
+    const two = waMessages(2)
+    const body = batchOf(two)
+    const answers = await Promise.all(Array.from({ length: 20 }, () => post(body)))
+    expect(answers.filter((s) => s === 200).length).toBeGreaterThan(0)
+    // Meta resends what was not answered 200.
+    expect(await post(body)).toBe(200)
+    for (const d of two) {
+      expect(await messageRows(d)).toBe(1)
+      expect(await outboxOf(d)).toHaveLength(1)
+    }
+  }, 60_000)
+
+  it('a batch during an origin outage: answered 200, queued, lands once; the media as attachments', async () => {
+    const two = waMessages(2)
+    const imageId = `wamid.${uniq()}${uniq()}`
+    const image: Delivery = {
+      channel: 'whatsapp',
+      make: () => Promise.reject(new Error('part of a batch')),
+      messageKey: `1001:${imageId}`,
+      deliveryKey: `dedup:wa-cloud:1001:${imageId}`,
+    }
+    const body = batchOf(two, [{ ...META_IMAGE_MESSAGE, id: imageId }])
+    await origin.kill('SIGKILL')
+    try {
+      expect(await post(body)).toBe(200)
+      expect(await post(body)).toBe(200)
+      for (const d of [...two, image]) expect(await claim(d)).toMatch(/^spooled\|/)
+    } finally {
+      await origin.restart()
+    }
+    await eventually(allLanded([...two, image]))
+    expect(await post(body)).toBe(200)
+    for (const d of [...two, image]) expect(await outboxOf(d)).toHaveLength(1)
+    const { rows } = await sql.query<{ body: string; attachments: unknown }>(
+      'SELECT body, attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      ['whatsapp', image.messageKey],
+    )
+    expect(rows).toEqual([
+      {
+        body: 'Taj Mahal',
+        attachments: [expect.objectContaining({ kind: 'image', mediaId: '1003383421387256' })],
+      },
+    ])
+  }, 120_000)
 })

@@ -26,6 +26,7 @@ import {
   startWorkerMiniflare,
 } from '../../../local/stack'
 import { TEST_SECRETS } from '../../unit/signed-requests'
+import { WA_TEST_SECRET, WA_VERIFY_TOKEN } from '../../unit/whatsapp-cloud-fixtures'
 import { type Balancer, startBalancer } from './balancer'
 import { type PrivatePostgres, startPrivatePostgres } from './private-postgres'
 import { type PrivateRedis, startPrivateRedis } from './private-redis'
@@ -279,6 +280,8 @@ export async function startFaultStack(): Promise<FaultStack> {
         TWILIO_AUTH_TOKEN: TEST_SECRETS.twilio,
         TELEGRAM_SECRET_TOKEN: TEST_SECRETS.telegram,
         TELEGRAM_BOT_ID: TEST_SECRETS.telegramBotId,
+        WHATSAPP_APP_SECRET: WA_TEST_SECRET,
+        WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN,
         ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
         ORIGIN_URL: balancer.url,
         UPSTASH_REDIS_REST_URL: redisLayer.url,

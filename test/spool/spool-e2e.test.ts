@@ -392,7 +392,7 @@ describe('WhatsApp Cloud batches, end to end (real origin and Postgres)', () => 
     try {
       expect(await post(body)).toBe(200)
       expect(await post(body)).toBe(200)
-      for (const d of [...two, image]) expect(await claim(d)).toMatch(/^spooled\|/)
+      for (const d of [...two, image]) expect(await claim(d)).toMatch(SPOOLED_VALUE)
     } finally {
       await origin.restart()
     }

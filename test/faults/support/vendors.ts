@@ -18,8 +18,10 @@
  * not by the key the gateway computed, so a row filed under a wrong key still counts.
  * @module
  */
+
 import { createHash, randomBytes } from 'node:crypto'
 import { delay } from '../../../local/processes'
+import { compactSid } from '../../../worker/channels/twilio-keys'
 import {
   slackMessageEvent,
   slackRequest,
@@ -185,7 +187,8 @@ export class MessageFactory {
         return {
           ...base,
           messageKey: `${ACCOUNT}:${sid}`,
-          needle: sid,
+          // The Redis key and the log lines carry the SID in its compact form (twilio-keys.ts).
+          needle: compactSid(sid),
           request: (url) =>
             twilioRequest(`${url}/webhooks/twilio`, params, forged ? { token: WRONG_SECRET } : {}),
         }

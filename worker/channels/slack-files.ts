@@ -7,7 +7,7 @@
  */
 import { boundAttachments, kindOfMimeType } from '../../contract/attachments'
 import type { Attachment } from '../../contract/event'
-import { obj, str } from './types'
+import { obj, str } from './untrusted'
 
 /** The message's files as the draft's `attachments` field (spread it in; none: nothing). */
 export function slackFiles(message: Record<string, unknown>): { attachments?: Attachment[] } {

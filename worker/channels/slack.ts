@@ -17,12 +17,10 @@ import type { RawBody } from '../../contract/body'
 import { sha256Hex } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
 import { InvalidPayloadError } from '../errors'
+import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
 import {
   allSecrets,
   sharedSecretRow,
-  type TenantSecrets,
-  type TenantVariables,
-  type TenantVerdict,
   tenantSecrets,
   tenantSecretsRow,
   verifyForTenant,
@@ -30,19 +28,9 @@ import {
 import { plainReplies } from './replies'
 import { slackFiles } from './slack-files'
 import { verifySlack } from './slack-signature'
-import {
-  type Delivery,
-  type DeliveryKey,
-  formatDeliveryKey,
-  isKeyPart,
-  isoFromUnixSeconds,
-  obj,
-  parseJsonObject,
-  type RequestParts,
-  str,
-  type VerifyOptions,
-  type WebhookChannel,
-} from './types'
+import type { Delivery, DeliveryKey, RequestParts, VerifyOptions, WebhookChannel } from './types'
+import { formatDeliveryKey } from './types'
+import { isKeyPart, isoFromUnixSeconds, obj, parseJsonObject, str } from './untrusted'
 
 export interface SlackConfig {
   /** By `api_app_id` (SLACK_SIGNING_SECRETS_BY_APP), or shared (SLACK_SIGNING_SECRET). */

@@ -8,7 +8,7 @@
  */
 import { boundAttachments } from '../../contract/attachments'
 import type { Attachment, AttachmentKind } from '../../contract/event'
-import { obj, str } from './types'
+import { obj, str } from './untrusted'
 
 /** Message fields holding one file, by the kind each stands for; the first present wins. */
 const FILE_FIELDS: ReadonlyArray<readonly [string, AttachmentKind]> = [

@@ -3,7 +3,7 @@
  * Nobody wrote them, so they are recorded (a replay is a duplicate) and never a message row.
  * @module
  */
-import { str } from './types'
+import { str } from './untrusted'
 
 /**
  * Message fields that make it a service message (no one wrote it): the Bot API's list (see

@@ -22,30 +22,14 @@ import type { InboundEventDraft } from '../../contract/event'
 import { present, rawValue, type StringEnv, setting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError, UnauthorizedError } from '../errors'
-import {
-  parseTenantSecrets,
-  sharedSecretRow,
-  type TenantSecrets,
-  type TenantVerdict,
-  tenantSecretsRow,
-  verifyForTenant,
-} from '../tenants'
+import type { TenantSecrets, TenantVerdict } from '../tenants'
+import { parseTenantSecrets, sharedSecretRow, tenantSecretsRow, verifyForTenant } from '../tenants'
 import { plainReplies } from './replies'
 import { telegramAttachments } from './telegram-media'
 import { isServiceMessage } from './telegram-service'
-import {
-  type ChannelDelivery,
-  type DeliveryKey,
-  formatDeliveryKey,
-  isKeyPart,
-  isoFromUnixSeconds,
-  obj,
-  parseJsonObject,
-  type RequestParts,
-  str,
-  type Verdict,
-  type WebhookChannel,
-} from './types'
+import type { ChannelDelivery, DeliveryKey, RequestParts, Verdict, WebhookChannel } from './types'
+import { formatDeliveryKey } from './types'
+import { isKeyPart, isoFromUnixSeconds, obj, parseJsonObject, str } from './untrusted'
 
 export interface TelegramConfig {
   /** `secret_token`s by bot id (the path `/webhooks/telegram/{botId}`); always per bot. */

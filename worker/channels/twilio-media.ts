@@ -7,7 +7,7 @@
  */
 import { boundAttachments, kindOfMimeType } from '../../contract/attachments'
 import { type Attachment, LIMITS } from '../../contract/event'
-import { str } from './types'
+import { str } from './untrusted'
 
 const MEDIA_SID = /\/Media\/(ME[0-9a-fA-F]{32})\/?$/
 

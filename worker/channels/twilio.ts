@@ -19,31 +19,21 @@ import type { RawBody } from '../../contract/body'
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
 import { readUrl, setting } from '../../contract/settings'
 import { InvalidPayloadError } from '../errors'
-import {
-  sharedSecretRow,
-  type TenantSecrets,
-  type TenantVariables,
-  type TenantVerdict,
-  tenantSecrets,
-  tenantSecretsRow,
-  verifyForTenant,
-} from '../tenants'
+import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
+import { sharedSecretRow, tenantSecrets, tenantSecretsRow, verifyForTenant } from '../tenants'
 import { retryLaterResponse } from './replies'
 import { accountTag, compactSid } from './twilio-keys'
 import { twilioAttachments } from './twilio-media'
-import {
-  type ChannelDelivery,
-  type DeliveryKey,
-  formatDeliveryKey,
-  isKeyPart,
-  parseJsonObject,
-  type RequestParts,
-  str,
-  systemClock,
-  type Verdict,
-  type VerifyOptions,
-  type WebhookChannel,
+import type {
+  ChannelDelivery,
+  DeliveryKey,
+  RequestParts,
+  Verdict,
+  VerifyOptions,
+  WebhookChannel,
 } from './types'
+import { formatDeliveryKey } from './types'
+import { isKeyPart, parseJsonObject, str, systemClock } from './untrusted'
 
 export interface TwilioConfig {
   /** By `AccountSid` (TWILIO_AUTH_TOKENS_BY_ACCOUNT), or shared (TWILIO_AUTH_TOKEN). */

@@ -13,27 +13,18 @@ import { type Attachment, type EventKind, LIMITS } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
-import {
-  parseTenantSecrets,
-  sharedSecretRow,
-  type TenantSecrets,
-  type TenantVariables,
-  type TenantVerdict,
-  tenantSecrets,
-  tenantSecretsRow,
-} from '../tenants'
+import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
+import { parseTenantSecrets, sharedSecretRow, tenantSecrets, tenantSecretsRow } from '../tenants'
 import { plainReplies } from './replies'
-import type { ChannelDelivery, Classified, HandshakeVerdict, RequestParts } from './types'
-import {
-  formatDeliveryKey,
-  isKeyPart,
-  isoFromUnixSeconds,
-  list,
-  obj,
-  parseJsonObject,
-  str,
-  type WebhookChannel,
+import type {
+  ChannelDelivery,
+  Classified,
+  HandshakeVerdict,
+  RequestParts,
+  WebhookChannel,
 } from './types'
+import { formatDeliveryKey } from './types'
+import { isKeyPart, isoFromUnixSeconds, list, obj, parseJsonObject, str } from './untrusted'
 
 export interface WhatsAppCloudConfig {
   /** Shared (WHATSAPP_APP_SECRET: any number), or by app id (WHATSAPP_APP_SECRETS_BY_APP). */

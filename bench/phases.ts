@@ -7,10 +7,10 @@
  */
 import { join } from 'node:path'
 import type { Redis } from 'ioredis'
-import { REDIS_URL } from '../local/services'
-import { startWorkerDev, type WorkerDevHandle } from '../local/stack'
+import type { Stack } from '../local/stack'
+import type { WorkerDevHandle } from '../local/worker-runtime'
 import type { Cleanup } from './cleanup'
-import { type BenchConfig, WORKERD_PROFILE } from './config'
+import { type BenchConfig, vendorVars, WORKERD_PROFILE } from './config'
 import type { LoadGenerator } from './load'
 import type { LogTally } from './logs'
 import type { MachineInfo } from './report'
@@ -34,7 +34,6 @@ import {
   TARGET_LABELS,
   type Target,
 } from './scenarios'
-import { type Stack, startUpstashStandIn } from './stack'
 import type { StepOutcome, StepResult, StepSpec } from './steps'
 import { fmt, say, startedAt } from './util'
 import type { WorkerProfiler } from './worker-profiler'
@@ -93,13 +92,12 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
   'redis-down': {
     async before(state) {
       say('stopping the Upstash stand-in: Redis down')
-      await state.stack.redisLayer.stop()
+      await state.stack.redis.stop()
       return true
     },
     async after(state) {
       // Back on the same port (the Worker's UPSTASH_REDIS_REST_URL), for what follows.
-      state.stack.redisLayer = await startUpstashStandIn(REDIS_URL, state.stack.redisLayer.port)
-      state.run.cleanup.addStoppable('redis layer (restarted)', state.stack.redisLayer)
+      await state.stack.redis.start()
     },
   },
   direct: {
@@ -111,7 +109,7 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
   },
   'wrangler-dev': {
     async before(state) {
-      const { config, tally, cleanup } = state.run
+      const { config, tally } = state.run
       if (!config.wranglerDev) return false
       const devNeedsS = WRANGLER_DEV_OVERHEAD_S + 2 * (config.durationS + 4)
       const leftS = config.budgetS - (Date.now() - startedAt) / 1000
@@ -124,12 +122,14 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
         return false
       }
       say('starting wrangler dev (its dev proxy caps throughput; labelled as such)')
-      const dev = await startWorkerDev({
-        vars: state.stack.gatewayVars,
+      // Stopped after its steps, or with the stack.
+      const dev = await state.stack.startWorker({
+        runtime: 'dev',
+        vars: vendorVars(),
         onLine: (line) => tally.observe(line),
       })
+      if (dev.runtime !== 'dev') throw new Error('wrangler dev did not start as wrangler dev')
       state.dev = dev
-      cleanup.add('wrangler dev', () => dev.stop())
       const warm = await signVendorRequests(state.factory.fresh(config.warmupRequests / 2))
       await warmUp(state.load, dev.url, warm)
       return true
@@ -175,17 +175,22 @@ async function stepSpec(
   }
 }
 
+export function verifyOnlyUrl(stack: Stack): string {
+  if (!stack.baselineWorker) throw new Error('the bench stack has no verify-only Worker')
+  return stack.baselineWorker.url
+}
+
 function urlOf(state: RunState, target: Target): string {
   const { stack } = state
   switch (target) {
     case 'gateway':
-      return stack.gatewayUrl
+      return stack.worker.url
     case 'verifyOnly':
-      return stack.verifyOnlyUrl
+      return verifyOnlyUrl(stack)
     case 'origin':
       return stack.origin.url
     case 'upstash':
-      return stack.redisLayer.url
+      return stack.redis.url
     case 'wranglerDev':
       if (!state.dev) throw new Error('wrangler dev is not running')
       return state.dev.url

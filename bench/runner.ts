@@ -1,5 +1,5 @@
 /**
- * One bench run: a fresh database and key prefix, the stack (bench/stack.ts), the load generator
+ * One bench run: a fresh database and key prefix, the stack (local/stack.ts), the load generator
  * and the CPU sampler; then warm-up → redis-benchmark (SET NX PX GET) → seed (new events: the
  * replay set and the Redis memory sample) → every phase of the scenario table (bench/scenarios.ts)
  * with what each needs around it → the report. Everything started is handed to the cleanup.
@@ -8,19 +8,15 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import {
-  assertServicesUp,
-  createTestDatabase,
-  databasePool,
-  deleteRedisPrefix,
-  REDIS_URL,
-} from '../local/services'
-import { REPO_ROOT } from '../local/stack'
-import { claimSignals } from './cleanup'
-import { RESULTS_DIR } from './config'
-import { CpuSampler, groupPids } from './cpu'
+import { groupPids } from '../local/proc'
+import { assertServicesUp, createTestDatabase, databasePool, REDIS_URL } from '../local/services'
+import { REPO_ROOT, type Stack, startStack } from '../local/stack'
+import { type Cleanup, claimSignals } from './cleanup'
+import { BENCH_SECRETS, type BenchConfig, RESULTS_DIR, vendorVars } from './config'
+import { CpuSampler } from './cpu'
 import { LoadGenerator } from './load'
-import { type BenchRun, type RunState, runPhase, warmUp } from './phases'
+import type { LogTally } from './logs'
+import { type BenchRun, type RunState, runPhase, verifyOnlyUrl, warmUp } from './phases'
 import {
   countDedupKeys,
   redisBenchmark,
@@ -32,7 +28,6 @@ import type { BenchReport, MemoryReport } from './report'
 import { judgeTargets } from './report'
 import { EventFactory, signOriginRequests, signVendorRequests, type VendorEvent } from './requests'
 import { PHASES, stepId, TARGET_LABELS } from './scenarios'
-import { startStack } from './stack'
 import { runStep, type StepContext, type StepResult } from './steps'
 import { fmt, round, say } from './util'
 import { WorkerProfiler } from './worker-profiler'
@@ -77,25 +72,23 @@ async function openRun(run: BenchRun): Promise<RunState> {
   const prefix = `bench:${tag}:`
   say(`run ${tag}: ${config.durationS} s per step, sweep c=${config.sweep.join(',')}`)
   await assertServicesUp()
-  cleanup.add('delete Redis keys', () => deleteRedisPrefix(prefix))
   const db = await createTestDatabase(`bench_${tag}`)
   cleanup.add('drop database', () => db.drop())
   say(`database ${db.name} created and migrated; Redis key prefix ${prefix}`)
 
   const profileDir = config.profile ? join(RESULTS_DIR, 'profiles', tag) : null
   if (profileDir) mkdirSync(profileDir, { recursive: true })
-  const stack = await startStack({
+  const stack = await startBenchStack({
     config,
     databaseUrl: db.url,
     prefix,
-    tally: run.tally,
-    cleanup,
     profileDir,
-    redisUrl: REDIS_URL,
+    cleanup,
+    tally: run.tally,
   })
   claimSignals(run.onSignal)
   say(
-    `stack up: gateway ${stack.gatewayUrl}, verify-only ${stack.verifyOnlyUrl}, origin ${stack.origin.url}`,
+    `stack up: gateway ${stack.worker.url}, verify-only ${verifyOnlyUrl(stack)}, origin ${stack.origin.url}`,
   )
 
   const load = await LoadGenerator.start()
@@ -115,9 +108,13 @@ async function openRun(run: BenchRun): Promise<RunState> {
   machine.miniflare = packageVersion('miniflare')
   const redisPid = Number(/process_id:(\d+)/.exec(serverInfo)?.[1] ?? 0)
 
+  // The gateway's and the verify-only Worker's runtimes.
+  const workerdPids = [stack.worker, stack.baselineWorker].flatMap((w) =>
+    w?.runtime === 'miniflare' ? w.runtimePids : [],
+  )
   // The sampler reads `state.dev` when it samples, after `state` exists.
   const sampler = new CpuSampler([
-    { name: 'workerd', pids: () => stack.workerdPids },
+    { name: 'workerd', pids: () => workerdPids },
     { name: 'wrangler dev', pids: () => (state.dev ? groupPids(state.dev.pid) : []) },
     { name: 'origin', pids: () => (stack.origin.running ? groupPids(stack.origin.pid) : []) },
     {
@@ -189,13 +186,12 @@ async function warmUpAll(state: RunState): Promise<void> {
   const { load, stack, factory } = state
   const { warmupRequests } = state.run.config
   say('warming up the gateway, verify-only worker and origin')
-  await warmUp(load, stack.gatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
-  await warmUp(load, stack.verifyOnlyUrl, await signVendorRequests(factory.fresh(warmupRequests)))
+  await warmUp(load, stack.worker.url, await signVendorRequests(factory.fresh(warmupRequests)))
+  await warmUp(load, verifyOnlyUrl(stack), await signVendorRequests(factory.fresh(warmupRequests)))
   await warmUp(load, stack.origin.url, await signOriginRequests(factory.fresh(warmupRequests / 2)))
   await waitForSettledKeys(state.redis, state.prefix, 10_000)
-  state.workerProfiler = stack.gatewayInspectorUrl
-    ? await WorkerProfiler.start(stack.gatewayInspectorUrl)
-    : undefined
+  const inspectorUrl = stack.worker.runtime === 'miniflare' ? stack.worker.inspectorUrl : undefined
+  state.workerProfiler = inspectorUrl ? await WorkerProfiler.start(inspectorUrl) : undefined
 }
 
 /** Redis on its own: redis-benchmark straight at it. */
@@ -230,7 +226,7 @@ async function seedReplaySet(
     scenario: `seed: first-seen (≤ ${fmt(config.seedEvents)} events, ≤ ${SEED_MAX_S} s)`,
     kind: 'scenario',
     target: TARGET_LABELS.gateway,
-    url: state.stack.gatewayUrl,
+    url: state.stack.worker.url,
     concurrency: c50,
     requests: await signVendorRequests(seedEvents),
     events: seedEvents,
@@ -273,4 +269,48 @@ function withRatios(steps: StepResult[]): StepResult[] {
     if (!base || base.eventsPerS === 0) return step
     return { ...step, ratio: round(step.eventsPerS / base.eventsPerS, 2) }
   })
+}
+
+const VERIFY_ONLY_CONFIG = join(REPO_ROOT, 'bench', 'verify-only.wrangler.toml')
+
+/**
+ * What the bench measures (local/stack.ts): the run's database behind the Neon proxy, the Upstash
+ * stand-in on the real Redis, the origin process (with the CPU profiler preload for
+ * BENCH_PROFILE=1), the gateway Worker in Miniflare (its inspector open for the profile) and the
+ * verify-only baseline Worker with the same bindings. Handed to the cleanup before it starts: a
+ * signal mid-start stops what has started.
+ */
+async function startBenchStack(options: {
+  config: BenchConfig
+  databaseUrl: string
+  prefix: string
+  profileDir: string | null
+  cleanup: Cleanup
+  tally: LogTally
+}): Promise<Stack> {
+  const { config, profileDir, tally } = options
+  const originEnv: Record<string, string> = { LOG_LEVEL: config.originLogLevel }
+  if (profileDir) {
+    // `--cpu-prof` is refused in NODE_OPTIONS; this preload starts the same profiler.
+    originEnv.NODE_OPTIONS = `--require ${join(REPO_ROOT, 'bench', 'cpu-profile-preload.cjs')}`
+    originEnv.BENCH_CPU_PROFILE_DIR = profileDir
+  }
+  const controller = new AbortController()
+  const starting = startStack({
+    postgres: { url: options.databaseUrl, create: false, migrate: false },
+    redis: 'shared',
+    keyPrefix: options.prefix,
+    upstashToken: BENCH_SECRETS.upstash,
+    originSecret: BENCH_SECRETS.origin,
+    originEnv,
+    onOriginLine: (line) => tally.observe(line),
+    worker: { vars: vendorVars(), inspector: profileDir !== null },
+    baselineWorker: { wranglerConfig: VERIFY_ONLY_CONFIG },
+    signal: controller.signal,
+  })
+  options.cleanup.add('stack', async () => {
+    controller.abort()
+    await (await starting.catch(() => undefined))?.stop()
+  })
+  return starting
 }

@@ -21,7 +21,6 @@
  * waits for it, so the schedule is the seed's and the wall clock is the machine's.
  * @module
  */
-import { readdirSync, readFileSync } from 'node:fs'
 import { delay } from '../local/processes'
 import type { FaultStack } from '../test/faults/support/fault-stack'
 import type { History } from './history'
@@ -237,16 +236,14 @@ export class Nemesis {
           await stack.redis.start()
         }
         return
-      case 'redis-pause': {
-        const pid = redisPid(stack.redis.port)
-        process.kill(pid, 'SIGSTOP')
+      case 'redis-pause':
+        stack.redis.pause()
         try {
           await hold()
         } finally {
-          process.kill(pid, 'SIGCONT')
+          stack.redis.resume()
         }
         return
-      }
       case 'redis-flush':
         await stack.redis.flushAll()
         return
@@ -329,32 +326,6 @@ export class Nemesis {
     const { stack } = this
     stack.balancer.setPoison(null)
     stack.balancer.failQueueConsumer(null)
-    try {
-      process.kill(redisPid(stack.redis.port), 'SIGCONT')
-    } catch {
-      // Not running, or not found: start() below brings it back.
-    }
     await stack.heal()
   }
-}
-
-/**
- * The pid of the suite's redis-server on `port`: a child of this process named redis-server
- * whose title names the port (PrivateRedis does not expose its process; SIGSTOP needs it).
- */
-export function redisPid(port: number): number {
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      if (comm !== 'redis-server' || ppid !== process.pid) continue
-      const title = readFileSync(`/proc/${name}/cmdline`, 'utf8')
-      if (title.includes(`:${port}`)) return Number(name)
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  throw new Error(`no redis-server child of this process listens on port ${port}`)
 }

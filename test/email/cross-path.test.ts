@@ -6,16 +6,11 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { runId } from '../../local/services'
+import { rawEmail, uniqueMessageId } from '../../local/vendor-deliveries'
 import type { GmailPoller } from '../../origin/gmail'
 import { counterValue } from '../../origin/gmail/metrics'
 import { type FakeGmail, startFakeGmail } from '../support/fake-gmail'
-import {
-  CLOUDFLARE_TRACE_HEADERS,
-  GMAIL_TRACE_HEADERS,
-  rawEmail,
-  senderKeyPart,
-  uniqueMessageId,
-} from './support/emails'
+import { CLOUDFLARE_TRACE_HEADERS, GMAIL_TRACE_HEADERS, senderKeyPart } from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
 import type { EmailWorker } from './support/worker'
 

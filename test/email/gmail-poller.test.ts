@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { runId } from '../../local/services'
+import { rawEmail } from '../../local/vendor-deliveries'
 import { counterValue } from '../../origin/gmail/metrics'
 import { SyncState } from '../../origin/gmail/sync-state'
 import { createLogger } from '../../origin/log'
@@ -15,7 +16,6 @@ import {
   startFakeGmail,
 } from '../support/fake-gmail'
 import { runFailuresCli } from '../support/origin'
-import { rawEmail } from './support/emails'
 import { type EmailTestbed, startEmailTestbed } from './support/testbed'
 
 let bed: EmailTestbed

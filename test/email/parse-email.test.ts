@@ -9,12 +9,8 @@ import { EmailParseError, MAX_EMAIL_BYTES, parseEmail, UNKNOWN_DATE } from '../.
 import { messageIdsIn, normalizeMessageId, otherEmailKeyForm } from '../../contract/email-keys'
 import { htmlToText } from '../../contract/email-text'
 import { finalizeEvent, LIMITS, parseInboundEvent } from '../../contract/event'
-import {
-  CLOUDFLARE_TRACE_HEADERS,
-  GMAIL_TRACE_HEADERS,
-  rawEmail,
-  senderKeyPart,
-} from './support/emails'
+import { rawEmail } from '../../local/vendor-deliveries'
+import { CLOUDFLARE_TRACE_HEADERS, GMAIL_TRACE_HEADERS, senderKeyPart } from './support/emails'
 
 const mailbox = 'support@inbound.example'
 const ada = senderKeyPart()

@@ -5,15 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { InboundEvent, IngestResult } from '../../contract/event'
-import {
-  eventFixture,
-  type OriginTestbed,
-  type ProcessExit,
-  type SpawnedOrigin,
-  signedPost,
-  spawnOriginProcess,
-  startOriginTestbed,
-} from '../support/origin'
+import { type OriginHandle, startOrigin } from '../../local/origin-process'
+import type { ExitInfo } from '../../local/processes'
+import { eventFixture, type OriginTestbed, signedPost, startOriginTestbed } from '../support/origin'
 
 const DELIVERIES = 50
 
@@ -96,12 +90,13 @@ describe('many deliveries of one message', () => {
       DATABASE_URL: bed.databaseUrl,
       NEON_WS_PROXY: bed.wsProxy,
       ORIGIN_SHARED_SECRET: bed.secret,
+      LOG_LEVEL: 'warn',
       ...RACE_POOL_WAIT,
     }
-    const pods: SpawnedOrigin[] = []
-    let exits: ProcessExit[] = []
+    const pods: OriginHandle[] = []
+    let exits: ExitInfo[] = []
     try {
-      pods.push(...(await Promise.all([spawnOriginProcess(env), spawnOriginProcess(env)])))
+      pods.push(...(await Promise.all([startOrigin({ env }), startOrigin({ env })])))
       expect(pods[0]?.pid).not.toBe(pods[1]?.pid)
       const event = await eventFixture({
         channel: 'whatsapp',
@@ -114,7 +109,7 @@ describe('many deliveries of one message', () => {
       expectOneWinner(answers)
       await expectStoredOnce(event)
     } finally {
-      exits = await Promise.all(pods.map((p) => p.stop()))
+      exits = await Promise.all(pods.map((p) => p.kill('SIGTERM')))
     }
     // SIGTERM is a clean exit, not a crash.
     expect(exits.map((e) => e.code)).toEqual([0, 0])

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent } from '../../contract/event'
-import { type EmailFixture, rawEmail } from '../email/support/emails'
+import { type EmailFixture, rawEmail } from '../../local/vendor-deliveries'
 import { eventFixture, type OriginTestbed, startOriginTestbed } from '../support/origin'
 
 let bed: OriginTestbed

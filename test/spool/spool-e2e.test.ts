@@ -8,205 +8,83 @@
  * The queue's retry schedule is compressed (SPOOL_RETRY_* of 1-2 s, 6 attempts); nothing
  * restarts the Worker, whose local queues live in memory.
  */
-import { Redis } from 'ioredis'
-import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { deleteRedisPrefix, runId } from '../../local/services'
+import { type Stack, startStack } from '../../local/stack'
 import {
-  createTestDatabase,
-  databasePool,
-  deleteRedisPrefix,
-  REDIS_URL,
-  runId,
-  type TestDatabase,
-} from '../../local/services'
-import {
-  type DatabaseLayer,
-  type OriginHandle,
-  type RedisLayer,
-  startDatabaseLayer,
-  startOrigin,
-  startRedisLayer,
-  startWorkerMiniflare,
-  type WorkerMiniflareHandle,
-} from '../../local/stack'
-import { type Balancer, startBalancer } from '../faults/support/balancer'
-import { runFailuresCli } from '../support/origin'
-import {
-  slackMessageEvent,
-  slackRequest,
+  randomId,
+  type SignedDelivery,
+  slackDelivery,
   TEST_SECRETS,
-  telegramRequest,
-  telegramUpdate,
-  twilioParams,
-  twilioRequest,
-} from '../unit/signed-requests'
+  telegramDelivery,
+  twilioDelivery,
+  vendorBindings,
+} from '../../local/vendor-deliveries'
+import { runFailuresCli } from '../support/origin'
+import { eventually, messageRows, outboxRows, send } from '../support/rows'
 import { startDownstream, type TestDownstream } from './support/downstream'
 
-const UPSTASH_TOKEN = `spool-e2e-${runId()}`
-const KEY_PREFIX = `test:spool-e2e:${runId()}:`
-const ACCOUNT = 'AC0123456789abcdef0123456789abcdef'
 const MAX_ATTEMPTS = 6
 
-let db: TestDatabase
-let database: DatabaseLayer
-let redisLayer: RedisLayer
-let origin: OriginHandle
-let balancer: Balancer
-let worker: WorkerMiniflareHandle
 let downstream: TestDownstream
-let sql: pg.Pool
-let redis: Redis
+let stack: Stack
 
 beforeAll(async () => {
-  db = await createTestDatabase()
-  ;[database, redisLayer, downstream] = await Promise.all([
-    startDatabaseLayer({ databaseUrl: db.url, createDatabase: false }),
-    startRedisLayer({ redisUrl: REDIS_URL, token: UPSTASH_TOKEN }),
-    startDownstream(),
-  ])
-  origin = await startOrigin({
-    env: {
-      ...database.originEnv,
-      ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
+  downstream = await startDownstream()
+  stack = await startStack({
+    postgres: 'fresh',
+    redis: 'shared',
+    keyPrefix: `test:spool-e2e:${runId()}:`,
+    originSecret: TEST_SECRETS.origin,
+    originEnv: {
       LOG_LEVEL: 'warn',
       DOWNSTREAM_URL: `${downstream.url}/hooks/outbox`,
       OUTBOX_POLL_INTERVAL_MS: '100',
     },
-  })
-  balancer = await startBalancer([origin.url])
-  worker = await startWorkerMiniflare({
-    vars: {
-      SLACK_SIGNING_SECRET: TEST_SECRETS.slack,
-      TWILIO_AUTH_TOKEN: TEST_SECRETS.twilio,
-      TELEGRAM_SECRET_TOKEN: TEST_SECRETS.telegram,
-      TELEGRAM_BOT_ID: TEST_SECRETS.telegramBotId,
-      ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
-      ORIGIN_URL: balancer.url,
-      UPSTASH_REDIS_REST_URL: redisLayer.url,
-      UPSTASH_REDIS_REST_TOKEN: UPSTASH_TOKEN,
-      REDIS_KEY_PREFIX: KEY_PREFIX,
-      SPOOL_RETRY_BASE_SECONDS: '1',
-      SPOOL_RETRY_MAX_SECONDS: '2',
-      SPOOL_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
+    balancer: true,
+    worker: {
+      vars: {
+        ...vendorBindings(),
+        SPOOL_RETRY_BASE_SECONDS: '1',
+        SPOOL_RETRY_MAX_SECONDS: '2',
+        SPOOL_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
+      },
+      onLine: () => {},
     },
-    onLine: () => {},
   })
-  sql = databasePool(db.url)
-  redis = new Redis(REDIS_URL)
 }, 180_000)
 
 afterAll(async () => {
-  await sql?.end()
-  redis?.disconnect()
-  await worker?.stop()
-  await balancer?.close()
-  await origin?.stop()
-  await redisLayer?.stop()
+  await stack?.stop()
   await downstream?.close()
-  await database?.stop()
-  await db?.drop()
-  await deleteRedisPrefix(KEY_PREFIX)
 })
 
-const uniq = () => `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`
+const fresh = (): SignedDelivery[] => [
+  slackDelivery(),
+  twilioDelivery(),
+  telegramDelivery({ messageId: 7 }),
+]
+const deliver = async (d: SignedDelivery) => send(await d.request(stack.worker.url))
+const rows = (d: SignedDelivery) => messageRows(stack.sql, d)
+const outboxOf = (d: SignedDelivery) => outboxRows(stack.sql, d)
+const claim = (d: SignedDelivery) => stack.redisClient.get(`${stack.keyPrefix}${d.deliveryKey}`)
 
-interface Delivery {
-  channel: string
-  make: () => Promise<Request>
-  messageKey: string
-  deliveryKey: string
-}
-
-const DELIVERIES = {
-  slack(text?: string): Delivery {
-    const eventId = `Ev${uniq()}`
-    const ts = `${Math.floor(Date.now() / 1000)}.${Math.floor(Math.random() * 1e6)}`
-    return {
-      channel: 'slack',
-      make: () =>
-        slackRequest(`${worker.url}/webhooks/slack`, slackMessageEvent({ eventId, ts, text })),
-      messageKey: `T123ABC456:C123ABC456:${ts}`,
-      deliveryKey: `dedup:slack:A123ABC456:${eventId}`,
-    }
-  },
-  whatsapp(): Delivery {
-    const sid = `SM${uniq()}`
-    return {
-      channel: 'whatsapp',
-      make: () => twilioRequest(`${worker.url}/webhooks/twilio`, twilioParams({ messageSid: sid })),
-      messageKey: `${ACCOUNT}:${sid}`,
-      deliveryKey: `dedup:whatsapp:${ACCOUNT}:${sid}`,
-    }
-  },
-  telegram(): Delivery {
-    const updateId = Math.floor(Math.random() * 2 ** 31)
-    const chatId = Math.floor(Math.random() * 2 ** 40)
-    return {
-      channel: 'telegram',
-      make: async () =>
-        telegramRequest(
-          `${worker.url}/webhooks/telegram`,
-          telegramUpdate({ updateId, chatId, messageId: 7 }),
-        ),
-      messageKey: `${TEST_SECRETS.telegramBotId}:${chatId}:7`,
-      deliveryKey: `dedup:telegram:${TEST_SECRETS.telegramBotId}:${updateId}`,
-    }
-  },
-}
-
-const fresh = (): Delivery[] => [DELIVERIES.slack(), DELIVERIES.whatsapp(), DELIVERIES.telegram()]
-
-async function send(request: Request): Promise<number> {
-  const response = await fetch(request)
-  await response.arrayBuffer()
-  return response.status
-}
-
-async function messageRows(d: Delivery): Promise<number> {
-  const { rows } = await sql.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM messages WHERE channel = $1 AND channel_message_id = $2',
-    [d.channel, d.messageKey],
-  )
-  return rows[0]?.n ?? 0
-}
-
-async function outboxOf(d: Delivery): Promise<Array<{ id: string; processed: boolean }>> {
-  const { rows } = await sql.query<{ id: string; processed: boolean }>(
-    `SELECT o.id::text, o.processed_at IS NOT NULL AS processed
-       FROM outbox o JOIN messages m ON m.id = o.message_id
-      WHERE m.channel = $1 AND m.channel_message_id = $2`,
-    [d.channel, d.messageKey],
-  )
-  return rows
-}
-
-const claim = (d: Delivery) => redis.get(KEY_PREFIX + d.deliveryKey)
-
-/** Polls (bounded) until `check` holds: the queue consumer and the relay run on their own. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 45_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, 200))
-  }
-}
-
-const allLanded = (deliveries: Delivery[]) => async () =>
-  (await Promise.all(deliveries.map(messageRows))).every((n) => n === 1)
+const allLanded = (deliveries: SignedDelivery[]) => async () =>
+  (await Promise.all(deliveries.map(rows))).every((n) => n === 1)
 
 describe('the origin down', () => {
   it('every channel is answered ok and queued; after the restart one row each, handed downstream once', async () => {
     const deliveries = fresh()
-    await origin.kill('SIGKILL')
+    await stack.origin.kill('SIGKILL')
     try {
       for (const d of deliveries) {
-        expect(await send(await d.make())).toBe(200)
-        expect(await send(await d.make())).toBe(200)
+        expect(await deliver(d)).toBe(200)
+        expect(await deliver(d)).toBe(200)
       }
       for (const d of deliveries) expect(await claim(d)).toMatch(/^spooled\|/)
-      for (const d of deliveries) expect(await messageRows(d)).toBe(0)
+      for (const d of deliveries) expect(await rows(d)).toBe(0)
     } finally {
-      await origin.restart()
+      await stack.origin.restart()
     }
 
     await eventually(allLanded(deliveries))
@@ -216,8 +94,8 @@ describe('the origin down', () => {
     for (const d of deliveries) {
       expect(await outboxOf(d)).toHaveLength(1)
       // A vendor replay afterwards: still one row.
-      expect(await send(await d.make())).toBe(200)
-      expect(await messageRows(d)).toBe(1)
+      expect(await deliver(d)).toBe(200)
+      expect(await rows(d)).toBe(1)
     }
     const outboxIds = (await Promise.all(deliveries.map(outboxOf))).flat().map((o) => o.id)
     await eventually(async () =>
@@ -231,14 +109,13 @@ describe('the origin down', () => {
 describe('Redis down as well', () => {
   it('every channel (Twilio too) is answered ok and queued; one row each once both are back', async () => {
     const deliveries = fresh()
-    const port = redisLayer.port
-    await origin.kill('SIGKILL')
-    await redisLayer.stop()
+    await stack.origin.kill('SIGKILL')
+    await stack.redis.stop()
     try {
-      for (const d of deliveries) expect(await send(await d.make())).toBe(200)
+      for (const d of deliveries) expect(await deliver(d)).toBe(200)
     } finally {
-      redisLayer = await startRedisLayer({ redisUrl: REDIS_URL, token: UPSTASH_TOKEN, port })
-      await origin.restart()
+      await stack.redis.start()
+      await stack.origin.restart()
     }
     await eventually(allLanded(deliveries))
     for (const d of deliveries) expect(await outboxOf(d)).toHaveLength(1)
@@ -248,20 +125,20 @@ describe('Redis down as well', () => {
 describe('Redis flushed during an origin outage', () => {
   it('every queued event still lands once, a vendor retry after the flush included', async () => {
     const deliveries = fresh()
-    await origin.kill('SIGKILL')
+    await stack.origin.kill('SIGKILL')
     try {
-      for (const d of deliveries) expect(await send(await d.make())).toBe(200)
-      await deleteRedisPrefix(KEY_PREFIX)
+      for (const d of deliveries) expect(await deliver(d)).toBe(200)
+      await deleteRedisPrefix(stack.keyPrefix as string)
       for (const d of deliveries) expect(await claim(d)).toBeNull()
       // Slack retries after the flush: a fresh claim, queued a second time.
-      expect(await send(await (deliveries[0] as Delivery).make())).toBe(200)
+      expect(await deliver(deliveries[0] as SignedDelivery)).toBe(200)
     } finally {
-      await origin.restart()
+      await stack.origin.restart()
     }
     await eventually(allLanded(deliveries))
     await new Promise((r) => setTimeout(r, 2_000))
     for (const d of deliveries) {
-      expect(await messageRows(d)).toBe(1)
+      expect(await rows(d)).toBe(1)
       expect(await outboxOf(d)).toHaveLength(1)
     }
   }, 120_000)
@@ -269,19 +146,19 @@ describe('Redis flushed during an origin outage', () => {
 
 describe('a poisoned event among good ones', () => {
   it('the 20 land; the poisoned one ends in channel_failures after its retries; its replay after the fix lands once', async () => {
-    const marker = `POISON-${uniq()}`
-    const good = Array.from({ length: 20 }, () => DELIVERIES.slack())
-    const poisoned = DELIVERIES.slack(`this text trips the WAF ${marker}`)
-    balancer.setPoison({ marker, status: 403, path: '/v1/events' })
+    const marker = `POISON-${randomId()}`
+    const good = Array.from({ length: 20 }, () => slackDelivery())
+    const poisoned = slackDelivery({ text: `this text trips the WAF ${marker}` })
+    stack.balancer?.setPoison({ marker, status: 403, path: '/v1/events' })
     try {
       const all = [...good.slice(0, 10), poisoned, ...good.slice(10)]
-      for (const d of all) expect(await send(await d.make())).toBe(200)
+      for (const d of all) expect(await deliver(d)).toBe(200)
 
       await eventually(allLanded(good), 30_000)
-      expect(await messageRows(poisoned)).toBe(0)
+      expect(await rows(poisoned)).toBe(0)
 
       const failure = async () => {
-        const { rows } = await sql.query<{ id: string; attempts: number; error: string }>(
+        const { rows } = await stack.sql.query<{ id: string; attempts: number; error: string }>(
           `SELECT id::text, attempts, error FROM channel_failures
             WHERE stage = 'inbound' AND source = 'queue' AND status = 'dead'
               AND delivery_key = $1`,
@@ -293,20 +170,20 @@ describe('a poisoned event among good ones', () => {
       const dead = await failure()
       expect(dead?.attempts).toBe(MAX_ATTEMPTS)
       expect(dead?.error).toBe('origin 403')
-      expect(await messageRows(poisoned)).toBe(0)
+      expect(await rows(poisoned)).toBe(0)
 
       // The operator fixes the WAF rule, then replays the dead event.
-      balancer.setPoison(null)
+      stack.balancer?.setPoison(null)
       const replay = await runFailuresCli(
-        { databaseUrl: db.url, wsProxy: database.originEnv.NEON_WS_PROXY as string },
+        { databaseUrl: stack.database.databaseUrl, wsProxy: stack.database.neonWsProxy },
         ['replay', dead?.id as string],
         { DOWNSTREAM_URL: '' },
       )
       expect(replay.code).toBe(0)
-      expect(await messageRows(poisoned)).toBe(1)
-      for (const d of good) expect(await messageRows(d)).toBe(1)
+      expect(await rows(poisoned)).toBe(1)
+      for (const d of good) expect(await rows(d)).toBe(1)
     } finally {
-      balancer.setPoison(null)
+      stack.balancer?.setPoison(null)
     }
   }, 150_000)
 })

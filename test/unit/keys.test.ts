@@ -4,13 +4,18 @@
  */
 import { describe, expect, it } from 'vitest'
 import { finalizeEvent } from '../../contract/event'
+import {
+  slackMessageEvent,
+  TEST_SECRETS,
+  telegramUpdate,
+  twilioParams,
+} from '../../local/vendor-deliveries'
 import { classifySlack, parseSlack, type SlackPayload } from '../../worker/channels/slack'
 import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
 import type { Delivery } from '../../worker/channels/types'
 import { formatDeliveryKey } from '../../worker/channels/types'
 import { InvalidPayloadError } from '../../worker/errors'
-import { slackMessageEvent, TEST_SECRETS, telegramUpdate, twilioParams } from './signed-requests'
 
 const json = (body: Record<string, unknown>): SlackPayload => ({ kind: 'json', body })
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { partsOf, slackRequest, TEST_SECRETS } from '../../local/vendor-deliveries'
 import { slackSignature, verifySlack } from '../../worker/channels/slack'
-import { partsOf, slackRequest, TEST_SECRETS } from './signed-requests'
 import { SLACK_DOCS_VECTOR } from './vendor-vectors'
 
 const DOCS = SLACK_DOCS_VECTOR

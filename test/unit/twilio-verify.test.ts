@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../contract/crypto'
+import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from '../../local/vendor-deliveries'
 import {
   portVariants,
   signedUrl,
   twilioSignature,
   verifyTwilio,
 } from '../../worker/channels/twilio'
-import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from './signed-requests'
 import {
   TWILIO_BODY_VECTOR,
   TWILIO_DOCS_TOKEN,

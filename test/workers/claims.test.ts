@@ -4,34 +4,33 @@
  */
 import { describe, expect, inject, it } from 'vitest'
 import {
+  randomHex,
+  randomId,
+  type SignedDelivery,
+  slackDelivery,
   slackMessageEvent,
   slackRequest,
   TEST_SECRETS,
+  TWILIO_ACCOUNT,
+  telegramDelivery,
   telegramRequest,
   telegramUpdate,
+  twilioDelivery,
   twilioParams,
   twilioRequest,
-} from '../unit/signed-requests'
-import {
-  ACCOUNT,
-  type Delivery,
-  slackDelivery,
-  telegramDelivery,
-  uniq,
-  whatsappDelivery,
-} from './support/deliveries'
+} from '../../local/vendor-deliveries'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
 interface ChannelCase {
   name: string
-  /** A fresh delivery; calling `make()` again builds the same delivery (a vendor replay). */
-  delivery(): Delivery
+  /** A fresh delivery; each `request()` of it is the same delivery again (a vendor replay). */
+  delivery(): SignedDelivery
 }
 
 const CHANNELS: ChannelCase[] = [
-  { name: 'slack', delivery: slackDelivery },
-  { name: 'twilio (whatsapp)', delivery: whatsappDelivery },
-  { name: 'telegram', delivery: telegramDelivery },
+  { name: 'slack', delivery: () => slackDelivery() },
+  { name: 'twilio (whatsapp)', delivery: () => twilioDelivery() },
+  { name: 'telegram', delivery: () => telegramDelivery() },
 ]
 
 async function statuses(h: Harness, requests: Array<Promise<Request>>): Promise<number[]> {
@@ -41,20 +40,23 @@ async function statuses(h: Harness, requests: Array<Promise<Request>>): Promise<
 describe.each(CHANNELS)('$name', ({ delivery }) => {
   it('the same delivery 8 times: origin called once, every answer 200, key done', async () => {
     const h = harness()
-    const { make, deliveryKey } = delivery()
+    const d = delivery()
     const answers: number[] = []
-    for (let i = 0; i < 8; i++) answers.push((await h.deliver(await make())).status)
+    for (let i = 0; i < 8; i++) answers.push((await h.send(d)).status)
     expect(answers).toEqual(Array(8).fill(200))
     const { calls } = await h.originCalls()
     expect(calls).toHaveLength(1)
-    expect(await h.redisGet(deliveryKey)).toBe(`done|${calls[0]?.payloadHash}`)
-    expect(await h.redisTtl(deliveryKey)).toBeGreaterThan(86_000)
+    expect(await h.redisGet(d.deliveryKey)).toBe(`done|${calls[0]?.payloadHash}`)
+    expect(await h.redisTtl(d.deliveryKey)).toBeGreaterThan(86_000)
   })
 
   it('30 concurrent copies: origin called once, every answer 200', async () => {
     const h = harness()
-    const { make } = delivery()
-    const answers = await statuses(h, Array.from({ length: 30 }, make))
+    const d = delivery()
+    const answers = await statuses(
+      h,
+      Array.from({ length: 30 }, () => d.request(GATEWAY)),
+    )
     expect(answers).toEqual(Array(30).fill(200))
     expect((await h.originCalls()).calls).toHaveLength(1)
   })
@@ -62,28 +64,24 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
   it('origin failing: claim released, vendor told to retry; the retry after recovery forwards', async () => {
     // The path without the spool (test/workers/spool.test.ts has the spooled one).
     const h = harness({ SPOOL_CHANNELS: 'none' })
-    const { make, deliveryKey } = delivery()
+    const d = delivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    const failed = await h.deliver(await make())
+    const failed = await h.send(d)
     expect(failed.status).toBe(503)
     expect(failed.headers.get('x-slack-no-retry')).toBeNull()
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
 
     await h.setOriginMode({ kind: 'ok' })
-    expect((await h.deliver(await make())).status).toBe(200)
+    expect((await h.send(d)).status).toBe(200)
     const { calls } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([503, 201])
-    expect(await h.redisGet(deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(/^done\|/)
   })
 
   it('Redis unreachable: every copy still forwarded (fail open); the origin decides', async () => {
     const h = harness({ UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
-    const { make } = delivery()
-    const answers = [
-      await h.deliver(await make()),
-      await h.deliver(await make()),
-      await h.deliver(await make()),
-    ]
+    const d = delivery()
+    const answers = [await h.send(d), await h.send(d), await h.send(d)]
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200])
     const { calls, rows } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([201, 200, 200])
@@ -94,9 +92,9 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
 describe('Redis slower than its budget', () => {
   it('fails open and still answers Slack inside its 3 s deadline', async () => {
     const h = harness({ UPSTASH_REDIS_REST_URL: inject('slowRedisUrl') })
-    const { make } = CHANNELS[0]?.delivery() ?? ({} as never)
+    const d = CHANNELS[0]?.delivery() ?? ({} as never)
     const started = Date.now()
-    const response = await h.deliver(await make())
+    const response = await h.send(d)
     // Measured before waitUntil work (the best-effort complete) is awaited by deliver().
     const answeredIn = Date.now() - started
     expect(response.status).toBe(200)
@@ -109,64 +107,64 @@ describe('Redis slower than its budget', () => {
 describe('in flight', () => {
   it('a replay while the first attempt is still forwarding waits briefly, then asks to retry', async () => {
     const h = harness({ ORIGIN_TIMEOUT_MS: '2000', INFLIGHT_WAIT_MS: '300' })
-    const { make, deliveryKey } = CHANNELS[0]?.delivery() ?? ({} as never)
+    const d = CHANNELS[0]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'delay', ms: 1_200 })
-    const first = h.deliver(await make())
+    const first = h.send(d)
     await new Promise((r) => setTimeout(r, 150))
-    const replay = await h.deliver(await make())
+    const replay = await h.send(d)
     expect(replay.status).toBe(503)
     expect((await first).status).toBe(200)
     await h.setOriginMode({ kind: 'ok' })
-    expect((await h.deliver(await make())).status).toBe(200)
+    expect((await h.send(d)).status).toBe(200)
     expect((await h.originCalls()).calls).toHaveLength(1)
-    expect(await h.redisGet(deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(/^done\|/)
   })
 
   it('a replay takes over when the first attempt fails and releases, and forwards itself', async () => {
     const h = harness({ INFLIGHT_WAIT_MS: '1500', SPOOL_CHANNELS: 'none' })
-    const { make, deliveryKey } = CHANNELS[1]?.delivery() ?? ({} as never)
+    const d = CHANNELS[1]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'fail', status: 500, delayMs: 400 })
-    const first = h.deliver(await make())
+    const first = h.send(d)
     await new Promise((r) => setTimeout(r, 100))
     await h.setOriginMode({ kind: 'ok' })
-    const replay = await h.deliver(await make())
+    const replay = await h.send(d)
     expect((await first).status).toBe(503)
     expect(replay.status).toBe(200)
     expect((await h.originCalls()).calls.map((c) => c.answered)).toEqual([500, 201])
-    expect(await h.redisGet(deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(/^done\|/)
   })
 
   it('an origin slower than its timeout: released within Slack budget, retryable answer', async () => {
     const h = harness({ ORIGIN_TIMEOUT_MS: '500', SPOOL_CHANNELS: 'none' })
-    const { make, deliveryKey } = CHANNELS[0]?.delivery() ?? ({} as never)
+    const d = CHANNELS[0]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'delay', ms: 2_000 })
-    const response = await h.deliver(await make())
+    const response = await h.send(d)
     expect(response.status).toBe(503)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 })
 
 describe('origin refuses the event itself', () => {
   it('acknowledges the vendor (no retry loop), releases the claim, logs the rejection', async () => {
     const h = harness()
-    const { make, deliveryKey } = CHANNELS[2]?.delivery() ?? ({} as never)
+    const d = CHANNELS[2]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'reject' })
-    expect((await h.deliver(await make())).status).toBe(200)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect((await h.send(d)).status).toBe(200)
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 
   it('treats a 401 from the origin (our secret is wrong) as retryable, not as a bad event', async () => {
     const h = harness({ ORIGIN_SHARED_SECRET: 'not-the-origins-secret', SPOOL_CHANNELS: 'none' })
-    const { make, deliveryKey } = CHANNELS[2]?.delivery() ?? ({} as never)
-    expect((await h.deliver(await make())).status).toBe(503)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    const d = CHANNELS[2]?.delivery() ?? ({} as never)
+    expect((await h.send(d)).status).toBe(503)
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 })
 
 describe('payload mismatch', () => {
   it('a replay with another payload under the same key: 200, not forwarded, counted', async () => {
     const h = harness()
-    const eventId = `Ev${uniq()}`
+    const eventId = `Ev${randomId()}`
     const url = `${GATEWAY}/webhooks/slack`
     expect(
       (await h.deliver(await slackRequest(url, slackMessageEvent({ eventId, text: 'one' }))))
@@ -184,7 +182,7 @@ describe('payload mismatch', () => {
 describe('Twilio status callbacks', () => {
   it('are recorded under their own namespace, never forwarded, never colliding with the message', async () => {
     const h = harness()
-    const sid = `SM${uniq()}${uniq()}`
+    const sid = `SM${randomHex(16)}`
     const url = `${GATEWAY}/webhooks/twilio`
     const inbound = await h.deliver(await twilioRequest(url, twilioParams({ messageSid: sid })))
     expect(inbound.status).toBe(200)
@@ -203,17 +201,17 @@ describe('Twilio status callbacks', () => {
     )
     expect(failed.status).toBe(200)
     expect((await h.originCalls()).calls.map((c) => c.deliveryKey)).toEqual([
-      `dedup:whatsapp:${ACCOUNT}:${sid}`,
+      `dedup:whatsapp:${TWILIO_ACCOUNT}:${sid}`,
     ])
-    expect(await h.redisGet(`dedup:whatsapp:${ACCOUNT}:${sid}`)).toMatch(/^done\|/)
+    expect(await h.redisGet(`dedup:whatsapp:${TWILIO_ACCOUNT}:${sid}`)).toMatch(/^done\|/)
     for (const id of [`${sid}:sent`, `${sid}:delivered`, `${sid}:undelivered:30003`]) {
-      expect(await h.redisGet(`dedup:twilio-status:${ACCOUNT}:${id}`)).toMatch(/^done\|/)
+      expect(await h.redisGet(`dedup:twilio-status:${TWILIO_ACCOUNT}:${id}`)).toMatch(/^done\|/)
     }
   })
 
   it('a status callback first does not block the inbound message with the same sid', async () => {
     const h = harness()
-    const sid = `SM${uniq()}${uniq()}`
+    const sid = `SM${randomHex(16)}`
     const url = `${GATEWAY}/webhooks/twilio`
     await h.deliver(await twilioRequest(url, twilioParams({ messageSid: sid, status: 'received' })))
     expect(
@@ -272,7 +270,7 @@ describe('Slack', () => {
     const h = harness()
     const ts = `${Date.now() / 1000}`
     const url = `${GATEWAY}/webhooks/slack`
-    for (const eventId of [`Ev${uniq()}`, `Ev${uniq()}`]) {
+    for (const eventId of [`Ev${randomId()}`, `Ev${randomId()}`]) {
       expect(
         (await h.deliver(await slackRequest(url, slackMessageEvent({ eventId, ts })))).status,
       ).toBe(200)
@@ -284,7 +282,7 @@ describe('Slack', () => {
 
   it('records an interaction under its trigger_id and acknowledges it', async () => {
     const h = harness()
-    const triggerId = `398738663015.${uniq()}`
+    const triggerId = `398738663015.${randomId()}`
     const payload = {
       type: 'block_actions',
       api_app_id: 'A1',

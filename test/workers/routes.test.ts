@@ -12,7 +12,7 @@ import {
   telegramUpdate,
   twilioParams,
   twilioRequest,
-} from '../unit/signed-requests'
+} from '../../local/vendor-deliveries'
 import { GATEWAY, harness } from './support/harness'
 
 const slackUrl = `${GATEWAY}/webhooks/slack`

@@ -6,14 +6,14 @@
  */
 import { describe, expect, it } from 'vitest'
 import {
+  randomId,
   slackMessageEvent,
   slackRequest,
   telegramRequest,
   telegramUpdate,
   twilioParams,
   twilioRequest,
-} from '../unit/signed-requests'
-import { uniq } from './support/deliveries'
+} from '../../local/vendor-deliveries'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
 const slackUrl = `${GATEWAY}/webhooks/slack`
@@ -59,7 +59,7 @@ async function expectRefusedAndNothingWritten(h: Harness, response: Response): P
 }
 
 function slackFor(app: string) {
-  const eventId = `Ev${uniq()}`
+  const eventId = `Ev${randomId()}`
   const payload = slackMessageEvent({ appId: app, eventId, ts: `${Date.now() / 1000}` })
   return { payload, deliveryKey: `dedup:slack:${app}:${eventId}` }
 }
@@ -85,9 +85,13 @@ const CASES: TenantCase[] = [
     tenants: { a: TWILIO.accountA, b: TWILIO.accountB },
     secrets: { a: [TWILIO.a1, TWILIO.a2], b: TWILIO.b },
     request: (accountSid, token) =>
-      twilioRequest(twilioUrl, twilioParams({ accountSid, messageSid: `SM${uniq()}${uniq()}` }), {
-        token,
-      }),
+      twilioRequest(
+        twilioUrl,
+        twilioParams({ accountSid, messageSid: `SM${randomId()}${randomId()}` }),
+        {
+          token,
+        },
+      ),
   },
   {
     name: 'Telegram (bot id in the path)',
@@ -166,7 +170,7 @@ describe('Slack, secrets per api_app_id', () => {
 })
 
 describe('Twilio, tokens per AccountSid', () => {
-  const sid = () => `SM${uniq()}${uniq()}`
+  const sid = () => `SM${randomId()}${randomId()}`
 
   it('an account that is not configured (or no AccountSid at all): 401', async () => {
     const h = multiTenant()

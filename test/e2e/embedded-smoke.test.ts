@@ -15,11 +15,11 @@ import {
   type InboundEventDraft,
   type IngestResult,
 } from '../../contract/event'
-import { signForward } from '../../contract/forward-signature'
 import { configureNeonForLocalProxy } from '../../local/neon-local'
 import { type Stack, startStack } from '../../local/stack'
 import { telegramDelivery, vendorBindings } from '../../local/vendor-deliveries'
-import { send } from '../support/rows'
+import { signedPost } from '../support/origin'
+import { send } from '../support/test-stack'
 
 let dataDir: string
 let stack: Stack
@@ -46,16 +46,7 @@ afterAll(async () => {
 })
 
 async function postEvent(event: InboundEvent): Promise<{ status: number; body: IngestResult }> {
-  const body = JSON.stringify(event)
-  const res = await fetch(`${stack.origin.url}/v1/events`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...(await signForward(stack.originSecret, body)),
-    },
-    body,
-    signal: AbortSignal.timeout(15_000),
-  })
+  const res = await signedPost(stack.origin.url, event, stack.originSecret)
   return { status: res.status, body: (await res.json()) as IngestResult }
 }
 
@@ -85,13 +76,10 @@ describe('embedded mode: PGlite + embedded store + origin process', () => {
     expect(created.body).toMatchObject({ outcome: 'created', duplicate: false })
     expect(created.body.messageId).toBeTruthy()
 
-    const again = await postEvent(first)
-    expect(again.status).toBe(200)
-    expect(again.body).toMatchObject({
-      outcome: 'duplicate',
-      duplicate: true,
-      messageId: created.body.messageId,
-      conversationId: created.body.conversationId,
+    const { messageId, conversationId } = created.body
+    expect(await postEvent(first)).toMatchObject({
+      status: 200,
+      body: { outcome: 'duplicate', duplicate: true, messageId, conversationId },
     })
 
     const second = await postEvent(await finalizeEvent(draft('SM2', 'second')))

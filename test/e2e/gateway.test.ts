@@ -4,42 +4,31 @@
  * Deliveries are real signed vendor requests; the assertions are on database rows and Redis keys.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runId } from '../../local/services'
-import { type Stack, startStack } from '../../local/stack'
 import {
   nowSeconds,
   randomId,
   type SignedDelivery,
   slackDelivery,
-  TEST_SECRETS,
   telegramDelivery,
   twilioDelivery,
-  vendorBindings,
 } from '../../local/vendor-deliveries'
-import { messageRows, outboxRows, send } from '../support/rows'
+import { send, startTestStack, type TestStack } from '../support/test-stack'
 
-let stack: Stack
+let e2e: TestStack
 
 beforeAll(async () => {
-  stack = await startStack({
-    postgres: 'fresh',
-    redis: 'shared',
-    keyPrefix: `test:e2e-gateway:${runId()}:`,
-    originSecret: TEST_SECRETS.origin,
-    originEnv: { LOG_LEVEL: 'warn' },
-    // These cases are the gateway without the spool (origin down = vendor told to retry);
-    // test/spool/ runs the same stack with it.
-    worker: { vars: { ...vendorBindings(), SPOOL_CHANNELS: 'none' } },
-  })
+  // These cases are the gateway without the spool (origin down = vendor told to retry);
+  // test/spool/ runs the same stack with it.
+  e2e = await startTestStack('e2e-gateway', { workerVars: { SPOOL_CHANNELS: 'none' } })
 }, 180_000)
 
 afterAll(async () => {
-  await stack?.stop()
+  await e2e?.stop()
 })
 
-const rows = (d: SignedDelivery) => messageRows(stack.sql, d)
-const claim = (d: SignedDelivery) => stack.redisClient.get(`${stack.keyPrefix}${d.deliveryKey}`)
-const deliver = async (d: SignedDelivery) => send(await d.request(stack.worker.url))
+const rows = (d: SignedDelivery) => e2e.rows(d)
+const claim = (d: SignedDelivery) => e2e.claim(d)
+const deliver = (d: SignedDelivery) => e2e.deliver(d)
 
 const CASES: Array<{ name: string; fresh: () => SignedDelivery }> = [
   { name: 'slack', fresh: () => slackDelivery() },
@@ -54,14 +43,14 @@ describe.each(CASES)('$name end to end', ({ fresh }) => {
     for (let i = 0; i < 8; i++) statuses.push(await deliver(d))
     expect(statuses).toEqual(Array(8).fill(200))
     expect(await rows(d)).toBe(1)
-    expect(await outboxRows(stack.sql, d)).toHaveLength(1)
+    expect(await e2e.outbox(d)).toHaveLength(1)
     expect(await claim(d)).toMatch(/^done\|/)
   })
 
   it('30 concurrent copies: one row', async () => {
     const d = fresh()
     const requests = await Promise.all(
-      Array.from({ length: 30 }, () => d.request(stack.worker.url)),
+      Array.from({ length: 30 }, () => d.request(e2e.stack.worker.url)),
     )
     const statuses = await Promise.all(requests.map(send))
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0)
@@ -73,7 +62,7 @@ describe.each(CASES)('$name end to end', ({ fresh }) => {
   it('the Redis key gone between deliveries (TTL expiry): Postgres keeps it one row', async () => {
     const d = fresh()
     expect(await deliver(d)).toBe(200)
-    expect(await stack.redisClient.del(`${stack.keyPrefix}${d.deliveryKey}`)).toBe(1)
+    expect(await e2e.stack.redisClient.del(`${e2e.stack.keyPrefix}${d.deliveryKey}`)).toBe(1)
     expect(await deliver(d)).toBe(200)
     expect(await rows(d)).toBe(1)
     expect(await claim(d)).toMatch(/^done\|/)
@@ -81,7 +70,7 @@ describe.each(CASES)('$name end to end', ({ fresh }) => {
 
   it('a bad signature: 401, no Redis key, no row', async () => {
     const d = fresh()
-    const good = await d.request(stack.worker.url)
+    const good = await d.request(e2e.stack.worker.url)
     const headers = new Headers(good.headers)
     for (const name of [
       'x-slack-signature',
@@ -129,13 +118,13 @@ describe('Postgres as the backstop', () => {
 describe('outages', () => {
   it('origin down: the claim is released, the retry after recovery makes exactly one row', async () => {
     const d = slackDelivery()
-    await stack.origin.kill('SIGKILL')
+    await e2e.stack.origin.kill('SIGKILL')
     try {
       expect(await deliver(d)).toBe(503)
       expect(await claim(d)).toBeNull()
       expect(await rows(d)).toBe(0)
     } finally {
-      await stack.origin.restart()
+      await e2e.stack.origin.restart()
     }
     expect(await deliver(d)).toBe(200)
     expect(await deliver(d)).toBe(200)
@@ -145,14 +134,14 @@ describe('outages', () => {
   it('Redis stopped: replays are still one row (Postgres decides); back up, Redis decides again', async () => {
     const d = twilioDelivery()
     expect(await deliver(d)).toBe(200)
-    await stack.redis.stop()
+    await e2e.stack.redis.stop()
     try {
       for (let i = 0; i < 3; i++) expect(await deliver(d)).toBe(200)
       const other = twilioDelivery()
       expect(await deliver(other)).toBe(200)
       expect(await rows(other)).toBe(1)
     } finally {
-      await stack.redis.start()
+      await e2e.stack.redis.start()
     }
     expect(await rows(d)).toBe(1)
     expect(await deliver(d)).toBe(200)

@@ -3,21 +3,14 @@
  * shows the poller's counters on /metrics, and stops cleanly; half a Gmail configuration stops it
  * at start-up with the missing variables named.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { startOrigin } from '../../local/origin-process'
 import { runId } from '../../local/services'
 import { rawEmail } from '../../local/vendor-deliveries'
 import { startFakeGmail } from '../support/fake-gmail'
-import { type EmailTestbed, startEmailTestbed } from './support/testbed'
+import { emailTestbedForFile } from './support/testbed'
 
-let bed: EmailTestbed
-
-beforeAll(async () => {
-  bed = await startEmailTestbed()
-})
-afterAll(async () => {
-  await bed?.close()
-})
+const bed = emailTestbedForFile()
 
 it('polls Gmail when GMAIL_* are set, and exposes its metrics', async () => {
   const mailbox = `support-${runId()}@inbound.example`

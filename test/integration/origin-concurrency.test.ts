@@ -3,15 +3,16 @@
  * one message, in one origin process and across two, and two first messages from a new customer.
  * Postgres decides every race; each test checks the rows, not only the answers.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { InboundEvent, IngestResult } from '../../contract/event'
 import { type OriginHandle, startOrigin } from '../../local/origin-process'
 import type { ExitInfo } from '../../local/processes'
-import { eventFixture, type OriginTestbed, signedPost, startOriginTestbed } from '../support/origin'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture, signedPost } from '../support/origin'
 
 const DELIVERIES = 50
 
-let bed: OriginTestbed
+const bed = fileTestbed({ config: { dbConnectTimeoutMs: 5000, originTimeoutMs: 10_000 } })
 
 /**
  * These tests are about races, not budgets: 50 requests at once on a pool of 10, on a shared
@@ -20,14 +21,6 @@ let bed: OriginTestbed
  * (origin-db-faults.test.ts).
  */
 const RACE_POOL_WAIT = { ORIGIN_TIMEOUT_MS: '10000', DB_CONNECT_TIMEOUT_MS: '5000' }
-
-beforeAll(async () => {
-  bed = await startOriginTestbed({ config: { dbConnectTimeoutMs: 5000, originTimeoutMs: 10_000 } })
-})
-
-afterAll(async () => {
-  await bed?.close()
-})
 
 async function deliverAll(urls: string[], event: InboundEvent) {
   return Promise.all(

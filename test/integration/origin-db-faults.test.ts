@@ -24,24 +24,14 @@ import { DatabaseUnavailableError } from '../../origin/errors'
 import { createLogger, silentLogger } from '../../origin/log'
 import type { RunningOrigin } from '../../origin/server'
 import { startFakeGmail } from '../support/fake-gmail'
-import {
-  eventFixture,
-  type OriginTestbed,
-  signedPost,
-  startOriginInProcess,
-  startOriginTestbed,
-} from '../support/origin'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture, signedPost, startOriginInProcess } from '../support/origin'
 
-let bed: OriginTestbed
+const bed = fileTestbed()
 let databaseName: string
 
 beforeAll(async () => {
-  bed = await startOriginTestbed()
   databaseName = new URL(bed.databaseUrl).pathname.slice(1)
-})
-
-afterAll(async () => {
-  await bed?.close()
 })
 
 /** Backends of the test database (other than `except`) waiting for a lock right now. */

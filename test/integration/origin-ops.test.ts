@@ -4,28 +4,15 @@
  */
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
 import { startOrigin } from '../../local/origin-process'
 import { loadConfig } from '../../origin/config'
 import { createLogger } from '../../origin/log'
-import {
-  eventFixture,
-  type OriginTestbed,
-  signedPost,
-  startOriginInProcess,
-  startOriginTestbed,
-} from '../support/origin'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture, signedPost, startOriginInProcess } from '../support/origin'
 
-let bed: OriginTestbed
-
-beforeAll(async () => {
-  bed = await startOriginTestbed()
-})
-
-afterAll(async () => {
-  await bed?.close()
-})
+const bed = fileTestbed()
 
 async function getJson(url: string) {
   const res = await fetch(url, { signal: AbortSignal.timeout(30_000) })

@@ -14,7 +14,7 @@ import {
 import { REDIS_URL, scratch } from '../../local/services'
 import { REPO_ROOT } from '../../local/stack'
 import { telegramDelivery } from '../../local/vendor-deliveries'
-import { send } from '../support/rows'
+import { send } from '../support/test-stack'
 
 const run = scratch('dev')
 

@@ -10,52 +10,37 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deleteRedisPrefix, runId } from '../../local/services'
-import { type Stack, startStack } from '../../local/stack'
 import {
-  randomId,
   type SignedDelivery,
   slackDelivery,
-  TEST_SECRETS,
   telegramDelivery,
   twilioDelivery,
-  vendorBindings,
 } from '../../local/vendor-deliveries'
 import { runFailuresCli } from '../support/origin'
-import { eventually, messageRows, outboxRows, send } from '../support/rows'
+import { eventually, startTestStack, type TestStack } from '../support/test-stack'
 import { startDownstream, type TestDownstream } from './support/downstream'
 
 const MAX_ATTEMPTS = 6
 
 let downstream: TestDownstream
-let stack: Stack
+let e2e: TestStack
 
 beforeAll(async () => {
   downstream = await startDownstream()
-  stack = await startStack({
-    postgres: 'fresh',
-    redis: 'shared',
-    keyPrefix: `test:spool-e2e:${runId()}:`,
-    originSecret: TEST_SECRETS.origin,
-    originEnv: {
-      LOG_LEVEL: 'warn',
-      DOWNSTREAM_URL: `${downstream.url}/hooks/outbox`,
-      OUTBOX_POLL_INTERVAL_MS: '100',
-    },
+  e2e = await startTestStack('spool-e2e', {
+    originEnv: { DOWNSTREAM_URL: `${downstream.url}/hooks/outbox`, OUTBOX_POLL_INTERVAL_MS: '100' },
     balancer: true,
-    worker: {
-      vars: {
-        ...vendorBindings(),
-        SPOOL_RETRY_BASE_SECONDS: '1',
-        SPOOL_RETRY_MAX_SECONDS: '2',
-        SPOOL_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
-      },
-      onLine: () => {},
+    workerVars: {
+      SPOOL_RETRY_BASE_SECONDS: '1',
+      SPOOL_RETRY_MAX_SECONDS: '2',
+      SPOOL_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
     },
+    onWorkerLine: () => {},
   })
 }, 180_000)
 
 afterAll(async () => {
-  await stack?.stop()
+  await e2e?.stop()
   await downstream?.close()
 })
 
@@ -64,10 +49,10 @@ const fresh = (): SignedDelivery[] => [
   twilioDelivery(),
   telegramDelivery({ messageId: 7 }),
 ]
-const deliver = async (d: SignedDelivery) => send(await d.request(stack.worker.url))
-const rows = (d: SignedDelivery) => messageRows(stack.sql, d)
-const outboxOf = (d: SignedDelivery) => outboxRows(stack.sql, d)
-const claim = (d: SignedDelivery) => stack.redisClient.get(`${stack.keyPrefix}${d.deliveryKey}`)
+const deliver = (d: SignedDelivery) => e2e.deliver(d)
+const rows = (d: SignedDelivery) => e2e.rows(d)
+const outboxOf = (d: SignedDelivery) => e2e.outbox(d)
+const claim = (d: SignedDelivery) => e2e.claim(d)
 
 const allLanded = (deliveries: SignedDelivery[]) => async () =>
   (await Promise.all(deliveries.map(rows))).every((n) => n === 1)
@@ -75,7 +60,7 @@ const allLanded = (deliveries: SignedDelivery[]) => async () =>
 describe('the origin down', () => {
   it('every channel is answered ok and queued; after the restart one row each, handed downstream once', async () => {
     const deliveries = fresh()
-    await stack.origin.kill('SIGKILL')
+    await e2e.stack.origin.kill('SIGKILL')
     try {
       for (const d of deliveries) {
         expect(await deliver(d)).toBe(200)
@@ -84,7 +69,7 @@ describe('the origin down', () => {
       for (const d of deliveries) expect(await claim(d)).toMatch(/^spooled\|/)
       for (const d of deliveries) expect(await rows(d)).toBe(0)
     } finally {
-      await stack.origin.restart()
+      await e2e.stack.origin.restart()
     }
 
     await eventually(allLanded(deliveries))
@@ -109,13 +94,13 @@ describe('the origin down', () => {
 describe('Redis down as well', () => {
   it('every channel (Twilio too) is answered ok and queued; one row each once both are back', async () => {
     const deliveries = fresh()
-    await stack.origin.kill('SIGKILL')
-    await stack.redis.stop()
+    await e2e.stack.origin.kill('SIGKILL')
+    await e2e.stack.redis.stop()
     try {
       for (const d of deliveries) expect(await deliver(d)).toBe(200)
     } finally {
-      await stack.redis.start()
-      await stack.origin.restart()
+      await e2e.stack.redis.start()
+      await e2e.stack.origin.restart()
     }
     await eventually(allLanded(deliveries))
     for (const d of deliveries) expect(await outboxOf(d)).toHaveLength(1)
@@ -125,15 +110,15 @@ describe('Redis down as well', () => {
 describe('Redis flushed during an origin outage', () => {
   it('every queued event still lands once, a vendor retry after the flush included', async () => {
     const deliveries = fresh()
-    await stack.origin.kill('SIGKILL')
+    await e2e.stack.origin.kill('SIGKILL')
     try {
       for (const d of deliveries) expect(await deliver(d)).toBe(200)
-      await deleteRedisPrefix(stack.keyPrefix as string)
+      await deleteRedisPrefix(e2e.stack.keyPrefix as string)
       for (const d of deliveries) expect(await claim(d)).toBeNull()
       // Slack retries after the flush: a fresh claim, queued a second time.
       expect(await deliver(deliveries[0] as SignedDelivery)).toBe(200)
     } finally {
-      await stack.origin.restart()
+      await e2e.stack.origin.restart()
     }
     await eventually(allLanded(deliveries))
     await new Promise((r) => setTimeout(r, 2_000))
@@ -146,10 +131,10 @@ describe('Redis flushed during an origin outage', () => {
 
 describe('a poisoned event among good ones', () => {
   it('the 20 land; the poisoned one ends in channel_failures after its retries; its replay after the fix lands once', async () => {
-    const marker = `POISON-${randomId()}`
+    const marker = `POISON-${runId()}`
     const good = Array.from({ length: 20 }, () => slackDelivery())
     const poisoned = slackDelivery({ text: `this text trips the WAF ${marker}` })
-    stack.balancer?.setPoison({ marker, status: 403, path: '/v1/events' })
+    e2e.stack.balancer?.setPoison({ marker, status: 403, path: '/v1/events' })
     try {
       const all = [...good.slice(0, 10), poisoned, ...good.slice(10)]
       for (const d of all) expect(await deliver(d)).toBe(200)
@@ -158,7 +143,7 @@ describe('a poisoned event among good ones', () => {
       expect(await rows(poisoned)).toBe(0)
 
       const failure = async () => {
-        const { rows } = await stack.sql.query<{ id: string; attempts: number; error: string }>(
+        const { rows } = await e2e.stack.sql.query<{ id: string; attempts: number; error: string }>(
           `SELECT id::text, attempts, error FROM channel_failures
             WHERE stage = 'inbound' AND source = 'queue' AND status = 'dead'
               AND delivery_key = $1`,
@@ -173,9 +158,9 @@ describe('a poisoned event among good ones', () => {
       expect(await rows(poisoned)).toBe(0)
 
       // The operator fixes the WAF rule, then replays the dead event.
-      stack.balancer?.setPoison(null)
+      e2e.stack.balancer?.setPoison(null)
       const replay = await runFailuresCli(
-        { databaseUrl: stack.database.databaseUrl, wsProxy: stack.database.neonWsProxy },
+        { databaseUrl: e2e.stack.database.databaseUrl, wsProxy: e2e.stack.database.neonWsProxy },
         ['replay', dead?.id as string],
         { DOWNSTREAM_URL: '' },
       )
@@ -183,7 +168,7 @@ describe('a poisoned event among good ones', () => {
       expect(await rows(poisoned)).toBe(1)
       for (const d of good) expect(await rows(d)).toBe(1)
     } finally {
-      stack.balancer?.setPoison(null)
+      e2e.stack.balancer?.setPoison(null)
     }
   }, 150_000)
 })

@@ -8,16 +8,11 @@ import {
   randomId,
   type SignedDelivery,
   slackDelivery,
-  slackMessageEvent,
   slackRequest,
   TEST_SECRETS,
   TWILIO_ACCOUNT,
   telegramDelivery,
-  telegramRequest,
-  telegramUpdate,
   twilioDelivery,
-  twilioParams,
-  twilioRequest,
 } from '../../local/vendor-deliveries'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
@@ -165,15 +160,9 @@ describe('payload mismatch', () => {
   it('a replay with another payload under the same key: 200, not forwarded, counted', async () => {
     const h = harness()
     const eventId = `Ev${randomId()}`
-    const url = `${GATEWAY}/webhooks/slack`
-    expect(
-      (await h.deliver(await slackRequest(url, slackMessageEvent({ eventId, text: 'one' }))))
-        .status,
-    ).toBe(200)
-    expect(
-      (await h.deliver(await slackRequest(url, slackMessageEvent({ eventId, text: 'two' }))))
-        .status,
-    ).toBe(200)
+    for (const text of ['one', 'two']) {
+      expect((await h.send(slackDelivery({ eventId, text }))).status).toBe(200)
+    }
     expect((await h.originCalls()).calls).toHaveLength(1)
     expect(await h.redis.hget(h.redisKey('dedup:stats'), 'payload_mismatch:slack')).toBe('1')
   })
@@ -182,41 +171,34 @@ describe('payload mismatch', () => {
 describe('Twilio status callbacks', () => {
   it('are recorded under their own namespace, never forwarded, never colliding with the message', async () => {
     const h = harness()
-    const sid = `SM${randomHex(16)}`
-    const url = `${GATEWAY}/webhooks/twilio`
-    const inbound = await h.deliver(await twilioRequest(url, twilioParams({ messageSid: sid })))
-    expect(inbound.status).toBe(200)
-    for (const status of ['sent', 'delivered', 'delivered']) {
-      const callback = await h.deliver(
-        await twilioRequest(url, twilioParams({ messageSid: sid, status })),
-      )
-      expect(callback.status).toBe(200)
-      expect(await callback.text()).toContain('<Response/>')
+    const messageSid = `SM${randomHex(16)}`
+    const inbound = twilioDelivery({ messageSid })
+    expect((await h.send(inbound)).status).toBe(200)
+    const callbacks = [
+      twilioDelivery({ messageSid, status: 'sent' }),
+      twilioDelivery({ messageSid, status: 'delivered' }),
+      twilioDelivery({ messageSid, status: 'delivered' }),
+      twilioDelivery({ messageSid, status: 'undelivered', errorCode: '30003' }),
+    ]
+    for (const callback of callbacks) {
+      const answer = await h.send(callback)
+      expect(answer.status).toBe(200)
+      expect(await answer.text()).toContain('<Response/>')
     }
-    const failed = await h.deliver(
-      await twilioRequest(
-        url,
-        twilioParams({ messageSid: sid, status: 'undelivered', errorCode: '30003' }),
-      ),
-    )
-    expect(failed.status).toBe(200)
-    expect((await h.originCalls()).calls.map((c) => c.deliveryKey)).toEqual([
-      `dedup:whatsapp:${TWILIO_ACCOUNT}:${sid}`,
-    ])
-    expect(await h.redisGet(`dedup:whatsapp:${TWILIO_ACCOUNT}:${sid}`)).toMatch(/^done\|/)
-    for (const id of [`${sid}:sent`, `${sid}:delivered`, `${sid}:undelivered:30003`]) {
-      expect(await h.redisGet(`dedup:twilio-status:${TWILIO_ACCOUNT}:${id}`)).toMatch(/^done\|/)
+    const message = `dedup:whatsapp:${TWILIO_ACCOUNT}:${messageSid}`
+    expect((await h.originCalls()).calls.map((c) => c.deliveryKey)).toEqual([message])
+    expect(await h.redisGet(message)).toMatch(/^done\|/)
+    for (const id of ['sent', 'delivered', 'undelivered:30003']) {
+      const key = `dedup:twilio-status:${TWILIO_ACCOUNT}:${messageSid}:${id}`
+      expect(await h.redisGet(key)).toMatch(/^done\|/)
     }
   })
 
   it('a status callback first does not block the inbound message with the same sid', async () => {
     const h = harness()
-    const sid = `SM${randomHex(16)}`
-    const url = `${GATEWAY}/webhooks/twilio`
-    await h.deliver(await twilioRequest(url, twilioParams({ messageSid: sid, status: 'received' })))
-    expect(
-      (await h.deliver(await twilioRequest(url, twilioParams({ messageSid: sid })))).status,
-    ).toBe(200)
+    const messageSid = `SM${randomHex(16)}`
+    await h.send(twilioDelivery({ messageSid, status: 'received' }))
+    expect((await h.send(twilioDelivery({ messageSid }))).status).toBe(200)
     expect((await h.originCalls()).calls).toHaveLength(1)
   })
 })
@@ -224,17 +206,8 @@ describe('Twilio status callbacks', () => {
 describe('Telegram', () => {
   it('message 42 in two chats: two forwards, two rows', async () => {
     const h = harness()
-    const base = Math.floor(Math.random() * 2 ** 30)
-    const url = `${GATEWAY}/webhooks/telegram`
-    for (const [updateId, chatId] of [
-      [base, 1001],
-      [base + 1, 2002],
-    ] as const) {
-      const response = await h.deliver(
-        telegramRequest(url, telegramUpdate({ updateId, chatId, messageId: 42 })),
-      )
-      expect(response.status).toBe(200)
-    }
+    const chats = [1001, 2002].map((chatId) => telegramDelivery({ chatId, messageId: 42 }))
+    for (const chat of chats) expect((await h.send(chat)).status).toBe(200)
     const { calls, rows } = await h.originCalls()
     const bot = TEST_SECRETS.telegramBotId
     expect(calls.map((c) => c.messageKey)).toEqual([`${bot}:1001:42`, `${bot}:2002:42`])
@@ -243,21 +216,10 @@ describe('Telegram', () => {
 
   it('an edit forwards as kind edit under the same message key', async () => {
     const h = harness()
-    const updateId = Math.floor(Math.random() * 2 ** 30)
-    const url = `${GATEWAY}/webhooks/telegram`
-    await h.deliver(telegramRequest(url, telegramUpdate({ updateId, chatId: 5, messageId: 9 })))
-    await h.deliver(
-      telegramRequest(
-        url,
-        telegramUpdate({
-          updateId: updateId + 1,
-          chatId: 5,
-          messageId: 9,
-          field: 'edited_message',
-          editDate: 1700000500,
-        }),
-      ),
-    )
+    const message = { chatId: 5, messageId: 9 }
+    const edit = { ...message, field: 'edited_message', editDate: 1700000500 } as const
+    await h.send(telegramDelivery(message))
+    await h.send(telegramDelivery(edit))
     expect((await h.originCalls()).calls.map((c) => [c.kind, c.messageKey])).toEqual([
       ['message', `${TEST_SECRETS.telegramBotId}:5:9`],
       ['edit', `${TEST_SECRETS.telegramBotId}:5:9`],
@@ -269,11 +231,8 @@ describe('Slack', () => {
   it('a fresh event_id for the same message is forwarded (Postgres, not Redis, catches it)', async () => {
     const h = harness()
     const ts = `${Date.now() / 1000}`
-    const url = `${GATEWAY}/webhooks/slack`
-    for (const eventId of [`Ev${randomId()}`, `Ev${randomId()}`]) {
-      expect(
-        (await h.deliver(await slackRequest(url, slackMessageEvent({ eventId, ts })))).status,
-      ).toBe(200)
+    for (const delivery of [slackDelivery({ ts }), slackDelivery({ ts })]) {
+      expect((await h.send(delivery)).status).toBe(200)
     }
     const { calls, rows } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([201, 200])

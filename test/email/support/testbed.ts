@@ -6,6 +6,7 @@
  * (`startGmailPolling` from an environment), against a fake Gmail. Everything is removed on close.
  * @module
  */
+import type { Redis } from 'ioredis'
 import { runId } from '../../../local/services'
 import { startStack } from '../../../local/stack'
 import { loadConfig } from '../../../origin/config'
@@ -18,6 +19,7 @@ import {
 import type { PollerLimits } from '../../../origin/gmail/poller'
 import { type Logger, silentLogger } from '../../../origin/log'
 import type { FakeGmail } from '../../support/fake-gmail'
+import { forFile } from '../../support/for-file'
 import { type OriginTestbed, startOriginTestbed } from '../../support/origin'
 import { type EmailWorker, startEmailWorker } from './worker'
 
@@ -39,12 +41,16 @@ export interface PollerOptions {
 
 export interface EmailTestbed {
   db: OriginTestbed
+  /** A client of the shared Redis (claims are under {@link EmailTestbed.prefix}). */
+  redis: Redis
   /** This file's Redis key prefix (REDIS_KEY_PREFIX for the worker and the pollers). */
   prefix: string
   /** The origin's environment as a pod would have it, for a given fake Gmail. */
   originEnv(gmail: FakeGmail, options?: PollerOptions): Record<string, string>
   /** A Worker in workerd, wired to this origin and Redis prefix (stopped on close). */
   startWorker(): Promise<EmailWorker>
+  /** The Worker started with the testbed (`{ worker: true }`); throws without one. */
+  readonly worker: EmailWorker
   /** A poller like `origin/main.ts` starts, not polling on its own unless `start()` is called. */
   poller(gmail: FakeGmail, options?: PollerOptions): RunningGmailPoller
   /** Email message rows, by message key when given. */
@@ -59,7 +65,7 @@ export interface EmailTestbed {
   close(): Promise<void>
 }
 
-export async function startEmailTestbed(): Promise<EmailTestbed> {
+export async function startEmailTestbed(options: { worker?: boolean } = {}): Promise<EmailTestbed> {
   const db = await startOriginTestbed()
   const prefix = `test:email:${runId()}:`
   const stack = await startStack({
@@ -85,16 +91,30 @@ export async function startEmailTestbed(): Promise<EmailTestbed> {
       : { UPSTASH_REDIS_REST_URL: stack.redis.url, UPSTASH_REDIS_REST_TOKEN: stack.upstashToken }),
   })
 
+  const startWorker = () =>
+    startEmailWorker(stack, {
+      // Generous: other test files load the same two cores; no test here measures speed.
+      ORIGIN_TIMEOUT_MS: '8000',
+      CLAIM_LEASE_MS: '10000',
+    })
+  const worker = options.worker
+    ? await startWorker().catch(async (err) => {
+        await stack.stop()
+        await db.close()
+        throw err
+      })
+    : undefined
+
   return {
     db,
+    redis: stack.redisClient,
     prefix,
     originEnv,
-    startWorker: () =>
-      startEmailWorker(stack, {
-        // Generous: other test files load the same two cores; no test here measures speed.
-        ORIGIN_TIMEOUT_MS: '8000',
-        CLAIM_LEASE_MS: '10000',
-      }),
+    startWorker,
+    get worker() {
+      if (!worker) throw new Error('this testbed was started without a Worker')
+      return worker
+    },
     poller(gmail, options = {}) {
       const env = originEnv(gmail, options)
       const running = startGmailPolling({
@@ -124,4 +144,13 @@ export async function startEmailTestbed(): Promise<EmailTestbed> {
       await db.close()
     },
   }
+}
+
+/** This file's email testbed, started before its tests and closed after them. */
+export function emailTestbedForFile(options: { worker?: boolean } = {}): EmailTestbed {
+  return forFile(
+    () => startEmailTestbed(options),
+    (bed) => bed.close(),
+    180_000,
+  )
 }

@@ -15,6 +15,12 @@ import worker from '../../../worker/index'
 import type { DeadReportCall, OriginCall, OriginMode } from './fake-origin'
 
 export const GATEWAY = 'https://gateway.test'
+/** The webhook routes at {@link GATEWAY}; a Telegram bot of its own has `/{bot id}` after its. */
+export const WEBHOOKS = {
+  slack: `${GATEWAY}/webhooks/slack`,
+  twilio: `${GATEWAY}/webhooks/twilio`,
+  telegram: `${GATEWAY}/webhooks/telegram`,
+} as const
 
 export interface Harness {
   env: Env

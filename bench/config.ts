@@ -40,9 +40,13 @@ export interface BenchConfig {
   warmupRequests: number
   /**
    * Seconds the whole run should stay within; the optional `wrangler dev` section is skipped
-   * (and says so) when too little is left. `BENCH_BUDGET_S` @default 285
+   * (and says so) when too little is left. `BENCH_BUDGET_S` @default 330
    */
   budgetS: number
+  /** The open-loop Slack backfill's rate, events/s. `BENCH_BACKFILL_RATE` @default 1000 */
+  backfillRatePerS: number
+  /** ... and how long it sends. `BENCH_BACKFILL_S` @default 30 */
+  backfillDurationS: number
   /** Run `wrangler dev` steps. `BENCH_WRANGLER_DEV=0` skips them. @default true */
   wranglerDev: boolean
   /**
@@ -50,6 +54,16 @@ export interface BenchConfig {
    * kept in bench/results/profiles/<run>/, summarized in the report. `BENCH_PROFILE=1` @default false
    */
   profile: boolean
+  /**
+   * Only the gateway's workerd profile, and of this one step (e.g. `duplicate-storm@50`) instead
+   * of the whole run: where one scenario's CPU goes. Implies `profile`. `BENCH_PROFILE_STEP`
+   */
+  profileStep: string | null
+  /**
+   * The phases of bench/scenarios.ts to run (comma-separated names, e.g. `sweep`); the others are
+   * skipped and the run says so. `BENCH_PHASES` @default every phase
+   */
+  phases: string[] | null
   /** The origin's LOG_LEVEL (production default is info: one line per event). */
   originLogLevel: string
   /** Unique per run: Redis key prefix, database name, event ids. */
@@ -76,6 +90,11 @@ function sweepFromEnv(): number[] {
   return values
 }
 
+function listFromEnv(name: string): string[] | null {
+  const raw = process.env[name]?.trim()
+  return raw ? raw.split(',').map((s) => s.trim()) : null
+}
+
 export function loadBenchConfig(): BenchConfig {
   const durationS = intFromEnv('BENCH_DURATION_S', 5, 1, 60)
   const sweep = sweepFromEnv()
@@ -88,9 +107,13 @@ export function loadBenchConfig(): BenchConfig {
     memorySampleKeys: 50,
     redisBenchmarkRequests: 50_000,
     warmupRequests: 600,
-    budgetS: intFromEnv('BENCH_BUDGET_S', 285, 30, 3_600),
+    budgetS: intFromEnv('BENCH_BUDGET_S', 330, 30, 3_600),
+    backfillRatePerS: intFromEnv('BENCH_BACKFILL_RATE', 1_000, 10, 20_000),
+    backfillDurationS: intFromEnv('BENCH_BACKFILL_S', 30, 1, 600),
     wranglerDev: process.env.BENCH_WRANGLER_DEV !== '0',
-    profile: process.env.BENCH_PROFILE === '1',
+    profile: process.env.BENCH_PROFILE === '1' || Boolean(process.env.BENCH_PROFILE_STEP),
+    profileStep: process.env.BENCH_PROFILE_STEP?.trim() || null,
+    phases: listFromEnv('BENCH_PHASES'),
     originLogLevel: process.env.BENCH_ORIGIN_LOG_LEVEL || 'info',
     runTag: `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`,
   }

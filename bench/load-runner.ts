@@ -10,6 +10,7 @@
  */
 import autocannon from 'autocannon'
 import type { LoadJob, LoadResult, LoadRunnerMessage } from './load'
+import { runOpenLoop } from './open-loop'
 import { summarize } from './stats'
 
 interface Context {
@@ -22,6 +23,9 @@ function run(job: LoadJob): Promise<LoadResult> {
   const latencies: number[] = []
   let cursor = 0
   let exhausted = 0
+  let answered = 0
+  let lastAnswerAt = 0
+  const startedAt = performance.now()
   return new Promise((resolve, reject) => {
     const instance = autocannon<Context>(
       {
@@ -53,6 +57,8 @@ function run(job: LoadJob): Promise<LoadResult> {
             },
             onResponse: (status, _body, context) => {
               if (context.index >= 0) statuses[context.index] = status
+              answered++
+              lastAnswerAt = performance.now()
             },
           },
         ],
@@ -63,11 +69,17 @@ function run(job: LoadJob): Promise<LoadResult> {
           reject(err)
           return
         }
+        // autocannon reports whole seconds from its start to its end; a step that ran out of
+        // requests first ends at its last answer, timed here.
+        const ranOut = cursor >= pool.length && answered > 0
+        const durationS = ranOut
+          ? (lastAnswerAt - startedAt) / 1000
+          : Math.min(job.durationS, (performance.now() - startedAt) / 1000)
         resolve({
           id: job.id,
           statuses,
           latency: summarize(latencies),
-          durationS: result.duration,
+          durationS,
           sent: cursor,
           errors: result.errors,
           timeouts: result.timeouts,
@@ -86,7 +98,9 @@ function run(job: LoadJob): Promise<LoadResult> {
 
 process.on('message', (message: LoadRunnerMessage) => {
   if (message.type !== 'job') return
-  run(message.job).then(
+  const job = message.job
+  const running = job.openLoop ? runOpenLoop(job, job.openLoop.ratePerS) : run(job)
+  running.then(
     (result) => process.send?.({ type: 'result', result }),
     (err: Error) => process.send?.({ type: 'error', id: message.job.id, message: err.message }),
   )

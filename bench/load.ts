@@ -20,6 +20,30 @@ export interface LoadJob {
   durationS: number
   /** Seconds before a request counts as timed out. */
   timeoutS: number
+  /**
+   * Open loop (bench/open-loop.ts): `ratePerS` requests a second for `durationS`, whatever the
+   * answers, latency from each request's scheduled time. Absent: autocannon's closed loop.
+   */
+  openLoop?: { ratePerS: number }
+}
+
+/** What an open-loop step measured beyond a closed loop's figures. */
+export interface OpenLoopStats {
+  ratePerS: number
+  scheduled: number
+  sent: number
+  /** scheduled ÷ rate: how long sending took by the schedule. */
+  sendDurationS: number
+  /** Answers (any status) per second, from the first scheduled send to the last answer. */
+  achievedRatePerS: number
+  /** Most requests sent and not answered at once. */
+  maxBacklog: number
+  /** Requests sent and not answered, once a second while sending. */
+  backlogEverySecond: number[]
+  /** Seconds from the last scheduled send to the last answer. */
+  drainS: number
+  /** The latest a send left after its scheduled time (the load generator's own lag). */
+  maxSendLagMs: number
 }
 
 export interface LoadResult {
@@ -27,7 +51,10 @@ export interface LoadResult {
   /** The answer's status for each request of the pool; 0 = not answered (unsent, cut off, timeout). */
   statuses: number[]
   latency: LatencySummary
-  /** Seconds, as measured by autocannon. */
+  /**
+   * Seconds from the first request to the end: the configured duration for a step that ran it
+   * out, the time to the last answer for one that ran out of requests first.
+   */
   durationS: number
   /** Requests taken from the pool (sent). */
   sent: number
@@ -37,6 +64,7 @@ export interface LoadResult {
   statusCounts: Record<string, number>
   /** Requests asked for after the pool ran out (should stay 0). */
   exhausted: number
+  openLoop?: OpenLoopStats
 }
 
 export type LoadRunnerMessage = { type: 'job'; job: LoadJob }
@@ -105,7 +133,7 @@ export class LoadGenerator {
   /** Runs one job; rejects if it has not finished within its duration + timeout + 30 s. */
   run(job: Omit<LoadJob, 'id'>): Promise<LoadResult> {
     const id = this.nextId++
-    const boundMs = (job.durationS + job.timeoutS + 30) * 1000
+    const boundMs = (job.durationS * (job.openLoop ? 2 : 1) + job.timeoutS + 30) * 1000
     return new Promise<LoadResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id)

@@ -1,7 +1,7 @@
 /**
- * Counting what the gateway and the origin say they did, from their own log lines: the gateway's
- * `decision` lines (which layer decided: redis, postgres, gateway) and the origin's `event` lines
- * (created, duplicate). A step's counts are a second, independent view of its responses.
+ * Counting what the gateway and the origin say they did, from their decision lines (one shape,
+ * contract/decision-log.ts): the Worker's (which layer decided: redis, postgres, gateway) and the
+ * origin's (created, duplicate). A step's counts are a second, independent view of its responses.
  *
  * Miniflare prints workerd's output through this process's `console.log`, one call per line;
  * {@link captureConsoleLines} takes those lines instead of letting thousands a second reach the
@@ -18,15 +18,15 @@ export class LogTally {
   readonly other: string[] = []
 
   observe(line: string): void {
+    if (line.includes('"msg":"decision"') && line.includes('"component":"origin"')) {
+      this.add(`origin ${/"decision":"([a-z_]+)"/.exec(line)?.[1] ?? '?'}`)
+      return
+    }
     if (line.includes('"msg":"decision"')) {
       const decision = /"decision":"([a-z_]+)"/.exec(line)?.[1] ?? '?'
       const by = /"decidedBy":"([a-z_]+)"/.exec(line)?.[1] ?? '?'
       const status = /"status":(\d+)/.exec(line)?.[1] ?? '?'
       this.add(`gateway ${decision} by ${by} (${status})`)
-      return
-    }
-    if (line.includes('"msg":"event"')) {
-      this.add(`origin ${/"outcome":"([a-z_]+)"/.exec(line)?.[1] ?? '?'}`)
       return
     }
     if (line.trim() && this.other.length < 20) this.other.push(line.slice(0, 300))

@@ -7,10 +7,9 @@
  */
 import { join } from 'node:path'
 import type { Redis } from 'ioredis'
-import type { Stack } from '../local/stack'
 import type { WorkerDevHandle } from '../local/worker-runtime'
 import type { Cleanup } from './cleanup'
-import { type BenchConfig, vendorVars, WORKERD_PROFILE } from './config'
+import { type BenchConfig, WORKERD_PROFILE } from './config'
 import type { LoadGenerator } from './load'
 import type { LogTally } from './logs'
 import type { MachineInfo } from './report'
@@ -34,6 +33,7 @@ import {
   TARGET_LABELS,
   type Target,
 } from './scenarios'
+import type { Stack } from './stack'
 import type { StepOutcome, StepResult, StepSpec } from './steps'
 import { fmt, say, startedAt } from './util'
 import type { WorkerProfiler } from './worker-profiler'
@@ -92,18 +92,19 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
   'redis-down': {
     async before(state) {
       say('stopping the Upstash stand-in: Redis down')
-      await state.stack.redis.stop()
+      await state.stack.redisLayer.stop()
       return true
     },
     async after(state) {
       // Back on the same port (the Worker's UPSTASH_REDIS_REST_URL), for what follows.
-      await state.stack.redis.start()
+      await state.stack.redisLayer.start()
     },
   },
   direct: {
     async after(state) {
       if (state.workerProfiler && state.profileDir) {
         await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
+        state.workerProfiler = undefined
       }
     },
   },
@@ -123,12 +124,7 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
       }
       say('starting wrangler dev (its dev proxy caps throughput; labelled as such)')
       // Stopped after its steps, or with the stack.
-      const dev = await state.stack.startWorker({
-        runtime: 'dev',
-        vars: vendorVars(),
-        onLine: (line) => tally.observe(line),
-      })
-      if (dev.runtime !== 'dev') throw new Error('wrangler dev did not start as wrangler dev')
+      const dev = await state.stack.startWorkerDev((line) => tally.observe(line))
       state.dev = dev
       const warm = await signVendorRequests(state.factory.fresh(config.warmupRequests / 2))
       await warmUp(state.load, dev.url, warm)
@@ -161,13 +157,19 @@ async function stepSpec(
 ): Promise<StepSpec> {
   const traffic = await trafficOf(state, scenario, seen)
   const noRows = scenario.touchesDatabase === false
+  const { backfillRatePerS, backfillDurationS } = state.run.config
+  const open = scenario.openLoop
+    ? { openLoop: { ratePerS: backfillRatePerS }, durationS: backfillDurationS }
+    : {}
   return {
-    id: stepId(scenario.name, c),
+    // An open loop has a rate, not a concurrency.
+    id: scenario.openLoop ? `${scenario.name}@${backfillRatePerS}/s` : stepId(scenario.name, c),
     scenario: scenario.label,
     kind: scenario.kind,
     target: TARGET_LABELS[scenario.target],
     url: urlOf(state, scenario.target),
-    concurrency: c,
+    concurrency: scenario.openLoop ? 0 : c,
+    ...open,
     ...traffic,
     // Requests that are events but reach no database: nothing to check them against.
     ...(noRows ? { events: [], touchesDatabase: false } : {}),
@@ -175,22 +177,21 @@ async function stepSpec(
   }
 }
 
-export function verifyOnlyUrl(stack: Stack): string {
-  if (!stack.baselineWorker) throw new Error('the bench stack has no verify-only Worker')
-  return stack.baselineWorker.url
-}
-
 function urlOf(state: RunState, target: Target): string {
   const { stack } = state
   switch (target) {
     case 'gateway':
-      return stack.worker.url
+      return stack.gatewayUrl
     case 'verifyOnly':
-      return verifyOnlyUrl(stack)
+      return stack.verifyOnlyUrl
+    case 'memoGateway':
+      return stack.memoGatewayUrl
     case 'origin':
       return stack.origin.url
+    case 'rawInsert':
+      return stack.rawInsert.url
     case 'upstash':
-      return stack.redis.url
+      return stack.redisLayer.url
     case 'wranglerDev':
       if (!state.dev) throw new Error('wrangler dev is not running')
       return state.dev.url
@@ -204,10 +205,16 @@ async function trafficOf(
   seen: VendorEvent[],
 ): Promise<Pick<StepSpec, 'requests' | 'events' | 'fresh'>> {
   const { factory, pool } = state
-  const sign = scenario.target === 'origin' ? signOriginRequests : signVendorRequests
+  const direct = scenario.target === 'origin' || scenario.target === 'rawInsert'
+  const sign = direct ? signOriginRequests : signVendorRequests
   switch (scenario.traffic) {
     case 'new': {
       const events = factory.fresh(pool)
+      return { requests: await sign(events), events, fresh: 'all' }
+    }
+    case 'newSlack': {
+      const { backfillRatePerS, backfillDurationS } = state.run.config
+      const events = factory.freshSlack(backfillRatePerS * backfillDurationS)
       return { requests: await sign(events), events, fresh: 'all' }
     }
     case 'replays': {

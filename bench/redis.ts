@@ -6,6 +6,7 @@
  */
 import { execFile } from 'node:child_process'
 import type { Redis } from 'ioredis'
+import { decodeValue } from '../claims'
 import { round, sleep } from './util'
 
 export interface RedisBenchmarkResult {
@@ -223,7 +224,8 @@ export async function sampleKeyMemory(
     sizes.push(bytes)
     keyLength += Buffer.byteLength(key)
     valueLength += Buffer.byteLength(value)
-    const state = value.split('|')[0] ?? ''
+    const decoded = decodeValue(value)
+    const state = decoded.status === 'settled' ? decoded.state : decoded.status
     states[state] = (states[state] ?? 0) + 1
     const bare = key.slice(prefix.length)
     if (!exampleKey) {

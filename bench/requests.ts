@@ -65,6 +65,11 @@ export class EventFactory {
     return Array.from({ length: count }, () => this.next())
   }
 
+  /** Slack events only (a Slack backfill). */
+  freshSlack(count: number): VendorEvent[] {
+    return Array.from({ length: count }, () => this.slack(this.seq++))
+  }
+
   next(): VendorEvent {
     const seq = this.seq++
     const vendor = VENDORS[seq % VENDORS.length] as Vendor
@@ -147,7 +152,7 @@ export async function inboundEventOf(event: VendorEvent): Promise<InboundEvent> 
     if (classified.action === 'challenge') throw new Error('bench slack event read as a challenge')
     delivery = classified
   } else if (event.vendor === 'twilio') {
-    delivery = classifyTwilio(parseTwilio(raw, `${BENCH_SECRETS.publicBaseUrl}${wire.path}`))
+    delivery = await classifyTwilio(parseTwilio(raw, `${BENCH_SECRETS.publicBaseUrl}${wire.path}`))
   } else {
     delivery = classifyTelegram(parseTelegram(raw), BENCH_SECRETS.telegramBotId)
   }

@@ -139,7 +139,7 @@ async function main(): Promise<number> {
       '',
       resultsTable(report),
       '',
-      'Targets (issue 6):',
+      'Targets (issue 14):',
       targetsList(report),
       '',
       `CPU ms per 1,000 requests (c=${config.headlineConcurrency}):`,

@@ -1,5 +1,5 @@
 /**
- * One bench run: a fresh database and key prefix, the stack (local/stack.ts), the load generator
+ * One bench run: a fresh database and key prefix, the stack (bench/stack.ts), the load generator
  * and the CPU sampler; then warm-up → redis-benchmark (SET NX PX GET) → seed (new events: the
  * replay set and the Redis memory sample) → every phase of the scenario table (bench/scenarios.ts)
  * with what each needs around it → the report. Everything started is handed to the cleanup.
@@ -10,13 +10,12 @@ import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { groupPids } from '../local/proc'
 import { assertServicesUp, createTestDatabase, databasePool, REDIS_URL } from '../local/services'
-import { REPO_ROOT, type Stack, startStack } from '../local/stack'
-import { type Cleanup, claimSignals } from './cleanup'
-import { BENCH_SECRETS, type BenchConfig, RESULTS_DIR, vendorVars } from './config'
+import { REPO_ROOT } from '../local/stack'
+import { claimSignals } from './cleanup'
+import { RESULTS_DIR, WORKERD_PROFILE } from './config'
 import { CpuSampler } from './cpu'
 import { LoadGenerator } from './load'
-import type { LogTally } from './logs'
-import { type BenchRun, type RunState, runPhase, verifyOnlyUrl, warmUp } from './phases'
+import { type BenchRun, type RunState, runPhase, warmUp } from './phases'
 import {
   countDedupKeys,
   redisBenchmark,
@@ -27,7 +26,8 @@ import {
 import type { BenchReport, MemoryReport } from './report'
 import { judgeTargets } from './report'
 import { EventFactory, signOriginRequests, signVendorRequests, type VendorEvent } from './requests'
-import { PHASES, stepId, TARGET_LABELS } from './scenarios'
+import { PHASES, type Phase, stepId, TARGET_LABELS } from './scenarios'
+import { startBenchStack } from './stack'
 import { runStep, type StepContext, type StepResult } from './steps'
 import { fmt, round, say } from './util'
 import { WorkerProfiler } from './worker-profiler'
@@ -40,7 +40,8 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
   await warmUpAll(state)
   const redisBaseline = await redisAlone(state)
   const { seen, memory } = await seedReplaySet(state)
-  for (const phase of PHASES) await runPhase(state, phase, seen)
+  for (const phase of phasesToRun(state)) await runPhase(state, phase, seen)
+  await stopWholeRunProfile(state)
   const steps = withRatios(state.steps)
   const { config, machine, problems } = run
   return {
@@ -49,6 +50,8 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
       durationS: config.durationS,
       sweep: config.sweep,
       headlineConcurrency: state.c50,
+      backfillRatePerS: config.backfillRatePerS,
+      backfillDurationS: config.backfillDurationS,
       maxRequestsPerStep: state.pool,
       seedEvents: config.seedEvents,
       originLogLevel: config.originLogLevel,
@@ -82,13 +85,13 @@ async function openRun(run: BenchRun): Promise<RunState> {
     config,
     databaseUrl: db.url,
     prefix,
-    profileDir,
-    cleanup,
     tally: run.tally,
+    cleanup,
+    profileDir,
   })
   claimSignals(run.onSignal)
   say(
-    `stack up: gateway ${stack.worker.url}, verify-only ${verifyOnlyUrl(stack)}, origin ${stack.origin.url}`,
+    `stack up: gateway ${stack.gatewayUrl}, verify-only ${stack.verifyOnlyUrl}, origin ${stack.origin.url}`,
   )
 
   const load = await LoadGenerator.start()
@@ -108,15 +111,12 @@ async function openRun(run: BenchRun): Promise<RunState> {
   machine.miniflare = packageVersion('miniflare')
   const redisPid = Number(/process_id:(\d+)/.exec(serverInfo)?.[1] ?? 0)
 
-  // The gateway's and the verify-only Worker's runtimes.
-  const workerdPids = [stack.worker, stack.baselineWorker].flatMap((w) =>
-    w?.runtime === 'miniflare' ? w.runtimePids : [],
-  )
   // The sampler reads `state.dev` when it samples, after `state` exists.
   const sampler = new CpuSampler([
-    { name: 'workerd', pids: () => workerdPids },
+    { name: 'workerd', pids: () => stack.workerdPids },
     { name: 'wrangler dev', pids: () => (state.dev ? groupPids(state.dev.pid) : []) },
     { name: 'origin', pids: () => (stack.origin.running ? groupPids(stack.origin.pid) : []) },
+    { name: 'raw insert server', pids: () => [stack.rawInsert.pid] },
     {
       name: 'postgres',
       pids: async () =>
@@ -151,7 +151,10 @@ async function openRun(run: BenchRun): Promise<RunState> {
     steps: [],
     notes: [],
     async step(spec) {
+      const profiled = profileDir && config.profileStep === spec.id && stack.gatewayInspectorUrl
+      const profiler = profiled ? await WorkerProfiler.start(profiled) : undefined
       const outcome = await runStep(ctx, spec)
+      if (profiler && profileDir) await profiler.stop(join(profileDir, WORKERD_PROFILE))
       state.steps.push(outcome.result)
       sayStep(outcome.result)
       return outcome
@@ -186,12 +189,35 @@ async function warmUpAll(state: RunState): Promise<void> {
   const { load, stack, factory } = state
   const { warmupRequests } = state.run.config
   say('warming up the gateway, verify-only worker and origin')
-  await warmUp(load, stack.worker.url, await signVendorRequests(factory.fresh(warmupRequests)))
-  await warmUp(load, verifyOnlyUrl(stack), await signVendorRequests(factory.fresh(warmupRequests)))
+  await warmUp(load, stack.gatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
+  await warmUp(load, stack.verifyOnlyUrl, await signVendorRequests(factory.fresh(warmupRequests)))
+  await warmUp(load, stack.memoGatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
   await warmUp(load, stack.origin.url, await signOriginRequests(factory.fresh(warmupRequests / 2)))
   await waitForSettledKeys(state.redis, state.prefix, 10_000)
-  const inspectorUrl = stack.worker.runtime === 'miniflare' ? stack.worker.inspectorUrl : undefined
-  state.workerProfiler = inspectorUrl ? await WorkerProfiler.start(inspectorUrl) : undefined
+  // One step's profile (BENCH_PROFILE_STEP) is taken around that step alone (openRun's step).
+  state.workerProfiler =
+    stack.gatewayInspectorUrl && !state.run.config.profileStep
+      ? await WorkerProfiler.start(stack.gatewayInspectorUrl)
+      : undefined
+}
+
+/** The phases BENCH_PHASES names (all by default); a skipped phase is a note in the report. */
+function phasesToRun(state: RunState): Phase[] {
+  const wanted = state.run.config.phases
+  if (!wanted) return [...PHASES]
+  const unknown = wanted.filter((name) => !PHASES.some((p) => p.name === name))
+  if (unknown.length) throw new Error(`BENCH_PHASES: unknown phase(s) ${unknown.join(', ')}`)
+  const skipped = PHASES.filter((p) => !wanted.includes(p.name)).map((p) => p.name)
+  if (skipped.length) state.notes.push(`phases skipped (BENCH_PHASES): ${skipped.join(', ')}`)
+  return PHASES.filter((p) => wanted.includes(p.name))
+}
+
+/** The whole-run workerd profile ends after the direct phase; here when that phase was skipped. */
+async function stopWholeRunProfile(state: RunState): Promise<void> {
+  if (state.workerProfiler && state.profileDir) {
+    await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
+    state.workerProfiler = undefined
+  }
 }
 
 /** Redis on its own: redis-benchmark straight at it. */
@@ -226,7 +252,7 @@ async function seedReplaySet(
     scenario: `seed: first-seen (≤ ${fmt(config.seedEvents)} events, ≤ ${SEED_MAX_S} s)`,
     kind: 'scenario',
     target: TARGET_LABELS.gateway,
-    url: state.stack.worker.url,
+    url: state.stack.gatewayUrl,
     concurrency: c50,
     requests: await signVendorRequests(seedEvents),
     events: seedEvents,
@@ -269,48 +295,4 @@ function withRatios(steps: StepResult[]): StepResult[] {
     if (!base || base.eventsPerS === 0) return step
     return { ...step, ratio: round(step.eventsPerS / base.eventsPerS, 2) }
   })
-}
-
-const VERIFY_ONLY_CONFIG = join(REPO_ROOT, 'bench', 'verify-only.wrangler.toml')
-
-/**
- * What the bench measures (local/stack.ts): the run's database behind the Neon proxy, the Upstash
- * stand-in on the real Redis, the origin process (with the CPU profiler preload for
- * BENCH_PROFILE=1), the gateway Worker in Miniflare (its inspector open for the profile) and the
- * verify-only baseline Worker with the same bindings. Handed to the cleanup before it starts: a
- * signal mid-start stops what has started.
- */
-async function startBenchStack(options: {
-  config: BenchConfig
-  databaseUrl: string
-  prefix: string
-  profileDir: string | null
-  cleanup: Cleanup
-  tally: LogTally
-}): Promise<Stack> {
-  const { config, profileDir, tally } = options
-  const originEnv: Record<string, string> = { LOG_LEVEL: config.originLogLevel }
-  if (profileDir) {
-    // `--cpu-prof` is refused in NODE_OPTIONS; this preload starts the same profiler.
-    originEnv.NODE_OPTIONS = `--require ${join(REPO_ROOT, 'bench', 'cpu-profile-preload.cjs')}`
-    originEnv.BENCH_CPU_PROFILE_DIR = profileDir
-  }
-  const controller = new AbortController()
-  const starting = startStack({
-    postgres: { url: options.databaseUrl, create: false, migrate: false },
-    redis: 'shared',
-    keyPrefix: options.prefix,
-    upstashToken: BENCH_SECRETS.upstash,
-    originSecret: BENCH_SECRETS.origin,
-    originEnv,
-    onOriginLine: (line) => tally.observe(line),
-    worker: { vars: vendorVars(), inspector: profileDir !== null },
-    baselineWorker: { wranglerConfig: VERIFY_ONLY_CONFIG },
-    signal: controller.signal,
-  })
-  options.cleanup.add('stack', async () => {
-    controller.abort()
-    await (await starting.catch(() => undefined))?.stop()
-  })
-  return starting
 }

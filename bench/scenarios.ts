@@ -5,29 +5,40 @@
  * (bench/steps.ts) and does what a phase needs around it (Redis stopped, `wrangler dev` started).
  *
  *   sweep: verify-only, duplicate storm and first-seen side by side at each concurrency →
- *   mixed 1:7 → Redis down (the stand-in stopped, Postgres decides) → the origin and the Upstash
- *   stand-in on their own → `wrangler dev` first-seen and storm.
+ *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
+ *   → the origin, a raw INSERT and the Upstash stand-in on their own → `wrangler dev` first-seen
+ *   and storm.
  * @module
  */
 import type { StepKind } from './steps'
 
-export type Target = 'gateway' | 'verifyOnly' | 'origin' | 'upstash' | 'wranglerDev'
+export type Target =
+  | 'gateway'
+  | 'memoGateway'
+  | 'verifyOnly'
+  | 'origin'
+  | 'rawInsert'
+  | 'upstash'
+  | 'wranglerDev'
 
 /** How each target is named in the results. */
 export const TARGET_LABELS: Record<Target, string> = {
   gateway: 'gateway (Miniflare)',
+  memoGateway: 'gateway, memo on (Miniflare)',
   wranglerDev: 'gateway (wrangler dev)',
   verifyOnly: 'verify-only (Miniflare)',
   origin: 'origin (direct)',
+  rawInsert: 'raw INSERT (same driver and proxy)',
   upstash: 'Upstash stand-in (direct)',
 }
 
 /**
  * `new`: every request a new event; `replays`: every request an acknowledged seed event again
  * (Slack's re-signed, as its retries are); `mixed`: 1 new : {@link MIXED_REPLAYS} replays;
- * `setNx`: Upstash REST claims (SET NX PX GET), no events.
+ * `setNx`: Upstash REST claims (SET NX PX GET), no events; `newSlack`: every request a new Slack
+ * event (a backfill).
  */
-export type Traffic = 'new' | 'replays' | 'mixed' | 'setNx'
+export type Traffic = 'new' | 'newSlack' | 'replays' | 'mixed' | 'setNx'
 
 /** Replays per new event in the mixed scenario (Twilio-style retries). */
 export const MIXED_REPLAYS = 7
@@ -43,9 +54,21 @@ export interface Scenario {
   baseline?: { name: string; at: 'same' | 'headline' }
   /** Verify-only and the Upstash stand-in never reach Postgres: there are no rows to check. */
   touchesDatabase?: false
+  /**
+   * Open loop at the run's backfill rate for its backfill duration (BENCH_BACKFILL_RATE,
+   * BENCH_BACKFILL_S), instead of a closed loop at a concurrency.
+   */
+  openLoop?: true
 }
 
-export type PhaseName = 'sweep' | 'mixed' | 'redis-down' | 'direct' | 'wrangler-dev'
+export type PhaseName =
+  | 'sweep'
+  | 'memo'
+  | 'mixed'
+  | 'backfill'
+  | 'redis-down'
+  | 'direct'
+  | 'wrangler-dev'
 
 export interface Phase {
   name: PhaseName
@@ -86,6 +109,21 @@ export const PHASES: readonly Phase[] = [
     ],
   },
   {
+    // The labelled second figure: not the target's (a vendor's retries land on other isolates).
+    name: 'memo',
+    at: 'headline',
+    scenarios: [
+      {
+        name: 'duplicate-storm-memo',
+        label: 'duplicate storm, in-isolate memo on (one isolate: flattering)',
+        kind: 'scenario',
+        target: 'memoGateway',
+        traffic: 'replays',
+        baseline: { name: 'verify-only', at: 'headline' },
+      },
+    ],
+  },
+  {
     name: 'mixed',
     at: 'headline',
     scenarios: [
@@ -96,6 +134,20 @@ export const PHASES: readonly Phase[] = [
         target: 'gateway',
         traffic: 'mixed',
         baseline: { name: 'verify-only', at: 'headline' },
+      },
+    ],
+  },
+  {
+    name: 'backfill',
+    at: 'headline',
+    scenarios: [
+      {
+        name: 'slack-backfill',
+        label: 'Slack backfill (open loop)',
+        kind: 'scenario',
+        target: 'gateway',
+        traffic: 'newSlack',
+        openLoop: true,
       },
     ],
   },
@@ -123,6 +175,16 @@ export const PHASES: readonly Phase[] = [
         kind: 'baseline',
         target: 'origin',
         traffic: 'new',
+        baseline: { name: 'raw-insert', at: 'same' },
+      },
+      {
+        name: 'raw-insert',
+        label: 'baseline: raw one-statement INSERT',
+        kind: 'baseline',
+        target: 'rawInsert',
+        traffic: 'new',
+        // Its rows go to a table of its own, not messages.
+        touchesDatabase: false,
       },
       {
         name: 'origin-replay',

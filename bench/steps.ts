@@ -8,9 +8,11 @@
  * requests cut off at the end of the step (sent, never answered) are counted and shown apart.
  * @module
  */
+
+import { loadavg } from 'node:os'
 import type pg from 'pg'
 import type { CpuSampler, CpuUsage } from './cpu'
-import type { LoadGenerator } from './load'
+import type { LoadGenerator, OpenLoopStats } from './load'
 import type { Counts, LogTally } from './logs'
 import type { VendorEvent, WireRequest } from './requests'
 import type { LatencySummary } from './stats'
@@ -38,6 +40,8 @@ export interface StepSpec {
   baselineId?: string
   /** @default the run's step duration */
   durationS?: number
+  /** Open loop: this many requests a second for the duration, whatever the answers. */
+  openLoop?: { ratePerS: number }
 }
 
 export interface Check {
@@ -74,6 +78,10 @@ export interface StepResult {
   checks: Check[]
   logCounts: Counts
   cpuMs: CpuUsage
+  /** The machine's 1-minute load average when the step started (others' work included). */
+  loadAverage1m: number
+  /** Open-loop steps: rate achieved, backlog, drain (bench/open-loop.ts). */
+  openLoop?: OpenLoopStats
   notes: string[]
 }
 
@@ -112,16 +120,23 @@ async function rowsAfter(
 
 /**
  * Waits until the target has finished what it started: requests cut off when the load stopped are
- * still being forwarded for a moment. Done when the row count holds still for 600 ms (at most 5 s).
+ * still being forwarded for a moment. Done when the row count holds still for `stableMs` (600 ms;
+ * at most `maxMs`, 5 s). An open-loop step waits longer: what the gateway spooled while the origin
+ * was behind (answered 200 at once) lands from the queue afterwards, and its rows are checked too.
  */
-async function settle(sql: pg.Pool, afterId: string, touchesDatabase: boolean): Promise<void> {
+async function settle(
+  sql: pg.Pool,
+  afterId: string,
+  touchesDatabase: boolean,
+  { stableMs = 600, maxMs = 5_000 } = {},
+): Promise<void> {
   if (!touchesDatabase) {
     await sleep(300)
     return
   }
   let previous = -1
   let stable = 0
-  const until = Date.now() + 5_000
+  const until = Date.now() + maxMs
   while (Date.now() < until) {
     const { rows } = await sql.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM messages WHERE id > $1',
@@ -130,7 +145,7 @@ async function settle(sql: pg.Pool, afterId: string, touchesDatabase: boolean): 
     const n = rows[0]?.n ?? 0
     stable = n === previous ? stable + 1 : 0
     previous = n
-    if (stable >= 3) return
+    if (stable * 200 >= stableMs) return
     await sleep(200)
   }
 }
@@ -223,6 +238,7 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
   await settle(ctx.sql, await lastMessageId(ctx.sql), true)
   const startId = touchesDatabase ? await lastMessageId(ctx.sql) : '0'
   ctx.tally.take()
+  const loadAverage1m = round(loadavg()[0] ?? 0, 2)
   const cpuBefore = await ctx.sampler.read()
   const result = await ctx.load.run({
     url: spec.url,
@@ -230,8 +246,14 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
     connections: spec.concurrency,
     durationS,
     timeoutS: ctx.timeoutS,
+    ...(spec.openLoop ? { openLoop: spec.openLoop } : {}),
   })
-  await settle(ctx.sql, startId, touchesDatabase)
+  await settle(
+    ctx.sql,
+    startId,
+    touchesDatabase,
+    spec.openLoop ? { stableMs: 5_000, maxMs: 120_000 } : {},
+  )
   const cpuMs = await ctx.sampler.since(cpuBefore)
   const logCounts = ctx.tally.take()
   const rows = touchesDatabase ? await rowsAfter(ctx.sql, startId) : []
@@ -256,15 +278,17 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
     checks.push(...rowResult.checks)
     notes.push(...rowResult.notes)
   }
-  if (result.sent >= spec.requests.length) {
+  if (!spec.openLoop && result.sent >= spec.requests.length) {
     notes.push(
       `all ${spec.requests.length} requests of the pool were sent in ${round(elapsed, 1)} s: ` +
-        'the step was bounded by its request count, not its duration',
+        'the step was bounded by its request count, not its duration; timed to its last answer',
     )
   }
+  // An open loop waits for every answer; a closed one may cut off one request per connection.
+  const cutOff = spec.openLoop ? 0 : spec.concurrency
   checks.push({
     name: 'every answer accounted for',
-    ok: answered + result.errors >= result.sent - spec.concurrency && result.exhausted === 0,
+    ok: answered + result.errors >= result.sent - cutOff && result.exhausted === 0,
     detail:
       `${result.sent} sent, ${answered} answered (${ok2xx} 2xx, ${answered - ok2xx} other), ` +
       `${result.errors} errors/timeouts, ${result.sent - answered} unanswered at stop`,
@@ -292,6 +316,8 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
     checks,
     logCounts,
     cpuMs,
+    loadAverage1m,
+    ...(result.openLoop ? { openLoop: result.openLoop } : {}),
     notes,
   }
   return { result: stepResult, statuses: result.statuses }

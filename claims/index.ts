@@ -4,11 +4,13 @@
  * keys, settings, and {@link runClaimed}, which owns a claim's life.
  * @module
  */
+import { type SettledMemoSettings, settledMemo } from './memo'
 import { upstashPort } from './platforms/upstash'
 import type { ClaimSettings } from './settings'
 import { ClaimStore } from './store'
 
 export { type DeliveryKey, formatDeliveryKey } from '../contract/delivery-key'
+export { SettledMemo, type SettledMemoSettings } from './memo'
 export type { RedisPort } from './port'
 export {
   type ClaimEnd,
@@ -17,19 +19,32 @@ export {
   runClaimed,
   type Settled,
 } from './run-claimed'
-export { CLAIM_DEFAULTS, type ClaimSettings, type RedisConfig, readClaimSettings } from './settings'
+export {
+  type ChannelTtlSetting,
+  CLAIM_DEFAULTS,
+  type ClaimSettings,
+  channelTtlSetting,
+  type RedisConfig,
+  readChannelTtl,
+  readClaimSettings,
+} from './settings'
 export {
   type ClaimOutcome,
   ClaimState,
   decodeValue,
   inflightValue,
   newClaimToken,
+  sameHash,
   settledValue,
 } from './states'
 export { ClaimStore } from './store'
 
-/** The store over Upstash for these settings; null without Redis (then Postgres decides). */
-export function claimStore(settings: ClaimSettings): ClaimStore | null {
+/**
+ * The store over Upstash for these settings; null without Redis (then Postgres decides). With
+ * `memo` (the Worker's SETTLED_MEMO_*), replays this isolate saw settled skip Redis (claims/memo.ts).
+ */
+export function claimStore(settings: ClaimSettings, memo?: SettledMemoSettings): ClaimStore | null {
   if (!settings.redis) return null
-  return new ClaimStore(upstashPort(settings.redis, settings.redisTimeoutMs), settings)
+  const port = upstashPort(settings.redis, settings.redisTimeoutMs)
+  return new ClaimStore(port, settings, memo ? settledMemo(memo) : null)
 }

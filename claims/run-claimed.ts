@@ -6,7 +6,7 @@
  * @module
  */
 
-import { newClaimToken } from './states'
+import { newClaimToken, sameHash } from './states'
 import type { ClaimStore } from './store'
 
 /** How this attempt stands with the claim while its work runs. */
@@ -27,6 +27,8 @@ export interface Settled {
   state: 'done' | 'spooled'
   /** The stored hash differs from this attempt's: a replay with other content (first kept). */
   payloadMismatch: boolean
+  /** Who said so: Redis, or this isolate's memo of settled keys (claims/memo.ts, off by default). */
+  from: 'redis' | 'memo'
 }
 
 export interface ClaimedWork<R> {
@@ -45,6 +47,8 @@ export interface RunClaimedOptions {
   hash: string
   /** Epoch ms until which a claim held by another attempt is waited for. @default no wait */
   waitUntilMs?: number
+  /** How long `done` / `spooled` absorb replays (the channel's own TTL). @default the store's */
+  ttlSeconds?: number
   /**
    * Where a `done` / `spooled` write goes: awaited (default), or handed to the runtime to finish
    * after the answer (`ctx.waitUntil`). A release is awaited while `releaseNow()` says so (a
@@ -61,6 +65,10 @@ export async function runClaimed<R>(
 ): Promise<R> {
   if (!store) return (await work.run({ redis: 'not_configured' })).result
   const { key, hash } = options
+  const { memo } = store
+  // The memo's only answer: done, with this very payload. Anything else asks Redis.
+  if (memo?.isDone(key, hash))
+    return work.settled({ state: 'done', payloadMismatch: false, from: 'memo' })
   const token = newClaimToken()
   let outcome = await store.claim(key, token, hash)
   if (outcome.status === 'inflight' && options.waitUntilMs !== undefined) {
@@ -70,11 +78,13 @@ export async function runClaimed<R>(
   }
   let hold: ClaimHold
   switch (outcome.status) {
-    case 'settled':
-      return work.settled({
-        state: outcome.state,
-        payloadMismatch: outcome.hash !== null && outcome.hash !== hash,
-      })
+    case 'settled': {
+      const payloadMismatch = outcome.hash !== null && !sameHash(outcome.hash, hash)
+      if (outcome.state === 'done' && outcome.hash !== null && !payloadMismatch) {
+        memo?.rememberDone(key, hash)
+      }
+      return work.settled({ state: outcome.state, payloadMismatch, from: 'redis' })
+    }
     case 'inflight':
       if (work.inflight) return work.inflight()
       // Not ours to settle: Postgres decides between the two attempts.
@@ -105,7 +115,11 @@ export async function runClaimed<R>(
   if (finished.end === 'release') {
     await release()
   } else {
-    const settle = quietly(store.complete(key, token, hash, finished.end))
+    const end = finished.end
+    const settle = quietly(store.complete(key, token, hash, end, options.ttlSeconds)).then((ok) => {
+      if (ok && end === 'done') memo?.rememberDone(key, hash)
+      return ok
+    })
     if (options.later) options.later(settle)
     else await settle
   }

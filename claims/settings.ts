@@ -1,16 +1,18 @@
 /**
  * The claim settings, read the same way by both wings: the Worker and the origin's Gmail poller
- * must claim under the same keys with the same lease and TTL, so both read these variables here.
- *
- *   UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN   the Redis; unset: no claims, Postgres decides
- *   REDIS_KEY_PREFIX                                    prefix of every key
- *   DEDUP_TTL_SECONDS                                   how long `done` absorbs replays
- *   CLAIM_LEASE_MS                                      in-flight lease (raised past one attempt)
- *   REDIS_TIMEOUT_MS                                    budget of one Redis call
- *   ORIGIN_TIMEOUT_MS                                   one forward (the lease must outlive it)
+ * must claim under the same keys with the same lease and TTL, so both read these rows here (each
+ * wing's table, worker/settings.ts and origin/settings.ts, includes {@link CLAIM_SETTINGS}).
  * @module
  */
-import { present, readInt, readUrl, type StringEnv } from '../contract/settings'
+import {
+  type IntSetting,
+  present,
+  rawValue,
+  readInt,
+  readUrl,
+  type StringEnv,
+  setting,
+} from '../contract/settings'
 
 export interface RedisConfig {
   url: string
@@ -31,20 +33,121 @@ export interface ClaimSettings {
   originTimeoutMs: number
 }
 
+export const UPSTASH_URL = setting({
+  name: 'UPSTASH_REDIS_REST_URL',
+  kind: 'url',
+  secret: true,
+  doc: 'the Upstash REST endpoint; unset (or no token): no Redis, Postgres decides',
+})
+export const UPSTASH_TOKEN = setting({
+  name: 'UPSTASH_REDIS_REST_TOKEN',
+  kind: 'string',
+  secret: true,
+  doc: 'the Upstash REST token',
+})
+export const REDIS_KEY_PREFIX = setting({
+  name: 'REDIS_KEY_PREFIX',
+  kind: 'string',
+  secret: false,
+  default: '',
+  doc: 'prefix of every key (one Redis shared by several deployments)',
+})
+export const DEDUP_TTL_SECONDS = setting({
+  name: 'DEDUP_TTL_SECONDS',
+  kind: 'int',
+  secret: false,
+  default: 86_400,
+  min: 60,
+  max: 30 * 86_400,
+  doc: 'how long a done claim absorbs replays',
+})
+export const CLAIM_LEASE_MS = setting({
+  name: 'CLAIM_LEASE_MS',
+  kind: 'int',
+  secret: false,
+  default: 6_000,
+  min: 500,
+  max: 600_000,
+  doc: 'in-flight lease; raised to outlive one attempt',
+})
+export const REDIS_TIMEOUT_MS = setting({
+  name: 'REDIS_TIMEOUT_MS',
+  kind: 'int',
+  secret: false,
+  default: 300,
+  min: 20,
+  max: 10_000,
+  doc: 'budget of one Redis call; past it the caller fails open',
+})
+export const ORIGIN_TIMEOUT_MS = setting({
+  name: 'ORIGIN_TIMEOUT_MS',
+  kind: 'int',
+  secret: false,
+  default: 2_000,
+  min: 100,
+  max: 60_000,
+  doc: 'budget of one forward to the origin (the lease must outlive it)',
+})
+
+export const CLAIM_SETTINGS = [
+  UPSTASH_URL,
+  UPSTASH_TOKEN,
+  REDIS_KEY_PREFIX,
+  DEDUP_TTL_SECONDS,
+  CLAIM_LEASE_MS,
+  REDIS_TIMEOUT_MS,
+  ORIGIN_TIMEOUT_MS,
+] as const
+
 export const CLAIM_DEFAULTS = {
-  dedupTtlSeconds: 86_400,
-  claimLeaseMs: 6_000,
-  redisTimeoutMs: 300,
-  originTimeoutMs: 2_000,
+  dedupTtlSeconds: DEDUP_TTL_SECONDS.default,
+  claimLeaseMs: CLAIM_LEASE_MS.default,
+  redisTimeoutMs: REDIS_TIMEOUT_MS.default,
+  originTimeoutMs: ORIGIN_TIMEOUT_MS.default,
 } as const
 
+/** A webhook channel's own dedup TTL row (each channel declares one among its variables). */
+export interface ChannelTtlSetting<N extends string = string> extends IntSetting<N> {
+  /** Its vendor's redelivery horizon when longer than a day (Meta: 7 days); null: none. */
+  readonly horizonSeconds: number | null
+}
+
+/**
+ * The row `name` (`DEDUP_TTL_SECONDS_{CHANNEL}`) for one channel's `done` / `spooled` / recorded
+ * claims. Unset, it is DEDUP_TTL_SECONDS, or the channel's horizon when that is longer (a
+ * deployment that raised DEDUP_TTL_SECONDS keeps it for every channel).
+ */
+export function channelTtlSetting<const N extends string>(
+  name: N,
+  horizonSeconds: number | null = null,
+): ChannelTtlSetting<N> {
+  return {
+    name,
+    kind: 'int',
+    secret: false,
+    default: horizonSeconds ?? DEDUP_TTL_SECONDS.default,
+    min: DEDUP_TTL_SECONDS.min,
+    max: DEDUP_TTL_SECONDS.max,
+    horizonSeconds,
+    doc: "this channel's dedup TTL; unset: DEDUP_TTL_SECONDS or its vendor's horizon if longer",
+  }
+}
+
+/** One channel's dedup TTL: its row when set, else the larger of its horizon and the global. */
+export function readChannelTtl(
+  env: StringEnv,
+  row: ChannelTtlSetting,
+  dedupTtlSeconds: number,
+  warnings: string[],
+): number {
+  return readInt(env, row, warnings, Math.max(row.horizonSeconds ?? 0, dedupTtlSeconds))
+}
+
 export function readClaimSettings(env: StringEnv, warnings: string[]): ClaimSettings {
-  const int = (name: string, fallback: number, min: number, max: number) =>
-    readInt(env, name, fallback, { min, max }, warnings)
-  const dedupTtlSeconds = int('DEDUP_TTL_SECONDS', CLAIM_DEFAULTS.dedupTtlSeconds, 60, 30 * 86_400)
-  const originTimeoutMs = int('ORIGIN_TIMEOUT_MS', CLAIM_DEFAULTS.originTimeoutMs, 100, 60_000)
-  const redisTimeoutMs = int('REDIS_TIMEOUT_MS', CLAIM_DEFAULTS.redisTimeoutMs, 20, 10_000)
-  let claimLeaseMs = int('CLAIM_LEASE_MS', CLAIM_DEFAULTS.claimLeaseMs, 500, 600_000)
+  const dedupTtlSeconds = readInt(env, DEDUP_TTL_SECONDS, warnings)
+  const originTimeoutMs = readInt(env, ORIGIN_TIMEOUT_MS, warnings)
+  const redisTimeoutMs = readInt(env, REDIS_TIMEOUT_MS, warnings)
+  let claimLeaseMs = readInt(env, CLAIM_LEASE_MS, warnings)
   // The lease must outlive one whole attempt (claim reply, forward, complete), else a replay
   // could claim and forward while the first forward is still running.
   const minimumLease = originTimeoutMs + 2 * redisTimeoutMs + 500
@@ -54,8 +157,8 @@ export function readClaimSettings(env: StringEnv, warnings: string[]): ClaimSett
     )
     claimLeaseMs = minimumLease
   }
-  const url = readUrl(env, 'UPSTASH_REDIS_REST_URL', warnings)
-  const token = present(env, 'UPSTASH_REDIS_REST_TOKEN')
+  const url = readUrl(env, UPSTASH_URL, warnings)
+  const token = present(env, UPSTASH_TOKEN.name)
   const redis = url && token ? { url, token } : null
   if (!redis) {
     warnings.push(
@@ -63,10 +166,10 @@ export function readClaimSettings(env: StringEnv, warnings: string[]): ClaimSett
         'every delivery is decided by the origin (Postgres)',
     )
   }
-  const prefix = (env as { REDIS_KEY_PREFIX?: unknown }).REDIS_KEY_PREFIX
+  // Taken as it is, spaces included: a prefix is part of every key.
   return {
     redis,
-    redisKeyPrefix: typeof prefix === 'string' ? prefix : '',
+    redisKeyPrefix: rawValue(env, REDIS_KEY_PREFIX.name) ?? REDIS_KEY_PREFIX.default,
     dedupTtlSeconds,
     claimLeaseMs,
     redisTimeoutMs,

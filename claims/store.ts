@@ -16,6 +16,7 @@
  * @module
  */
 import { DELETE_IF_OURS, READ_HASH, SET_IF_OURS_OR_GONE } from './lua-scripts'
+import type { SettledMemo } from './memo'
 import type { RedisPort } from './port'
 import { type ClaimOutcome, decodeValue, inflightValue, settledValue } from './states'
 
@@ -29,6 +30,8 @@ export class ClaimStore {
   constructor(
     private readonly redis: RedisPort,
     private readonly settings: ClaimStoreSettings,
+    /** Keys this isolate saw settled `done` (off unless configured); runClaimed consults it. */
+    readonly memo: SettledMemo | null = null,
   ) {}
 
   /** The Redis key of a delivery key: the deployment's prefix + `dedup:...`. */
@@ -52,14 +55,23 @@ export class ClaimStore {
     }
   }
 
-  /** The origin took it (or the queue has it): settled, unless another attempt holds the key. */
-  complete(key: string, token: string, hash: string, state: 'done' | 'spooled' = 'done') {
-    return this.setIf(key, inflightValue(token, hash), settledValue(state, hash))
+  /**
+   * The origin took it (or the queue has it): settled, unless another attempt holds the key.
+   * `ttlSeconds`: the channel's own dedup TTL (claims/settings.ts); default DEDUP_TTL_SECONDS.
+   */
+  complete(
+    key: string,
+    token: string,
+    hash: string,
+    state: 'done' | 'spooled' = 'done',
+    ttlSeconds = this.settings.dedupTtlSeconds,
+  ) {
+    return this.setIf(key, inflightValue(token, hash), settledValue(state, hash), ttlSeconds)
   }
 
   /** A queued event reached the origin: `spooled` (or a flushed key) becomes `done`. */
-  delivered(key: string, hash: string): Promise<boolean> {
-    return this.setIf(key, settledValue('spooled', hash), settledValue('done', hash))
+  delivered(key: string, hash: string, ttlSeconds = this.settings.dedupTtlSeconds) {
+    return this.setIf(key, settledValue('spooled', hash), settledValue('done', hash), ttlSeconds)
   }
 
   /** Lets the vendor's retry claim again. Deletes only our own claim. */
@@ -73,12 +85,16 @@ export class ClaimStore {
   }
 
   /** Remembers a delivery that is never forwarded; `claimed` means this was the first. */
-  async record(key: string, hash: string): Promise<ClaimOutcome> {
+  async record(
+    key: string,
+    hash: string,
+    ttlSeconds = this.settings.dedupTtlSeconds,
+  ): Promise<ClaimOutcome> {
     try {
       const existing = await this.redis.setNxGetEx(
         this.redisKey(key),
         settledValue('done', hash),
-        this.settings.dedupTtlSeconds,
+        ttlSeconds,
       )
       return existing === null ? { status: 'claimed' } : decodeValue(existing || 'done|')
     } catch (error) {
@@ -129,11 +145,16 @@ export class ClaimStore {
     await this.redis.ping()
   }
 
-  private async setIf(key: string, expected: string, next: string): Promise<boolean> {
+  private async setIf(
+    key: string,
+    expected: string,
+    next: string,
+    ttlSeconds: number,
+  ): Promise<boolean> {
     const result = await this.redis.evalScript(
       SET_IF_OURS_OR_GONE,
       [this.redisKey(key)],
-      [expected, next, String(this.settings.dedupTtlSeconds)],
+      [expected, next, String(ttlSeconds)],
     )
     return Number(result) === 1
   }

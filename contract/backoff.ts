@@ -1,6 +1,7 @@
 /**
  * One retry schedule for every retry loop of the system: the origin's downstream hand-offs
- * (origin/failures/policy.ts) and the Worker's spool queue consumers (worker/spool/consumer.ts).
+ * (origin/failures/policy.ts), the Gmail poller's API calls (origin/gmail/http.ts) and the Worker's
+ * spool queue consumers (worker/spool/consumer.ts).
  * @module
  */
 

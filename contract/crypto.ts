@@ -74,6 +74,16 @@ export function timingSafeEqual(a: string, b: string): boolean {
   return diff === 0
 }
 
+/**
+ * Whether `offered` equals any of `candidates` (a rotation list), each in constant time, and every
+ * one compared: the time taken does not say which one matched, nor where it stands in the list.
+ */
+export function equalsAny(candidates: readonly string[], offered: string): boolean {
+  let matched = false
+  for (const candidate of candidates) matched = timingSafeEqual(candidate, offered) || matched
+  return matched
+}
+
 /** Splits a comma-separated secret list (rotation: new first, old kept until vendors switch). */
 export function secretList(value: string | undefined): string[] {
   if (!value) return []

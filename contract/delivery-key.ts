@@ -12,13 +12,15 @@
  */
 export interface DeliveryKey {
   namespace: string
-  /** Who owns the id: Slack app, Twilio account, Telegram bot, mailbox. */
+  /** Who owns the id: Slack app, Twilio account, Telegram bot, mailbox (the verified tenant). */
   scope: string
+  /** How the scope is written in the key when not as itself (Twilio: a short tag of the account). */
+  scopeTag?: string
   id: string
   /** True when the vendor id was missing and a hash of the payload stands in (logged). */
   fallback?: boolean
 }
 
 export function formatDeliveryKey(key: DeliveryKey): string {
-  return `dedup:${key.namespace}:${key.scope}:${key.id}`
+  return `dedup:${key.namespace}:${key.scopeTag ?? key.scope}:${key.id}`
 }

@@ -141,6 +141,8 @@ export interface ContentMaterial {
   date: string
   subject: string
   body: string
+  /** Each attachment's `type|size|name`, when there are any (the hash of others stays). */
+  attachments?: string[]
 }
 
 /**
@@ -149,7 +151,8 @@ export interface ContentMaterial {
  * `|`-joined, so no field can run into the next.
  */
 export async function contentHash(material: ContentMaterial): Promise<string> {
-  const { from, to, date, subject, body } = material
-  const json = JSON.stringify(['v1', from, to, date, subject, body])
+  const { from, to, date, subject, body, attachments } = material
+  const files = attachments?.length ? [attachments] : []
+  const json = JSON.stringify(['v1', from, to, date, subject, body, ...files])
   return (await sha256Hex(json)).slice(0, 32)
 }

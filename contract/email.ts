@@ -4,7 +4,8 @@
  * same keys and the same payload hash whichever way (and however often) it arrives.
  *
  * Keys and threading references: contract/email-keys.ts (what each part of a key is and why);
- * the body text and the bounds on every string: contract/email-text.ts.
+ * the body text and the bounds on every string: contract/email-text.ts; attachments (metadata,
+ * never their bytes): contract/email-attachments.ts.
  *
  * Every field is bounded to the contract's LIMITS, and nothing depends on when or how the email
  * was received: `occurredAt` is the Date header, or the Unix epoch when that is missing or
@@ -14,8 +15,10 @@
 import PostalMime, { type Address, type Email } from 'postal-mime'
 import { utf8 } from './crypto'
 import { formatDeliveryKey } from './delivery-key'
+import { emailAttachments } from './email-attachments'
 import {
   boundedId,
+  type ContentMaterial,
   contentHash,
   type EmailKey,
   emailSenderKeyPart,
@@ -25,7 +28,13 @@ import {
   referenceKeys,
 } from './email-keys'
 import { bodyText, bounded, clean } from './email-text'
-import { finalizeEvent, type InboundEventDraft, LIMITS, parseInboundEvent } from './event'
+import {
+  type Attachment,
+  finalizeEvent,
+  type InboundEventDraft,
+  LIMITS,
+  parseInboundEvent,
+} from './event'
 
 /** Cloudflare Email Routing's limit ("does not support messages bigger than 25 MiB"). */
 export const MAX_EMAIL_BYTES = 25 * 1024 * 1024
@@ -91,13 +100,14 @@ export async function parseEmail(
   if (!sender || !senderAddress) throw new EmailParseError('no_sender', 'no From address')
 
   const body = bodyText(email)
+  const attachments = emailAttachments(email.attachments)
   const subject = bounded(clean(email.subject ?? '').trim(), LIMITS.subject) || undefined
   const occurredAt = isoDate(email.date) ?? UNKNOWN_DATE
   const messageId = email.messageId === undefined ? null : normalizeMessageId(email.messageId)
   const id =
     messageId !== null
       ? await boundedId(messageId)
-      : `content-sha256:${await contentHash(contentMaterial(email, senderAddress, occurredAt, body))}`
+      : `content-sha256:${await contentHash(contentMaterial(email, senderAddress, occurredAt, body, attachments))}`
   const scope = `${mailbox}:${await emailSenderKeyPart(senderAddress)}`
   const key: EmailKey = { namespace: 'email', scope, id, fallback: messageId === null }
   const messageKey = `${scope}:${id}`
@@ -114,6 +124,7 @@ export async function parseEmail(
     occurredAt,
     ...(subject !== undefined ? { subject } : {}),
     references: await referenceKeys(email, scope, messageKey),
+    ...(attachments ? { attachments } : {}),
   }
   // Our own bounds should make this impossible; if not, the email cannot be stored as it is.
   const check = parseInboundEvent(await finalizeEvent(draft))
@@ -122,13 +133,22 @@ export async function parseEmail(
 }
 
 /** The fields the fallback id hashes (contract/email-keys.ts: {@link contentHash}). */
-function contentMaterial(email: Email, from: string, occurredAt: string, body: string) {
+function contentMaterial(
+  email: Email,
+  from: string,
+  occurredAt: string,
+  body: string,
+  attachments: readonly Attachment[] | undefined,
+): ContentMaterial {
   const to = (email.to ?? [])
     .flatMap(mailboxesOf)
     .map((m) => normalizeAddress(m.address) ?? '')
     .sort()
   const date = occurredAt === UNKNOWN_DATE ? clean(email.date ?? '').trim() : occurredAt
-  return { from, to, date, subject: clean(email.subject ?? '').trim(), body }
+  const subject = clean(email.subject ?? '').trim()
+  // Two attachment-only mails with the same headers differ in their files, not their (empty) text.
+  const files = attachments?.map((a) => [a.mimeType ?? '', a.size ?? 0, a.fileName ?? ''].join('|'))
+  return { from, to, date, subject, body, ...(files ? { attachments: files } : {}) }
 }
 
 function mailboxesOf(address: Address): Array<{ name: string; address: string }> {

@@ -19,7 +19,57 @@ export const LIMITS = {
   name: 256,
   subject: 1024,
   references: 100,
+  attachments: 50,
+  url: 2048,
+  /** One attachment's structured content (a location, a contact card), as JSON. */
+  content: 16 * 1024,
 } as const
+
+/**
+ * What an attachment is, across vendors: media (`image` … `sticker`, `file` when the vendor says
+ * no more), and structured content that is no file (`location`, `contacts`, in `content`).
+ */
+export const ATTACHMENT_KINDS = [
+  'image',
+  'video',
+  'audio',
+  'voice',
+  'document',
+  'sticker',
+  'animation',
+  'file',
+  'location',
+  'contacts',
+] as const
+export type AttachmentKind = (typeof ATTACHMENT_KINDS)[number]
+
+const Text = (max: number) => v.pipe(v.string(), v.maxLength(max))
+
+/** JSON of at most LIMITS.content bytes: a vendor's structured content, bounded. */
+const Content = v.pipe(
+  v.record(v.string(), v.unknown()),
+  v.check((value) => JSON.stringify(value).length <= LIMITS.content, 'content too large'),
+)
+
+/**
+ * One attachment's metadata. The gateway never fetches media: it keeps what the vendor says (its
+ * media id or URL, type, size, name, caption), for the platform to fetch with its own credentials.
+ */
+export const AttachmentSchema = v.strictObject({
+  kind: v.picklist(ATTACHMENT_KINDS),
+  /** The vendor's id for the media: Telegram `file_id`, WhatsApp media id, Slack file id. */
+  mediaId: v.optional(Text(LIMITS.key)),
+  /** Where the vendor serves it (Twilio `MediaUrlN`, Slack `url_private`); needs its auth. */
+  url: v.optional(Text(LIMITS.url)),
+  mimeType: v.optional(Text(LIMITS.name)),
+  /** Bytes, as the vendor reports them. */
+  size: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0))),
+  fileName: v.optional(Text(LIMITS.subject)),
+  caption: v.optional(Text(LIMITS.body)),
+  /** `location` / `contacts`: the vendor's fields (latitude, longitude, name, phones...). */
+  content: v.optional(Content),
+})
+export type Attachment = v.InferOutput<typeof AttachmentSchema>
 
 const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key))
 const IsoTime = v.pipe(v.string(), v.isoTimestamp())
@@ -52,6 +102,11 @@ export const InboundEventSchema = v.strictObject({
   subject: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.subject))),
   /** Email only: message keys named by In-Reply-To / References, nearest first. */
   references: v.optional(v.pipe(v.array(Key), v.maxLength(LIMITS.references))),
+  /**
+   * Media and structured content, metadata only (optional: events queued before it existed have
+   * none). The stored row's `body` is the text, or the caption of media-only messages.
+   */
+  attachments: v.optional(v.pipe(v.array(AttachmentSchema), v.maxLength(LIMITS.attachments))),
   /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */
   payloadHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16,64}$/)),
 })
@@ -81,8 +136,15 @@ export async function payloadHashOf(event: InboundEventDraft): Promise<string> {
     event.body,
     event.subject ?? null,
     RECEIVE_TIME_CHANNELS.has(event.channel) ? null : event.occurredAt,
+    // Only when there are some: the hash of every message without attachments stays what it was.
+    ...(event.attachments?.length ? [attachmentIdentities(event.attachments)] : []),
   ])
   return (await sha256Hex(material)).slice(0, 16)
+}
+
+/** What makes an attachment the same one on a redelivery: its kind, id or URL, and caption. */
+function attachmentIdentities(attachments: readonly Attachment[]): unknown[] {
+  return attachments.map((a) => [a.kind, a.mediaId ?? a.url ?? null, a.caption ?? null])
 }
 
 /** Postgres text cannot hold NUL: a vendor text with one would fail every insert, forever. */
@@ -101,7 +163,20 @@ function sanitize(draft: InboundEventDraft): InboundEventDraft {
         : { displayName: withoutNul(draft.sender.displayName) }),
     },
     ...(draft.subject === undefined ? {} : { subject: withoutNul(draft.subject) }),
+    ...(draft.attachments === undefined
+      ? {}
+      : { attachments: draft.attachments.map((a) => withoutNulDeep(a) as Attachment) }),
   }
+}
+
+/** jsonb cannot hold `\u0000` either, in any string of an attachment's content. */
+function withoutNulDeep(value: unknown): unknown {
+  if (typeof value === 'string') return withoutNul(value)
+  if (Array.isArray(value)) return value.map(withoutNulDeep)
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, withoutNulDeep(x)]))
+  }
+  return value
 }
 
 export async function finalizeEvent(draft: InboundEventDraft): Promise<InboundEvent> {

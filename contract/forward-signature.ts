@@ -8,6 +8,15 @@
  * @module
  */
 import { hmac, timingSafeEqual, toHex } from './crypto'
+import { setting } from './settings'
+
+/** One row in both wings' settings tables: the Worker signs with it, the origin verifies. */
+export const ORIGIN_SHARED_SECRET = setting({
+  name: 'ORIGIN_SHARED_SECRET',
+  kind: 'secret-list',
+  secret: true,
+  doc: 'signs forwards to the origin: the first entry signs, every entry verifies (rotation)',
+})
 
 export const SIGNATURE_HEADER = 'x-dedup-signature'
 export const TIMESTAMP_HEADER = 'x-dedup-timestamp'

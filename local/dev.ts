@@ -14,73 +14,30 @@
 import { relative } from 'node:path'
 import { loadDevVars } from './dev-vars'
 import { redact } from './redact'
+import {
+  DEV_VARIABLES,
+  ORIGIN_PORT,
+  readPort,
+  routeDevSettings,
+  UPSTASH_PORT,
+  WORKER_PORT,
+} from './settings'
 import { REPO_ROOT, type Stack, type StackPiece, StackStartError, startStack } from './stack'
 import { readWranglerConfig } from './wrangler-config'
-
-/** Settings for the stack itself: never passed to the Worker as bindings. */
-const STACK_SETTINGS = [
-  'DATABASE_URL',
-  'REDIS_URL',
-  'UPSTASH_PORT',
-  'ORIGIN_PORT',
-  'WORKER_PORT',
-  'DB_POOL_MAX',
-  'LOG_LEVEL',
-] as const
-
-/**
- * Origin-only settings: passed to the origin process when set (file or environment), never to the
- * Worker (the Gmail OAuth secrets have no business at the edge).
- */
-const ORIGIN_SETTINGS = [
-  'GMAIL_CLIENT_ID',
-  'GMAIL_CLIENT_SECRET',
-  'GMAIL_REFRESH_TOKEN',
-  'GMAIL_MAILBOX',
-  'GMAIL_POLL_INTERVAL_MS',
-  'GMAIL_OAUTH_TOKEN_URL',
-  'GMAIL_API_BASE_URL',
-  'DOWNSTREAM_URL',
-  'DOWNSTREAM_TIMEOUT_MS',
-  'OUTBOX_POLL_INTERVAL_MS',
-  'OUTBOX_BATCH_SIZE',
-  'FAILURE_MAX_ATTEMPTS',
-  'FAILURE_BACKOFF_BASE_MS',
-  'FAILURE_BACKOFF_MAX_MS',
-  'DB_QUERY_TIMEOUT_MS',
-  'DB_CONNECT_TIMEOUT_MS',
-] as const
-
-/** Claim settings both sides read: the Gmail poller claims with the Worker's keys and budgets. */
-const SHARED_SETTINGS = [
-  'REDIS_KEY_PREFIX',
-  'DEDUP_TTL_SECONDS',
-  'CLAIM_LEASE_MS',
-  'REDIS_TIMEOUT_MS',
-  // The origin keeps its pool wait below the Worker's forward budget.
-  'ORIGIN_TIMEOUT_MS',
-] as const
-
-const DEFAULT_PORTS = { UPSTASH_PORT: 8079, ORIGIN_PORT: 8788, WORKER_PORT: 8787 } as const
 
 const say = (line = '') => process.stdout.write(`${line}\n`)
 const seconds = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)}s`
 
-function port(values: Record<string, string>, name: keyof typeof DEFAULT_PORTS): number {
-  const raw = values[name]
-  if (!raw) return DEFAULT_PORTS[name]
-  const value = Number(raw)
-  if (!Number.isInteger(value) || value < 1 || value > 65535) {
-    throw new Error(`${name} must be a port number from 1 to 65535`)
-  }
-  return value
+/** An empty value in the file means unset: the origin's own default applies. */
+function withoutEmpty(values: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== ''))
 }
 
 /** Which port setting each piece listens on. */
 const PORT_SETTINGS: Partial<Record<StackPiece, string>> = {
-  redis: 'UPSTASH_PORT',
-  origin: 'ORIGIN_PORT',
-  worker: 'WORKER_PORT',
+  redis: UPSTASH_PORT.name,
+  origin: ORIGIN_PORT.name,
+  worker: WORKER_PORT.name,
 }
 
 /** Turns "address in use" into something a person can act on. */
@@ -96,22 +53,19 @@ function explain(err: unknown): Error {
   return err
 }
 
-function isOriginOnly(name: string): boolean {
-  return (ORIGIN_SETTINGS as readonly string[]).includes(name)
-}
-
 async function main(): Promise<void> {
   const startedAt = performance.now()
   const config = readWranglerConfig()
-  const devVars = loadDevVars({
-    root: REPO_ROOT,
-    alsoFromEnvironment: [...STACK_SETTINGS, ...ORIGIN_SETTINGS, ...SHARED_SETTINGS],
-  })
+  const devVars = loadDevVars({ root: REPO_ROOT, alsoFromEnvironment: DEV_VARIABLES })
   const values = devVars.values
+  const routed = routeDevSettings(values)
+  if (routed.unknown.length > 0) {
+    say(`warning: ${routed.unknown.join(', ')}: in no settings table, passed to neither side`)
+  }
   const ports = {
-    upstash: port(values, 'UPSTASH_PORT'),
-    origin: port(values, 'ORIGIN_PORT'),
-    worker: port(values, 'WORKER_PORT'),
+    upstash: readPort(values, UPSTASH_PORT),
+    origin: readPort(values, ORIGIN_PORT),
+    worker: readPort(values, WORKER_PORT),
   }
   const upstashToken = values.UPSTASH_REDIS_REST_TOKEN
   const sharedSecret = values.ORIGIN_SHARED_SECRET
@@ -164,20 +118,8 @@ async function main(): Promise<void> {
         ? `database: Postgres at ${redact(values.DATABASE_URL)} ...`
         : `database: embedded PGlite in ${relative(process.cwd(), pgliteDir) || '.'} (DATABASE_URL unset; first start initialises it, ~6 s) ...`,
     )
-    const originEnv: Record<string, string> = {}
-    if (values.DB_POOL_MAX) originEnv.DB_POOL_MAX = values.DB_POOL_MAX
-    if (values.LOG_LEVEL) originEnv.LOG_LEVEL = values.LOG_LEVEL
-    for (const name of [...ORIGIN_SETTINGS, ...SHARED_SETTINGS]) {
-      const value = values[name]
-      if (value) originEnv[name] = value
-    }
     const wrangler = await config
-    const workerVars: Record<string, string> = {}
-    for (const [name, value] of Object.entries(values)) {
-      if (!(STACK_SETTINGS as readonly string[]).includes(name) && !isOriginOnly(name)) {
-        workerVars[name] = value
-      }
-    }
+    const workerVars: Record<string, string> = { ...routed.worker }
     // [vars] from wrangler.toml stay as they are unless the environment overrides them.
     for (const name of Object.keys(wrangler.vars)) {
       const fromEnv = process.env[name]
@@ -190,7 +132,7 @@ async function main(): Promise<void> {
       upstashToken,
       originSecret: sharedSecret,
       ports,
-      originEnv,
+      originEnv: withoutEmpty(routed.origin),
       // The Gmail poller claims in the same Redis as the Worker, through the same stand-in.
       originsUseRedis: true,
       onOriginLine: (line) => say(`[origin] ${line}`),

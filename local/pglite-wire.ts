@@ -15,6 +15,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net'
 import type { PGlite } from '@electric-sql/pglite'
+import { closeBeforeParse, StatementSlots, scopeStatementName } from './pglite-statements'
 
 const SSL_REQUEST = 80877103
 const GSSENC_REQUEST = 80877104
@@ -50,6 +51,8 @@ interface Connection {
   closed: boolean
   /** Set while this connection works through its buffer. */
   busy: boolean
+  /** Its statement names' prefix on the shared backend (local/pglite-statements.ts). */
+  slot: number
 }
 
 export async function servePgliteWire(options: PgliteWireOptions): Promise<PgliteWireServer> {
@@ -57,6 +60,7 @@ export async function servePgliteWire(options: PgliteWireOptions): Promise<Pglit
   const maxConnections = options.maxConnections ?? 64
   const holdTimeoutMs = options.holdTimeoutMs ?? 30_000
   const connections = new Set<Connection>()
+  const slots = new StatementSlots()
 
   // The floor: who may talk to the backend now, and who waits (FIFO).
   let holder: Connection | null = null
@@ -98,6 +102,7 @@ export async function servePgliteWire(options: PgliteWireOptions): Promise<Pglit
     if (conn.closed) return
     conn.closed = true
     connections.delete(conn)
+    slots.give(conn.slot)
     const queued = waiting.findIndex((w) => w.conn === conn)
     if (queued >= 0) waiting.splice(queued, 1)
     if (!conn.socket.destroyed) conn.socket.destroy()
@@ -124,14 +129,24 @@ export async function servePgliteWire(options: PgliteWireOptions): Promise<Pglit
     return [String.fromCharCode(buf[0] as number), buf.subarray(0, length + 1)]
   }
 
-  async function execute(conn: Connection, message: Buffer): Promise<void> {
+  /** Runs one message; its answer goes to the client unless `answer` is false. */
+  async function execute(conn: Connection, message: Buffer, answer = true): Promise<void> {
     await db.runExclusive(() =>
       db.execProtocolRawStream(new Uint8Array(message), {
         onRawData: (data) => {
-          if (!conn.socket.destroyed) conn.socket.write(Buffer.from(data))
+          if (answer && !conn.socket.destroyed) conn.socket.write(Buffer.from(data))
         },
       }),
     )
+  }
+
+  /** A message with this connection's statement names, after what a named Parse needs first. */
+  async function executeScoped(conn: Connection, type: string, message: Buffer): Promise<void> {
+    if (type === '') return execute(conn, message)
+    const scoped = scopeStatementName(type, message, `c${conn.slot}_`)
+    const close = closeBeforeParse(type, scoped)
+    if (close) await execute(conn, close, false)
+    await execute(conn, scoped)
   }
 
   /** Works through everything complete in the buffer; called on every chunk of data. */
@@ -167,7 +182,7 @@ export async function servePgliteWire(options: PgliteWireOptions): Promise<Pglit
         await acquire(conn)
         if (conn.closed) return
         armHoldTimer(conn)
-        await execute(conn, message)
+        await executeScoped(conn, type, message)
         const syncPoint = type === '' || SYNC_POINTS.has(type)
         if (syncPoint && !db.isInTransaction() && nextMessage(conn) === null) release(conn)
       }
@@ -191,6 +206,7 @@ export async function servePgliteWire(options: PgliteWireOptions): Promise<Pglit
       started: false,
       closed: false,
       busy: false,
+      slot: slots.take(),
     }
     connections.add(conn)
     socket.on('data', (data: Buffer) => {

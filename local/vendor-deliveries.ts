@@ -1,9 +1,9 @@
 /**
- * The one set of vendor delivery fixtures: the payloads Slack, Twilio, Telegram and email send,
- * signed the way each vendor signs them (with the gateway's own signers, worker/channels/*, which
- * test/unit/*-verify.test.ts pin to the vendors' documented vectors), and fresh signed deliveries
- * that know the keys the gateway must derive from them: the delivery key it claims in Redis and
- * the message key of the row.
+ * The one set of vendor delivery fixtures: the payloads Slack, Twilio, Telegram, Meta (WhatsApp
+ * Cloud API batches) and email send, signed the way each vendor signs them (with the gateway's own
+ * signers, worker/channels/*, which the unit tests pin to the vendors' documented vectors), and
+ * fresh signed deliveries that know the keys the gateway must derive from them: the delivery key
+ * it claims in Redis and the message key of the row.
  *
  * Used by the Node tests, the tests inside workerd, the fault suite, the soak, the bench and
  * local/send-webhook.ts. Web APIs only (Request, Web Crypto through the signers and
@@ -20,7 +20,9 @@ import { toHex } from '../contract/crypto'
 import { slackSignature } from '../worker/channels/slack'
 import { TELEGRAM_SECRET_HEADER } from '../worker/channels/telegram'
 import { twilioSignature } from '../worker/channels/twilio'
+import { compactSid } from '../worker/channels/twilio-keys'
 import type { RequestParts } from '../worker/channels/types'
+import { whatsappSignature } from '../worker/channels/whatsapp-cloud'
 
 /** What a gateway is configured with, and what its deliveries are signed with. */
 export interface VendorSecrets {
@@ -42,16 +44,26 @@ export const TEST_SECRETS = {
   origin: 'test-origin-shared-secret',
 } as const satisfies VendorSecrets
 
+/** WHATSAPP_APP_SECRET and WHATSAPP_VERIFY_TOKEN of the tests' gateways (Meta's channel). */
+export const WA_TEST_SECRET = 'test-whatsapp-app-secret'
+export const WA_VERIFY_TOKEN = 'test-whatsapp-verify-token'
+
 /** What a forged delivery is signed with: no gateway is configured with it. */
 export const FORGED_SECRET = 'not-the-configured-secret'
 
-/** The Worker bindings under which a gateway accepts deliveries signed with `secrets`. */
+/**
+ * The Worker bindings under which a gateway accepts deliveries signed with `secrets` (the test
+ * secrets: Meta's channel too, with {@link WA_TEST_SECRET}).
+ */
 export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<string, string> {
   return {
     SLACK_SIGNING_SECRET: secrets.slack,
     TWILIO_AUTH_TOKEN: secrets.twilio,
     TELEGRAM_SECRET_TOKEN: secrets.telegram,
     TELEGRAM_BOT_ID: secrets.telegramBotId,
+    ...(secrets === TEST_SECRETS
+      ? { WHATSAPP_APP_SECRET: WA_TEST_SECRET, WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN }
+      : {}),
   }
 }
 
@@ -169,6 +181,23 @@ export async function slackRequest(
 // ---------------------------------------------------------------------------------------------
 
 export const TWILIO_ACCOUNT = 'AC0123456789abcdef0123456789abcdef'
+/**
+ * The tag of {@link TWILIO_ACCOUNT} in Redis keys (worker/channels/twilio-keys.ts `accountTag`,
+ * written out: Web Crypto digests are asynchronous; keys.test.ts checks it).
+ */
+export const TEST_ACCOUNT_TAG = 's2Ot6E1W'
+
+/**
+ * The Redis delivery key of a Twilio delivery of a tagged account (the test account unless told):
+ * `dedup:{wa|sms|tw-status}:{account tag}:{compact MessageSid}[:{status}…]`.
+ */
+export function twilioDeliveryKey(
+  namespace: 'wa' | 'sms' | 'tw-status',
+  sid: string,
+  ...rest: string[]
+): string {
+  return ['dedup', namespace, TEST_ACCOUNT_TAG, compactSid(sid), ...rest].join(':')
+}
 
 export interface TwilioMessageFields {
   accountSid?: string
@@ -265,6 +294,77 @@ export function telegramRequest(
     },
     body: typeof update === 'string' ? update : JSON.stringify(update),
   })
+}
+
+// ---------------------------------------------------------------------------------------------
+// WhatsApp Cloud API (Meta): one POST carries a batch
+// ---------------------------------------------------------------------------------------------
+
+/** A text message as Meta shapes it. */
+export function waText(id: string, text: string, from = '16505551234'): Record<string, unknown> {
+  return { from, id, timestamp: '1749416383', type: 'text', text: { body: text } }
+}
+
+/** One change of a batch: a phone number's messages and statuses. */
+export interface WaChange {
+  phoneNumberId: string
+  messages?: unknown[]
+  statuses?: unknown[]
+}
+
+/** A webhook body with one entry per WABA and one change per phone number, as Meta batches. */
+export function waBatch(changes: WaChange[], waba = '102290129340398'): Record<string, unknown> {
+  return {
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: waba,
+        changes: changes.map((change) => ({
+          field: 'messages',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: {
+              display_phone_number: '15550783881',
+              phone_number_id: change.phoneNumberId,
+            },
+            contacts: [{ profile: { name: 'Sheena Nelson' }, wa_id: '16505551234' }],
+            ...(change.messages ? { messages: change.messages } : {}),
+            ...(change.statuses ? { statuses: change.statuses } : {}),
+          },
+        })),
+      },
+    ],
+  }
+}
+
+/** A POST signed the way Meta signs it: the exact bytes sent, under the app secret. */
+export async function waRequest(
+  url: string,
+  body: Record<string, unknown> | string,
+  secret = WA_TEST_SECRET,
+): Promise<Request> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body)
+  return new Request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-hub-signature-256': await whatsappSignature(secret, text),
+    },
+    body: text,
+  })
+}
+
+/**
+ * One Meta POST of `changes` (messages and statuses per phone number), signed with the test app
+ * secret (or forged); every `request` is the same POST again, as Meta resends a whole batch.
+ */
+export function whatsappCloudPost(
+  changes: WaChange[],
+  signing: Signing = {},
+): { request(base: string): Promise<Request> } {
+  const body = waBatch(changes)
+  const secret = signing.forged ? FORGED_SECRET : (signing.secret ?? WA_TEST_SECRET)
+  return { request: (base) => waRequest(`${base}/webhooks/whatsapp-cloud`, body, secret) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -399,13 +499,16 @@ export function twilioDelivery(
   const params = twilioParams({ ...fields, messageSid: sid, accountSid: account })
   const channel = (fields.from ?? 'whatsapp:').startsWith('whatsapp:') ? 'whatsapp' : 'sms'
   const token = fields.forged ? FORGED_SECRET : (fields.secret ?? TEST_SECRETS.twilio)
-  const status = fields.status
-    ? `twilio-status:${account}:${sid}:${fields.status}${fields.errorCode ? `:${fields.errorCode}` : ''}`
-    : undefined
   return {
     channel,
     messageKey: `${account}:${sid}`,
-    deliveryKey: `dedup:${status ?? `${channel}:${account}:${sid}`}`,
+    get deliveryKey() {
+      // Another account's tag is a SHA-256 away (asynchronous); no caller needs it yet.
+      if (account !== TWILIO_ACCOUNT) throw new Error('delivery keys are known for TWILIO_ACCOUNT')
+      if (!fields.status) return twilioDeliveryKey(channel === 'whatsapp' ? 'wa' : 'sms', sid)
+      const errorCode = fields.errorCode ? [fields.errorCode] : []
+      return twilioDeliveryKey('tw-status', sid, fields.status, ...errorCode)
+    },
     request: (base) => {
       const path = '/webhooks/twilio'
       const signedUrl = fields.publicBaseUrl ? `${fields.publicBaseUrl}${path}` : undefined

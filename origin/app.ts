@@ -7,6 +7,7 @@
 import { type Context, Hono } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import * as v from 'valibot'
+import { DECISION_MSG, type DecisionLog, decisionLevel } from '../contract/decision-log'
 import { type InboundEvent, type IngestResult, parseInboundEvent } from '../contract/event'
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyForward } from '../contract/forward-signature'
 import type { Database } from './db'
@@ -176,18 +177,18 @@ function record(
   metrics.ingestSeconds.labels(channel).observe(durationMs / 1000)
   if (result.duplicate) metrics.dbDuplicates.labels(channel).inc()
   if (result.payloadMismatch) metrics.payloadMismatches.labels(channel).inc()
-  const line = {
+  const line: DecisionLog = {
+    component: 'origin',
     channel,
     kind: event.kind,
-    outcome: result.outcome,
+    decision: result.outcome,
     decidedBy: 'postgres',
     deliveryKey: event.deliveryKey,
     messageKey: event.messageKey,
     messageId: result.messageId,
-    durationMs: Math.round(durationMs * 10) / 10,
+    ms: Math.round(durationMs * 10) / 10,
     ...(result.payloadMismatch ? { payloadMismatch: true } : {}),
   }
   // A mismatch is worth a look (a vendor bug or a forged replay), so it logs at warn.
-  if (result.payloadMismatch) logger.warn('event', line)
-  else logger.info('event', line)
+  logger[decisionLevel(line)](DECISION_MSG, { ...line })
 }

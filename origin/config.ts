@@ -1,10 +1,14 @@
 /**
  * The origin's settings, read from the environment once at start-up and validated as a whole: a
  * bad configuration stops the process with every problem listed and how to fix it. Messages name
- * variables, never their values (a URL or a secret list may hold credentials).
+ * variables, never their values (a URL or a secret list may hold credentials). The rows below are
+ * the serving origin's part of the origin's settings table (origin/settings.ts).
  * @module
  */
+import { ORIGIN_TIMEOUT_MS } from '../claims/settings'
 import { secretList } from '../contract/crypto'
+import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import { readInt, readText, setting } from '../contract/settings'
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
 
 /** What every database pool of the origin's process is opened with (origin/db), the CLI's too. */
@@ -58,40 +62,114 @@ export class ConfigError extends Error {
   }
 }
 
-const DEFAULTS = {
-  port: 8788,
-  host: '127.0.0.1',
-  dbPoolMax: 10,
-  maxEventBytes: 256 * 1024,
-  dbQueryTimeoutMs: 5000,
-  dbConnectTimeoutMs: 1000,
-  originTimeoutMs: 2000,
-} as const
+export const DATABASE_URL = setting({
+  name: 'DATABASE_URL',
+  kind: 'string',
+  secret: true,
+  doc: 'the Postgres (Neon) connection string',
+})
+export const NEON_WS_PROXY = setting({
+  name: 'NEON_WS_PROXY',
+  kind: 'string',
+  secret: false,
+  doc: 'local only: host:port/v2 of the WebSocket-to-TCP proxy',
+})
+export const ORIGIN_PORT = setting({
+  name: 'ORIGIN_PORT',
+  kind: 'int',
+  secret: false,
+  default: 8788,
+  min: 0,
+  max: 65535,
+  doc: 'listen port (0 = any free port)',
+})
+export const ORIGIN_HOST = setting({
+  name: 'ORIGIN_HOST',
+  kind: 'string',
+  secret: false,
+  default: '127.0.0.1',
+  doc: 'listen address',
+})
+export const DB_POOL_MAX = setting({
+  name: 'DB_POOL_MAX',
+  kind: 'int',
+  secret: false,
+  default: 10,
+  min: 1,
+  max: 1000,
+  doc: 'connections per process',
+})
+export const DB_QUERY_TIMEOUT_MS = setting({
+  name: 'DB_QUERY_TIMEOUT_MS',
+  kind: 'int',
+  secret: false,
+  default: 5000,
+  min: 100,
+  max: 600_000,
+  doc: 'Postgres cancels any statement after this',
+})
+export const DB_CONNECT_TIMEOUT_MS = setting({
+  name: 'DB_CONNECT_TIMEOUT_MS',
+  kind: 'int',
+  secret: false,
+  default: 1000,
+  min: 100,
+  max: 600_000,
+  doc: 'bound on a pooled connection; default: this, or half of ORIGIN_TIMEOUT_MS if less',
+})
+export const MAX_EVENT_BYTES = setting({
+  name: 'MAX_EVENT_BYTES',
+  kind: 'int',
+  secret: false,
+  default: 256 * 1024,
+  min: 1024,
+  max: 16 * 1024 * 1024,
+  doc: 'larger bodies get 413 before they are read',
+})
+export const LOG_LEVEL = setting({
+  name: 'LOG_LEVEL',
+  kind: 'string',
+  secret: false,
+  default: 'info',
+  doc: LOG_LEVELS.join(', '),
+})
+
+/** The serving origin's own rows (origin/settings.ts adds Gmail's, the relay's, the claims'). */
+export const CORE_SETTINGS = [
+  DATABASE_URL,
+  NEON_WS_PROXY,
+  ORIGIN_SHARED_SECRET,
+  ORIGIN_PORT,
+  ORIGIN_HOST,
+  DB_POOL_MAX,
+  DB_QUERY_TIMEOUT_MS,
+  DB_CONNECT_TIMEOUT_MS,
+  ORIGIN_TIMEOUT_MS,
+  MAX_EVENT_BYTES,
+  LOG_LEVEL,
+] as const
 
 /** @throws {ConfigError} listing every problem found, not just the first. */
 export function loadConfig(env: OriginEnv = process.env): OriginConfig {
   const problems: string[] = []
-  const int = (name: string, fallback: number, min: number, max: number): number =>
-    intSetting(env, problems, name, fallback, min, max)
-
   const database = readDatabaseSettings(env, problems)
-  const sharedSecrets = secretList(env.ORIGIN_SHARED_SECRET)
+  const sharedSecrets = secretList(env[ORIGIN_SHARED_SECRET.name])
   if (sharedSecrets.length === 0) {
     problems.push(
       'ORIGIN_SHARED_SECRET is not set: give the secret the worker signs with (comma-separated to rotate; .dev.vars.example has a dev value)',
     )
   }
 
-  const logLevel = env.LOG_LEVEL?.trim() || 'info'
+  const logLevel = readText(env, LOG_LEVEL) ?? LOG_LEVEL.default
   if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
   const config: OriginConfig = {
     ...database,
-    port: int('ORIGIN_PORT', DEFAULTS.port, 0, 65535),
-    host: env.ORIGIN_HOST?.trim() || DEFAULTS.host,
+    port: readInt(env, ORIGIN_PORT, problems),
+    host: readText(env, ORIGIN_HOST) ?? ORIGIN_HOST.default,
     sharedSecrets,
-    dbPoolMax: int('DB_POOL_MAX', DEFAULTS.dbPoolMax, 1, 1000),
-    maxEventBytes: int('MAX_EVENT_BYTES', DEFAULTS.maxEventBytes, 1024, 16 * 1024 * 1024),
+    dbPoolMax: readInt(env, DB_POOL_MAX, problems),
+    maxEventBytes: readInt(env, MAX_EVENT_BYTES, problems),
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
   }
   if (config.dbConnectTimeoutMs >= config.originTimeoutMs) {
@@ -109,9 +187,7 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
  * the forward budget is the serving origin's own (loadConfig): the CLI serves no forward.
  */
 export function readDatabaseSettings(env: OriginEnv, problems: string[]): DatabaseSettings {
-  const int = (name: string, fallback: number, min: number, max: number): number =>
-    intSetting(env, problems, name, fallback, min, max)
-  const databaseUrl = env.DATABASE_URL?.trim() ?? ''
+  const databaseUrl = readText(env, DATABASE_URL) ?? ''
   if (!databaseUrl) {
     problems.push(
       'DATABASE_URL is not set: give the Postgres connection string, e.g. postgres://postgres@127.0.0.1:5432/inbound_dedup',
@@ -120,42 +196,24 @@ export function readDatabaseSettings(env: OriginEnv, problems: string[]): Databa
     problems.push('DATABASE_URL is not a postgres:// or postgresql:// URL')
   }
 
-  const neonWsProxy = env.NEON_WS_PROXY?.trim() || undefined
+  const neonWsProxy = readText(env, NEON_WS_PROXY) ?? undefined
   if (neonWsProxy && /^[a-z]+:\/\//i.test(neonWsProxy)) {
     problems.push(
       'NEON_WS_PROXY is host:port/path without a scheme, e.g. 127.0.0.1:4444/v2 (the wsProxy of local/neon-ws-proxy.ts)',
     )
   }
 
-  const originTimeoutMs = int('ORIGIN_TIMEOUT_MS', DEFAULTS.originTimeoutMs, 100, 60_000)
+  // The Worker's forward budget, read with the claim settings' row (same variable, same default).
+  const originTimeoutMs = readInt(env, ORIGIN_TIMEOUT_MS, problems)
   // Unset, the pool wait follows a shorter forward budget instead of refusing to start.
-  const defaultPoolWait = Math.min(DEFAULTS.dbConnectTimeoutMs, Math.floor(originTimeoutMs / 2))
+  const defaultPoolWait = Math.min(DB_CONNECT_TIMEOUT_MS.default, Math.floor(originTimeoutMs / 2))
   return {
     databaseUrl,
     neonWsProxy,
-    dbQueryTimeoutMs: int('DB_QUERY_TIMEOUT_MS', DEFAULTS.dbQueryTimeoutMs, 100, 600_000),
-    dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', defaultPoolWait, 100, 600_000),
+    dbQueryTimeoutMs: readInt(env, DB_QUERY_TIMEOUT_MS, problems),
+    dbConnectTimeoutMs: readInt(env, DB_CONNECT_TIMEOUT_MS, problems, defaultPoolWait),
     originTimeoutMs,
   }
-}
-
-/** Reads an integer setting within bounds; records a problem (name, range, default) if it is not. */
-export function intSetting(
-  env: OriginEnv,
-  problems: string[],
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const raw = env[name]?.trim()
-  if (!raw) return fallback
-  const value = Number(raw)
-  if (!Number.isInteger(value) || value < min || value > max) {
-    problems.push(`${name} must be an integer from ${min} to ${max} (default ${fallback})`)
-    return fallback
-  }
-  return value
 }
 
 export function isPostgresUrl(value: string): boolean {

@@ -26,12 +26,21 @@ export class OriginError extends Error {
   }
 }
 
-/** Opaque on purpose: which rule failed (missing, stale, wrong) is logged, never returned. */
-export class UnauthorizedError extends OriginError {
-  constructor() {
-    super('unauthorized', 401, 'missing or invalid request signature')
+/** An error whose code, status and message are always the same (a cause may be attached). */
+function fixedError(code: OriginErrorCode, status: OriginError['status'], message: string) {
+  return class extends OriginError {
+    constructor(options?: ErrorOptions) {
+      super(code, status, message, options)
+    }
   }
 }
+
+/** Opaque on purpose: which rule failed (missing, stale, wrong) is logged, never returned. */
+export class UnauthorizedError extends fixedError(
+  'unauthorized',
+  401,
+  'missing or invalid request signature',
+) {}
 
 export class InvalidEventError extends OriginError {
   constructor(message: string) {
@@ -45,21 +54,17 @@ export class BodyTooLargeError extends OriginError {
   }
 }
 
-export class NotFoundError extends OriginError {
-  constructor() {
-    super('not_found', 404, 'no such route')
-  }
-}
+export class NotFoundError extends fixedError('not_found', 404, 'no such route') {}
 
 /**
  * Postgres could not be reached or did not answer in time. Retryable: the worker keeps the event
  * and tries again, so the caller gets 503, not 500.
  */
-export class DatabaseUnavailableError extends OriginError {
-  constructor(options?: ErrorOptions) {
-    super('database_unavailable', 503, 'database unavailable, retry later', options)
-  }
-}
+export class DatabaseUnavailableError extends fixedError(
+  'database_unavailable',
+  503,
+  'database unavailable, retry later',
+) {}
 
 /**
  * The HTTP client hung up before the answer (the Worker's forward timed out): the request's work
@@ -67,17 +72,13 @@ export class DatabaseUnavailableError extends OriginError {
  * the counters); it is a 503 because "try again" is what it means. The Worker retries, and finds a
  * duplicate if the work had committed after all.
  */
-export class ClientGoneError extends OriginError {
-  constructor() {
-    super('client_gone', 503, 'the client closed the request')
-  }
-}
+export class ClientGoneError extends fixedError(
+  'client_gone',
+  503,
+  'the client closed the request',
+) {}
 
-export class InternalError extends OriginError {
-  constructor(options?: ErrorOptions) {
-    super('internal_error', 500, 'internal error', options)
-  }
-}
+export class InternalError extends fixedError('internal_error', 500, 'internal error') {}
 
 /** A loggable description of any thrown value (the one both wings use). */
 export { describeError } from '../contract/describe-error'

@@ -3,34 +3,22 @@
  * arrives and on however many origin processes. Postgres decides every duplicate (the partial unique
  * indexes of migrations/); nothing in memory does, so active-active processes agree.
  *
- * A new message is one transaction: customer, conversation, message, outbox row. A lost race on the
- * message key rolls the whole transaction back, so the loser leaves no customer, conversation or
- * outbox row behind, and answers with the winner's ids.
+ * A new message is one statement, so one database round trip and one transaction: the key looked
+ * up, then customer, conversation, message, outbox row (`ingest_message()`, a plpgsql function in
+ * migrations/). A lost race on the message key rolls back what the loser wrote, so it leaves no
+ * customer, conversation or outbox row behind, and answers with the winner's ids.
  * @module
  */
-import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email-keys'
 import { type InboundEvent, type IngestResult, payloadHashOf } from '../contract/event'
-import type { Database, Queryable } from './db'
+import type { Database } from './db'
 import {
   applyDelete,
   applyEdit,
-  findEmailMessageOfSender,
   findMessage,
-  findOrCreateEmailConversation,
-  findOrCreatePendingConversation,
-  insertMessageWithOutbox,
+  ingestNewMessage,
   rememberDelete,
   type StoredMessage,
-  upsertCustomer,
 } from './store'
-
-/** Thrown inside the transaction when another delivery holds the message key: roll back. */
-class LostRace extends Error {
-  constructor() {
-    super('another delivery created this message first')
-    this.name = 'LostRace'
-  }
-}
 
 const IGNORED: IngestResult = {
   outcome: 'ignored',
@@ -66,74 +54,21 @@ function duplicateOf(winner: StoredMessage, event: InboundEvent): IngestResult {
   }
 }
 
-async function createMessage(
-  tx: Queryable,
-  event: InboundEvent,
-  editedAt: string | null,
-): Promise<IngestResult> {
-  const customerId = await upsertCustomer(tx, event)
-  const conversationId =
-    event.channel === 'email'
-      ? await findOrCreateEmailConversation(tx, customerId, event)
-      : await findOrCreatePendingConversation(tx, customerId, event)
-  const messageId = await insertMessageWithOutbox(tx, event, conversationId, customerId, editedAt)
-  if (messageId === null) throw new LostRace()
-  return resultFor('created', { messageId, conversationId, customerId })
-}
-
 /**
- * Creates the message in one transaction; null when another delivery won the key (everything this
- * attempt wrote is rolled back, so no empty conversation or stray customer is left).
+ * The row of a new message (one statement, see {@link ingestNewMessage}): created, or the row
+ * that already holds it, as a duplicate. A row found under the other form of an email key
+ * (stored before the sender was part of email keys, or after, when this event comes from a
+ * Worker still on the old code) had its hash taken over that key, so the mismatch check uses it
+ * too.
  */
-async function tryCreate(
-  db: Database,
-  event: InboundEvent,
-  editedAt: string | null,
-): Promise<IngestResult | null> {
-  try {
-    return await db.transaction((tx) => createMessage(tx, event, editedAt))
-  } catch (err) {
-    if (err instanceof LostRace) return null
-    throw err
-  }
-}
-
-async function winnerOf(db: Database, event: InboundEvent): Promise<StoredMessage> {
-  const winner = await findMessage(db, event)
-  // The insert only reports a conflict once the conflicting row is committed, so it is visible.
-  if (!winner) throw new Error('message key conflicted but no winner row was found')
-  return winner
-}
-
-/**
- * An email stored under the other form of its key (before the sender was part of email keys, or
- * after, when this event comes from a Worker still on the old code): a duplicate of that row, if
- * it is the same sender's. Its hash was taken over that key, so the mismatch check uses it too.
- * Checked before the insert only: the old form is written by old code alone, so a race between
- * the two forms exists only while both versions run.
- */
-async function otherKeyFormDuplicate(
-  db: Database,
-  event: InboundEvent,
-): Promise<IngestResult | null> {
-  if (event.channel !== 'email') return null
-  const senderPart = await emailSenderKeyPart(event.sender.externalId)
-  const otherKey = otherEmailKeyForm(event.messageKey, event.tenant, senderPart)
-  if (!otherKey) return null
-  const stored = await findEmailMessageOfSender(db, event, otherKey)
-  if (!stored) return null
-  const payloadHash = await payloadHashOf({ ...event, messageKey: otherKey })
-  return duplicateOf(stored, { ...event, payloadHash })
-}
-
 async function ingestMessage(db: Database, event: InboundEvent): Promise<IngestResult> {
-  // The cheap path first: most duplicates are plain replays of a committed message.
-  const known = await findMessage(db, event)
-  if (known) return duplicateOf(known, event)
-  const otherForm = await otherKeyFormDuplicate(db, event)
-  if (otherForm) return otherForm
-  const created = await tryCreate(db, event, null)
-  return created ?? duplicateOf(await winnerOf(db, event), event)
+  const { outcome, stored, otherKey } = await ingestNewMessage(db, event, null)
+  if (outcome === 'created') return resultFor('created', stored)
+  if (outcome === 'other_form' && otherKey !== null) {
+    const payloadHash = await payloadHashOf({ ...event, messageKey: otherKey })
+    return duplicateOf(stored, { ...event, payloadHash })
+  }
+  return duplicateOf(stored, event)
 }
 
 /**
@@ -145,18 +80,13 @@ async function ingestMessage(db: Database, event: InboundEvent): Promise<IngestR
 async function ingestEdit(db: Database, event: InboundEvent): Promise<IngestResult> {
   const edited = await applyEdit(db, event)
   if (edited) return resultFor('updated', edited)
-  const known = await findMessage(db, event)
-  if (known) {
-    // Known: a replay, or an older edit arriving late; or the message itself committed between
-    // the UPDATE and this lookup (it raced its own edit), so the UPDATE is tried once more.
-    const raced = await applyEdit(db, event)
-    return raced ? resultFor('updated', raced) : resultFor('duplicate', known)
-  }
-  const created = await tryCreate(db, event, event.occurredAt)
-  if (created) return created
-  // The original (or this same edit) was created meanwhile: apply the edit to it, once.
+  // Stored as the message, already edited, unless a row holds the key by now.
+  const { outcome, stored } = await ingestNewMessage(db, event, event.occurredAt)
+  if (outcome === 'created') return resultFor('created', stored)
+  // Known: a replay, or an older edit arriving late; or the message itself committed after the
+  // UPDATE above (it raced its own edit): the UPDATE is tried once more.
   const raced = await applyEdit(db, event)
-  return raced ? resultFor('updated', raced) : resultFor('duplicate', await winnerOf(db, event))
+  return raced ? resultFor('updated', raced) : resultFor('duplicate', stored)
 }
 
 /** Deletes mark the row; a repeat is a duplicate; a message not stored yet is remembered (ignored). */

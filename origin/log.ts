@@ -1,6 +1,6 @@
 /**
  * Structured JSON logs: one line per record, `{time, level, msg, ...fields}`. The origin writes one
- * `msg: 'event'` line per event decision. Callers pass ids and keys only: never message bodies,
+ * `msg: 'decision'` line per event decision, in the Worker's shape (contract/decision-log.ts). Callers pass ids and keys only: never message bodies,
  * never secrets, never a raw request.
  * @module
  */

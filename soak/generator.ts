@@ -64,6 +64,7 @@ const KIND_WEIGHTS: ReadonlyArray<readonly [Exclude<EventKind, 'forged'>, number
 const CHANNEL_WEIGHTS: Record<SoakChannel, number> = {
   slack: 3,
   whatsapp: 2,
+  'whatsapp-cloud': 2,
   sms: 2,
   telegram: 2,
   email: 2,

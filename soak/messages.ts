@@ -7,6 +7,9 @@
  * - a **fresh delivery id** for the same message (Slack: a new `event_id`; Telegram: a new
  *   `update_id`; Twilio and email have no delivery id apart from the message's, so theirs is the
  *   same request again; Gmail: the same mail in the mailbox a second time, a new Gmail id);
+ * - WhatsApp Cloud: every POST is a **batch**, as Meta sends them: the message, its `sent`
+ *   status, and the run's previous WhatsApp Cloud message again (Meta batching a retry with new
+ *   traffic), over two phone numbers; the earlier one must be a duplicate, the status no row;
  * - **edits** (Slack `message_changed`, Telegram `edited_message`), each later than the last;
  * - a **delete** (Slack `message_deleted`).
  *
@@ -25,6 +28,8 @@ import {
   slackDelivery,
   telegramDelivery,
   twilioDelivery,
+  waText,
+  whatsappCloudPost,
 } from '../local/vendor-deliveries'
 import {
   type Channel,
@@ -34,18 +39,28 @@ import {
   vendorOf,
 } from '../test/faults/support/vendors'
 
-/** Where a message comes from: the Worker's channels, and Gmail (polled by the origin). */
-export type SoakChannel = Channel | 'gmail'
+/**
+ * Where a message comes from: the Worker's channels (WhatsApp Cloud's rows are channel
+ * `whatsapp`, like Twilio's), and Gmail (polled by the origin).
+ */
+export type SoakChannel = Channel | 'gmail' | 'whatsapp-cloud'
 export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'slack',
   'whatsapp',
+  'whatsapp-cloud',
   'sms',
   'telegram',
   'email',
   'gmail',
 ]
 /** Channels whose requests carry a signature that can be forged. */
-export const SIGNED: readonly SoakChannel[] = ['slack', 'whatsapp', 'sms', 'telegram']
+export const SIGNED: readonly SoakChannel[] = [
+  'slack',
+  'whatsapp',
+  'whatsapp-cloud',
+  'sms',
+  'telegram',
+]
 /** Channels with edits on the wire; Slack alone also sends deletes. */
 export const EDITABLE: readonly SoakChannel[] = ['slack', 'telegram']
 export const DELETABLE: readonly SoakChannel[] = ['slack']
@@ -107,11 +122,13 @@ export class SoakMessage {
 
   /** The vendor behind the channel; Gmail's mail is polled, not delivered by a vendor. */
   get vendor(): Vendor | 'gmail' {
+    if (this.channel === 'whatsapp-cloud') return 'meta'
     return this.channel === 'gmail' ? 'gmail' : vendorOf(this.channel)
   }
 
   /** `messages.channel` of its row. */
   get rowChannel(): Channel {
+    if (this.channel === 'whatsapp-cloud') return 'whatsapp'
     return this.channel === 'gmail' ? 'email' : this.channel
   }
 
@@ -169,6 +186,9 @@ export class MessageMaker {
   delivery(message: SoakMessage, shape: Shape, k = 0): Delivery {
     const name = shape === 'original' || shape === 'delete' ? shape : `${shape}-${k}`
     const text = message.text(shape === 'edit' ? k : 0)
+    if (message.channel === 'whatsapp-cloud') {
+      return { name, request: this.whatsappCloud(message, text) }
+    }
     if (message.channel === 'email' || message.channel === 'gmail') {
       const raw = this.email(message, text)
       const from = senderOf(message)
@@ -205,7 +225,7 @@ export class MessageMaker {
           forged,
         })
       }
-      default:
+      case 'telegram':
         return telegramDelivery({
           updateId: ++this.updateId,
           chatId: this.chatBase + (message.n % 5),
@@ -215,6 +235,8 @@ export class MessageMaker {
           forged,
           ...(shape === 'edit' ? { field: 'edited_message', editDate: this.baseSeconds + k } : {}),
         })
+      default:
+        throw new Error(`${message.channel} has no single signed delivery`)
     }
   }
 
@@ -248,6 +270,32 @@ export class MessageMaker {
     return sid
   }
 
+  /** The previous WhatsApp Cloud message of the run, batched again with the next one. */
+  private lastCloud: { message: unknown; number: string; wamid: string } | null = null
+
+  /** One Meta POST: this message, its `sent` status, and the previous message again. */
+  private whatsappCloud(message: SoakMessage, text: string) {
+    const wamid = `wamid.${message.marker.replaceAll('-', '')}`
+    message.deliveryIds.add(wamid)
+    const number = CLOUD_NUMBERS[message.n % 2] as string
+    const own = waText(wamid, text, `1650555${String(1000 + (message.n % 5))}`)
+    const status = { id: wamid, status: 'sent', timestamp: '1750030073', recipient_id: '1' }
+    const earlier = message.forged || this.lastCloud?.wamid === wamid ? null : this.lastCloud
+    if (!message.forged) this.lastCloud = { message: own, number, wamid }
+    const post = whatsappCloudPost(
+      CLOUD_NUMBERS.map((phoneNumberId) => ({
+        phoneNumberId,
+        messages: [
+          ...(number === phoneNumberId ? [own] : []),
+          ...(earlier?.number === phoneNumberId ? [earlier.message] : []),
+        ],
+        statuses: number === phoneNumberId ? [status] : [],
+      })),
+      { forged: message.forged },
+    )
+    return (url: string) => post.request(url)
+  }
+
   private email(message: SoakMessage, text: string): string {
     message.deliveryIds.add(`${message.marker}@soak.example`)
     return rawEmail({
@@ -258,6 +306,9 @@ export class MessageMaker {
     })
   }
 }
+
+/** The business numbers (phone_number_id) the soak's WhatsApp Cloud batches are for. */
+const CLOUD_NUMBERS = ['106540352242922', '106540352242923']
 
 /** A handful of senders: some messages share a customer and conversation, some do not. */
 function senderOf(message: SoakMessage): string {

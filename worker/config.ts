@@ -1,16 +1,30 @@
 /**
- * Typed settings from the Worker's bindings. Parsed once per isolate and env object (a WeakMap:
+ * Typed settings from the Worker's bindings, read through the rows of its settings table
+ * (worker/settings.ts). Parsed once per isolate and env object (a WeakMap:
  * workerd hands the same `env` to every request of an isolate, and a test's own env gets its own
  * entry). A missing secret disables only the channel that needs it: its route answers 503
  * `channel_not_configured` and the log names the variable; the other channels keep working.
  * @module
  */
-import { type ClaimSettings, readClaimSettings } from '../claims'
+import {
+  type ClaimSettings,
+  readChannelTtl,
+  readClaimSettings,
+  type SettledMemoSettings,
+} from '../claims'
 import { secretList } from '../contract/crypto'
-import { readInt, readUrl } from '../contract/settings'
+import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import { present, rawValue, readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
 import { perIsolate } from './per-isolate'
+import {
+  INFLIGHT_WAIT_MS,
+  MAX_BODY_BYTES,
+  ORIGIN_URL,
+  SETTLED_MEMO_ENTRIES,
+  SETTLED_MEMO_SECONDS,
+} from './settings'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
 /** A channel is either ready, or names what is missing (variable names, never values). */
@@ -33,19 +47,26 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   origin: OriginConfig | null
   /** Where events go when the origin cannot take them (worker/spool/). */
   spool: SpoolSettings
+  /**
+   * This isolate's memo of keys it saw settled `done` (claims/memo.ts): SETTLED_MEMO_ENTRIES
+   * (0 = off, the default), SETTLED_MEMO_SECONDS (60; at most the dedup TTL).
+   */
+  settledMemo: SettledMemoSettings
+  /** Each webhook channel's dedup TTL (`DEDUP_TTL_SECONDS_{CHANNEL}`, its default, the global). */
+  dedupTtlByChannel: Readonly<Record<string, number>>
+  /**
+   * The webhook channels this deployment uses: one of their own variables (its TTL row aside) is
+   * set. /healthz counts only these: a channel nobody configured is not a degraded one.
+   */
+  channelsInUse: ReadonlySet<string>
   /** Settings that were invalid and replaced by a default, for the log. */
   warnings: string[]
 }
 
 export const DEFAULTS = {
-  inflightWaitMs: 600,
-  maxBodyBytes: 262_144,
+  inflightWaitMs: INFLIGHT_WAIT_MS.default,
+  maxBodyBytes: MAX_BODY_BYTES.default,
 } as const
-
-/** The bindings that are plain strings (vars and secrets), not queues. */
-export type StringSetting = {
-  [K in keyof Env]-?: NonNullable<Env[K]> extends string ? K : never
-}[keyof Env]
 
 /** The settings for this env, parsed on first use (warnings are logged once, then). */
 export const settingsFor = perIsolate((env: Env): Settings => {
@@ -58,14 +79,14 @@ export const settingsFor = perIsolate((env: Env): Settings => {
 
 export function parseSettings(env: Env): Settings {
   const warnings: string[] = []
-  const int = (name: StringSetting, fallback: number, min: number, max: number): number =>
-    readInt(env, name, fallback, { min, max }, warnings)
   const claims = readClaimSettings(env, warnings)
-  const inflightWaitMs = int('INFLIGHT_WAIT_MS', DEFAULTS.inflightWaitMs, 0, 30_000)
-  const maxBodyBytes = int('MAX_BODY_BYTES', DEFAULTS.maxBodyBytes, 1_024, 25 * 1024 * 1024)
+  const inflightWaitMs = readInt(env, INFLIGHT_WAIT_MS, warnings)
+  const maxBodyBytes = readInt(env, MAX_BODY_BYTES, warnings)
+  const memoEntries = readInt(env, SETTLED_MEMO_ENTRIES, warnings)
+  const memoSeconds = readInt(env, SETTLED_MEMO_SECONDS, warnings)
 
-  const originUrl = readUrl(env, 'ORIGIN_URL', warnings)
-  const originSecrets = secretList(env.ORIGIN_SHARED_SECRET)
+  const originUrl = readUrl(env, ORIGIN_URL, warnings)
+  const originSecrets = secretList(rawValue(env, ORIGIN_SHARED_SECRET.name))
   const origin =
     originUrl && originSecrets.length > 0 ? { url: originUrl, secrets: originSecrets } : null
   const originMissing = [
@@ -85,6 +106,12 @@ export function parseSettings(env: Env): Settings {
       withOrigin<unknown>(channel.settings(env, warnings)),
     ]),
   ) as unknown as ChannelSettings
+  const dedupTtlByChannel = Object.fromEntries(
+    WEBHOOK_CHANNELS.map((channel) => [
+      channel.name,
+      readChannelTtl(env, channel.dedupTtl, claims.dedupTtlSeconds, warnings),
+    ]),
+  )
 
   return {
     ...claims,
@@ -92,7 +119,17 @@ export function parseSettings(env: Env): Settings {
     maxBodyBytes,
     origin,
     ...channels,
-    spool: parseSpoolSettings(env, int, warnings),
+    spool: parseSpoolSettings(env, warnings),
+    settledMemo: {
+      maxEntries: memoEntries,
+      maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),
+    },
+    dedupTtlByChannel,
+    channelsInUse: new Set(
+      WEBHOOK_CHANNELS.filter((channel) =>
+        channel.variables.some((row) => row !== channel.dedupTtl && present(env, row.name)),
+      ).map((channel) => channel.name),
+    ),
     warnings,
   }
 }

@@ -6,93 +6,36 @@
  * bounce) and logs it with that reply's status ({@link logOutcome}).
  * @module
  */
-import { type ClaimEnd, type ClaimHold, type ClaimStore, runClaimed } from '../claims'
+import { type ClaimEnd, type ClaimHold, runClaimed } from '../claims'
 import { sha256Hex } from '../contract/crypto'
-import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
+import {
+  finalizeEvent,
+  type InboundEvent,
+  type InboundEventDraft,
+  parseInboundEvent,
+} from '../contract/event'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
-import type { OriginConfig, Settings } from './config'
-import type { Env } from './env'
-import { ChannelNotConfiguredError, InvalidPayloadError } from './errors'
+import type { DeliveryContext, Outcome } from './delivery-context'
+import { InvalidPayloadError } from './errors'
 import { describeForward, type ForwardResult, forwardEvent } from './forward'
-import { claimStoreFor } from './gateway'
-import { type Decision, type DecisionLog, describeError, logDecision, logProblem } from './log'
-import { deadMessage, spoolMessage } from './spool/message'
-import {
-  type DeadLetterQueue,
-  enqueueEvent,
-  type SpoolQueue,
-  sendDeadLetter,
-} from './spool/producer'
+import { describeError, logProblem, type WorkerDecisionLog } from './log'
+import { deadMessage } from './spool/message'
+import { enqueueEvent, sendDeadLetter } from './spool/producer'
 
-/**
- * What became of a delivery: the log's decision and fields, less what the front door adds (its
- * reply's status, the time taken). A front door needs only `decision` to answer: `retry` asks the
- * sender to send again, `rejected` is refused for good, `challenge` is a handshake to answer with
- * `challenge`; every other decision (forwarded, duplicate, recorded, ignored, spooled) is taken.
- */
-export type Outcome = OutcomeFields &
-  ({ decision: Exclude<Decision, 'challenge'> } | { decision: 'challenge'; challenge: string })
-
-/** A decision's fields; `channel` defaults to the front door's (an event names sms / whatsapp). */
-type OutcomeFields = Omit<DecisionLog, 'channel' | 'decision' | 'status' | 'ms'> & {
-  channel?: string
-}
 /** What is known of a forward before the origin answers. */
-type KnownFields = Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey' | 'redis' | 'reason'>
+type KnownFields = Pick<
+  WorkerDecisionLog,
+  'channel' | 'deliveryKey' | 'fallbackKey' | 'redis' | 'reason'
+>
 
-export interface DeliveryContext {
-  /** Log label of the front door: slack | twilio | telegram | email. */
-  channel: string
-  settings: Settings
-  origin: OriginConfig
-  /** Null when no Redis is configured: Postgres decides everything. */
-  claims: ClaimStore | null
-  /** The spool queue's producer binding; null when the Worker has none. */
-  spool: SpoolQueue | null
-  /** The dead-letter queue: events the origin refused for good are recorded through it. */
-  deadLetters: DeadLetterQueue | null
-  waitUntil(promise: Promise<unknown>): void
-  startedAt: number
-  /** Epoch ms by which the sender must have its answer (Slack: 3 s, less a margin). */
-  deadline: number
-}
-
-/** What a front door knows of its delivery: its name, clock, budget and the runtime's waitUntil. */
-export interface FrontDoor {
-  channel: string
-  startedAt: number
-  /** How long the sender waits for our answer (the channel's budget). */
-  budgetMs: number
-  waitUntil(promise: Promise<unknown>): void
-}
-
-/** The one way a front door builds its context (the origin is required: 503 without it). */
-export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): DeliveryContext {
-  if (!settings.origin) throw new ChannelNotConfiguredError(door.channel, ['ORIGIN_URL'])
-  return {
-    channel: door.channel,
-    settings,
-    origin: settings.origin,
-    claims: claimStoreFor(settings),
-    spool: env.SPOOL ?? null,
-    deadLetters: env.SPOOL_DEAD ?? null,
-    waitUntil: door.waitUntil,
-    startedAt: door.startedAt,
-    deadline: door.startedAt + door.budgetMs,
-  }
-}
-
-/** One decision log line for an outcome, with the status of the reply the front door gave. */
-export function logOutcome(ctx: DeliveryContext, outcome: Outcome, status: number): void {
-  const { challenge: _, ...fields }: Outcome & { challenge?: string } = outcome
-  logDecision({
-    ...fields,
-    channel: outcome.channel ?? ctx.channel,
-    status,
-    ms: Date.now() - ctx.startedAt,
-  })
-}
+export {
+  type DeliveryContext,
+  deliveryContext,
+  type FrontDoor,
+  logOutcome,
+  type Outcome,
+} from './delivery-context'
 
 /** Below this much time left, a forward is not worth starting: answer "retry" instead. */
 const MIN_FORWARD_MS = 200
@@ -110,7 +53,7 @@ export async function deliver(
     case 'ignore':
       return { decision: 'ignored', decidedBy: 'gateway', reason: delivery.reason }
     case 'record':
-      return record(ctx, delivery.key, rawBody)
+      return record(ctx, delivery.key, delivery.material ?? rawBody)
   }
   const event = await finalizeEvent(delivery.draft)
   const valid = parseInboundEvent(event)
@@ -118,13 +61,13 @@ export async function deliver(
   return claimAndForward(ctx, delivery.key, valid.event)
 }
 
-async function record(ctx: DeliveryContext, key: DeliveryKey, rawBody: string): Promise<Outcome> {
+async function record(ctx: DeliveryContext, key: DeliveryKey, material: string): Promise<Outcome> {
   const deliveryKey = formatDeliveryKey(key)
   if (!ctx.claims) {
     return { deliveryKey, decision: 'recorded', decidedBy: 'gateway', redis: 'not_configured' }
   }
-  const hash = (await sha256Hex(rawBody)).slice(0, 16)
-  const claimed = await ctx.claims.record(deliveryKey, hash)
+  const hash = (await sha256Hex(material)).slice(0, 16)
+  const claimed = await ctx.claims.record(deliveryKey, hash, ctx.dedupTtlSeconds)
   if (claimed.status === 'unavailable') {
     return { deliveryKey, decision: 'recorded', decidedBy: 'gateway', redis: 'unavailable' }
   }
@@ -144,6 +87,7 @@ async function claimAndForward(
     {
       key: formatDeliveryKey(key),
       hash: event.payloadHash,
+      ttlSeconds: ctx.dedupTtlSeconds,
       // Another attempt holds it (Slack retries while a slow first attempt runs): wait briefly.
       waitUntilMs: Math.min(
         Date.now() + settings.inflightWaitMs,
@@ -156,11 +100,11 @@ async function claimAndForward(
       releaseNow: () => ctx.deadline - Date.now() >= settings.redisTimeoutMs,
     },
     {
-      settled({ payloadMismatch }) {
+      settled({ payloadMismatch, from }) {
         if (payloadMismatch && claims) {
           ctx.waitUntil(claims.count(`payload_mismatch:${event.channel}`).catch(() => {}))
         }
-        return { ...base, decision: 'duplicate', decidedBy: 'redis', redis: 'ok', payloadMismatch }
+        return { ...base, decision: 'duplicate', decidedBy: from, redis: 'ok', payloadMismatch }
       },
       inflight: () => ({
         ...base,
@@ -183,7 +127,7 @@ async function forwardAndDecide(
   key: DeliveryKey,
   event: InboundEvent,
   hold: ClaimHold,
-  base: Pick<DecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
+  base: Pick<WorkerDecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
 ): Promise<{ result: Outcome; end: ClaimEnd }> {
   const redis = hold.redis === 'inflight' ? 'ok' : hold.redis
   const reason = hold.redis === 'unavailable' ? describeError(hold.error) : undefined
@@ -204,7 +148,7 @@ async function forwardAndDecide(
     // door stops the vendor's retries; the event goes to the dead letters (channel_failures),
     // where an operator replays it once the cause is fixed. The log says so at error level.
     const origin = describeForward(result)
-    await recordRefused(ctx, key, event, origin)
+    await recordRefused(ctx, key, event, `origin refused it: ${origin}`)
     return {
       result: { ...fields, decision: 'rejected', decidedBy: 'postgres', origin },
       end: 'release',
@@ -213,17 +157,20 @@ async function forwardAndDecide(
   return onOriginFailure(ctx, key, event, result, fields)
 }
 
-/** A refused event as a dead letter; when even that fails, the error log is all that is left. */
-async function recordRefused(
+/**
+ * A refused event (by the origin, or, in a batch, by the event schema: then the draft) as a dead
+ * letter; when even that fails, the error log is all that is left.
+ */
+export async function recordRefused(
   ctx: DeliveryContext,
   key: DeliveryKey,
-  event: InboundEvent,
-  origin: string,
+  event: InboundEvent | InboundEventDraft,
+  why: string,
 ): Promise<void> {
   const dead = deadMessage(
-    spoolMessage(formatDeliveryKey(key), event),
+    { claimKey: formatDeliveryKey(key), queuedAt: Date.now(), event },
     1,
-    `origin refused it: ${origin}`,
+    why,
   )
   await sendDeadLetter(ctx.deadLetters, dead, sendBudgetMs(ctx)).catch((err: unknown) => {
     logProblem('error', 'refused_event_not_recorded', {
@@ -271,6 +218,7 @@ async function onOriginFailure(
       queue: ctx.spool,
       enabled: ctx.settings.spool.channels.has(event.channel),
       timeoutMs: sendBudgetMs(ctx),
+      ttlSeconds: ctx.dedupTtlSeconds,
     },
     formatDeliveryKey(key),
     event,

@@ -8,6 +8,7 @@
 
 export type GatewayErrorCode =
   | 'unauthorized'
+  | 'forbidden'
   | 'body_too_large'
   | 'invalid_payload'
   | 'channel_not_configured'
@@ -18,7 +19,7 @@ export type GatewayErrorCode =
 export class GatewayError extends Error {
   constructor(
     readonly code: GatewayErrorCode,
-    readonly status: 400 | 401 | 404 | 413 | 500 | 503,
+    readonly status: 400 | 401 | 403 | 404 | 413 | 500 | 503,
     /** Safe to show the caller: fixed per class, never built from request data or secrets. */
     readonly publicMessage: string,
     /** For the log only. */
@@ -34,6 +35,13 @@ export class GatewayError extends Error {
 export class UnauthorizedError extends GatewayError {
   constructor(reason: string) {
     super('unauthorized', 401, 'unauthorized', reason)
+  }
+}
+
+/** A handshake that did not prove itself (a wrong verify token): refused, nothing done. */
+export class ForbiddenError extends GatewayError {
+  constructor(reason: string) {
+    super('forbidden', 403, 'forbidden', reason)
   }
 }
 

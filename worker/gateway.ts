@@ -6,7 +6,7 @@
 import type { Context } from 'hono'
 import { type ClaimStore, claimStore } from '../claims'
 import { BodyOverLimitError, readBoundedBody } from '../contract/body'
-import type { Delivery, RequestParts } from './channels/types'
+import { type Classified, deliveriesOf, type RequestParts } from './channels/types'
 import { type ChannelConfig, type Settings, settingsFor } from './config'
 import type { Env } from './env'
 import { BodyTooLargeError, ChannelNotConfiguredError, UnauthorizedError } from './errors'
@@ -26,6 +26,11 @@ export interface VerifiedRequest<T> {
   tenant: string | null
   /** Matched without naming a tenant (Slack's handshake): good for nothing that writes. */
   handshakeOnly: boolean
+  /**
+   * The key scopes the tenant may write, when they are not the tenant itself (a WhatsApp Cloud
+   * app verifies, its phone numbers scope the keys); absent: the tenant is the scope.
+   */
+  scopes?: ReadonlySet<string>
 }
 
 /**
@@ -37,12 +42,15 @@ export async function verifiedRequest<T>(
   channel: string,
   pick: (settings: Settings) => ChannelConfig<T>,
   verify: (parts: RequestParts, config: T) => Promise<TenantVerdict>,
+  /** The channel's own bound, when its vendor documents larger bodies than MAX_BODY_BYTES. */
+  channelMaxBodyBytes = 0,
 ): Promise<VerifiedRequest<T>> {
   const startedAt = Date.now()
   const settings = settingsFor(c.env)
   const config = pick(settings)
   if (!config.ok) throw new ChannelNotConfiguredError(channel, config.missing)
-  const body = await readBoundedBody(c.req.raw, settings.maxBodyBytes).catch((err: unknown) => {
+  const limit = Math.max(settings.maxBodyBytes, channelMaxBodyBytes)
+  const body = await readBoundedBody(c.req.raw, limit).catch((err: unknown) => {
     if (err instanceof BodyOverLimitError)
       throw new BodyTooLargeError(err.limitBytes, err.seenBytes)
     throw err
@@ -57,6 +65,7 @@ export async function verifiedRequest<T>(
     startedAt,
     tenant: verdict.tenant,
     handshakeOnly: verdict.handshakeOnly === true,
+    ...(verdict.scopes ? { scopes: verdict.scopes } : {}),
   }
 }
 
@@ -68,18 +77,28 @@ export async function verifiedRequest<T>(
 export function assertVerifiedTenant(
   channel: string,
   request: VerifiedRequest<unknown>,
-  delivery: Delivery,
+  classified: Classified,
 ): void {
-  // Nothing is claimed or forwarded for these; the handshake names no tenant.
-  if (delivery.action === 'ignore' || delivery.action === 'challenge') return
-  if (request.handshakeOnly) throw new UnauthorizedError(`${channel}: no tenant named`)
-  if (request.tenant !== null && delivery.key.scope !== request.tenant) {
-    throw new UnauthorizedError(`${channel}: verified tenant differs from the delivery's`)
+  for (const delivery of deliveriesOf(classified)) {
+    // Nothing is claimed or forwarded for these; the handshake names no tenant.
+    if (delivery.action === 'ignore' || delivery.action === 'challenge') continue
+    if (request.handshakeOnly) throw new UnauthorizedError(`${channel}: no tenant named`)
+    const scope = delivery.key.scope
+    const allowed = request.scopes ? request.scopes.has(scope) : scope === request.tenant
+    if (request.tenant !== null && !allowed) {
+      // One item of a batch naming another tenant refuses the whole request: nothing is written.
+      throw new UnauthorizedError(`${channel}: verified tenant differs from the delivery's`)
+    }
   }
 }
 
-/** One claim store per isolate and settings (the client holds no per-request I/O). */
-export const claimStoreFor: (settings: Settings) => ClaimStore | null = perIsolate(claimStore)
+/**
+ * One claim store per isolate and settings (the client holds no per-request I/O), with this
+ * isolate's memo of settled keys when SETTLED_MEMO_ENTRIES turns it on.
+ */
+export const claimStoreFor: (settings: Settings) => ClaimStore | null = perIsolate((settings) =>
+  claimStore(settings, settings.settledMemo),
+)
 
 /** `ctx.waitUntil` when the runtime gave us one (tests calling `app.request` may not). */
 export function waitUntil(c: GatewayContext, promise: Promise<unknown>): void {

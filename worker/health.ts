@@ -1,6 +1,7 @@
 /**
  * Health, cheap enough to call every second from anywhere:
- * - `GET /healthz` (public): which channels are configured, whether an origin and a spool queue
+ * - `GET /healthz` (public): which channels are configured (degraded only for a channel in use,
+ *   some of its variables set, that is not ready), whether an origin and a spool queue
  *   are, and whether Redis answered, from a ping made at most once per {@link HEALTH_CACHE_MS}
  *   per isolate (concurrent callers share one ping). No secrets, no variable names, no URLs.
  *   Always 200 while the Worker runs: without Redis it still serves (fail open), so a Redis
@@ -80,7 +81,11 @@ async function measure(settings: Settings, hasSpool: boolean, deep: boolean): Pr
   const store = claimStoreFor(settings)
   const reading = store ? await read(store, deep) : null
   const redis = reading?.redis ?? 'not_configured'
-  const allConfigured = Object.values(channels).every(Boolean) && settings.origin !== null
+  // A channel in use but not ready (a secret missing) degrades; one nobody configured does not.
+  const inUseReady = [...settings.channelsInUse].every(
+    (name) => channels[name as WebhookChannelName],
+  )
+  const allConfigured = inUseReady && settings.origin !== null
   return {
     status: redis === 'ok' && allConfigured && hasSpool ? 'ok' : 'degraded',
     channels,

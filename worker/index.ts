@@ -1,6 +1,7 @@
 /**
  * The edge gateway Worker: vendor webhooks in (verified, keyed, claimed), one normalized event per
- * logical message out to the origin. Routes: POST /webhooks/{slack,twilio,telegram}, GET /healthz,
+ * logical message out to the origin. Routes: POST /webhooks/{slack,twilio,telegram,whatsapp-cloud}
+ * (and GET /webhooks/whatsapp-cloud, Meta's handshake), GET /healthz,
  * GET /healthz/deep (operator token). `queue()` consumes the spool queue and its dead letters;
  * `email()` is the Email Routing relay. Errors become responses in one place, `app.onError`.
  * @module

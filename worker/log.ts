@@ -3,50 +3,25 @@
  * or secrets: keys, codes, statuses and timings only.
  * @module
  */
+import {
+  DECISION_MSG,
+  type DecisionLog,
+  decisionLevel,
+  type GatewayDecision,
+} from '../contract/decision-log'
 
-/** What the gateway did with a delivery. */
-export type Decision =
-  /** The origin took it as a new message (or applied the edit / delete). */
-  | 'forwarded'
-  /** Already taken earlier: by Redis (`done`) or, after a forward, by Postgres. */
-  | 'duplicate'
-  /** Remembered, never forwarded (status callbacks, interactions). */
-  | 'recorded'
-  /** Verified, nothing to do (bot echo, other event types). */
-  | 'ignored'
-  /** Slack url_verification answered. */
-  | 'challenge'
-  /** The vendor was asked to retry (origin failed, or another attempt still in flight). */
-  | 'retry'
-  /** The origin failed; the event was kept in the spool for the cron drain, the vendor told ok. */
-  | 'spooled'
-  /** The origin refused the event as invalid: acknowledged so the vendor stops, logged loudly. */
-  | 'rejected'
+export type { GatewayDecision as Decision } from '../contract/decision-log'
 
-export interface DecisionLog {
-  channel: string
-  deliveryKey?: string
-  decision: Decision
-  /** Which layer decided: Redis (claim state), Postgres (the origin), or the gateway itself. */
-  decidedBy: 'redis' | 'postgres' | 'gateway'
+/** A Worker's decision line: the shared shape (contract/decision-log.ts), component `worker`. */
+export type WorkerDecisionLog = Omit<DecisionLog, 'component' | 'decision' | 'status' | 'ms'> & {
+  decision: GatewayDecision
   status: number
   ms: number
-  redis?: 'ok' | 'unavailable' | 'not_configured'
-  /** The origin's outcome, status or failure, when it was called. */
-  origin?: string
-  reason?: string
-  payloadMismatch?: boolean
-  fallbackKey?: boolean
 }
 
-export function logDecision(entry: DecisionLog): void {
-  const level =
-    entry.decision === 'rejected'
-      ? 'error'
-      : entry.decision === 'retry' || entry.decision === 'spooled'
-        ? 'warn'
-        : 'info'
-  console.log(JSON.stringify({ level, msg: 'decision', ...entry }))
+export function logDecision(entry: WorkerDecisionLog): void {
+  const line: DecisionLog = { component: 'worker', ...entry }
+  console.log(JSON.stringify({ level: decisionLevel(line), msg: DECISION_MSG, ...line }))
 }
 
 export function logProblem(

@@ -1,38 +1,73 @@
 /**
  * The vendor webhook routes: every channel of the registry (worker/channels/index.ts), each path
- * of it, the same steps: config → bounded body → verify → parse → classify (gateway.ts and the
- * channel object), then the shared delivery core (deliver.ts), whose outcome becomes the
- * channel's HTTP reply and one decision log line.
+ * of it (and a GET handshake where the channel has one), the same steps: config → bounded body → verify → parse → classify (gateway.ts and the
+ * channel object), then the shared delivery core (deliver.ts; a batch item by item,
+ * deliver-batch.ts), whose outcomes become the channel's HTTP reply and one decision log line
+ * each.
  * @module
  */
 import { Hono } from 'hono'
 import { WEBHOOK_CHANNELS } from './channels'
-import { httpReply } from './channels/replies'
+import { challengeReply, httpReply } from './channels/replies'
 import type { WebhookChannel } from './channels/types'
-import { deliver, deliveryContext, logOutcome } from './deliver'
+import { settingsFor } from './config'
+import { deliveryContext, logOutcome } from './deliver'
+import { deliverAll } from './deliver-batch'
 import type { Env } from './env'
+import { ChannelNotConfiguredError, ForbiddenError } from './errors'
 import { assertVerifiedTenant, type GatewayContext, verifiedRequest, waitUntil } from './gateway'
+import { logDecision } from './log'
 
 export const webhooks = new Hono<{ Bindings: Env }>()
 
-for (const channel of WEBHOOK_CHANNELS) {
-  for (const path of channel.paths) webhooks.post(path, (c) => receive(c, channel))
+for (const channel of WEBHOOK_CHANNELS) serve(channel)
+
+function serve(channel: WebhookChannel): void {
+  for (const path of channel.paths) {
+    webhooks.post(path, (c) => receive(c, channel))
+    if (channel.handshake) webhooks.get(path, (c) => handshake(c, channel))
+  }
+}
+
+/** A channel's GET handshake: config (503), then its own check (403), then the challenge. */
+function handshake(c: GatewayContext, channel: WebhookChannel): Response {
+  const startedAt = Date.now()
+  const config = channel.pick(settingsFor(c.env))
+  if (!config.ok) throw new ChannelNotConfiguredError(channel.name, config.missing)
+  const verdict = channel.handshake?.(new URL(c.req.url).searchParams, config.value)
+  if (!verdict?.ok)
+    throw new ForbiddenError(`${channel.name}: ${verdict?.reason ?? 'no handshake'}`)
+  const reply = challengeReply(verdict.challenge)
+  logDecision({
+    channel: channel.name,
+    decision: 'challenge',
+    decidedBy: 'gateway',
+    status: reply.status,
+    ms: Date.now() - startedAt,
+  })
+  return reply
 }
 
 async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Response> {
-  const request = await verifiedRequest(c, channel.name, channel.pick, (parts, config) =>
-    channel.verify(parts, config, c.req.param()),
+  const request = await verifiedRequest(
+    c,
+    channel.name,
+    channel.pick,
+    (parts, config) => channel.verify(parts, config, c.req.param()),
+    channel.maxBodyBytes,
   )
-  const delivery = await channel.classify(channel.parse(request.parts), request.tenant)
-  assertVerifiedTenant(channel.name, request, delivery)
+  const classified = await channel.classify(channel.parse(request.parts), request.tenant)
+  assertVerifiedTenant(channel.name, request, classified)
   const ctx = deliveryContext(c.env, request.settings, {
     channel: channel.name,
     startedAt: request.startedAt,
     budgetMs: channel.budgetMs,
+    dedupTtlSeconds: request.settings.dedupTtlByChannel[channel.name],
     waitUntil: (promise) => waitUntil(c, promise),
   })
-  const outcome = await deliver(ctx, delivery, request.parts.body.text)
-  const reply = httpReply(channel.replies, outcome)
-  logOutcome(ctx, outcome, reply.status)
+  const outcomes = await deliverAll(ctx, classified, request.parts.body.text)
+  const reply = httpReply(channel.replies, outcomes)
+  // One line per item of a batch, each with the status the whole request got.
+  for (const outcome of outcomes) logOutcome(ctx, outcome, reply.status)
   return reply
 }

@@ -10,9 +10,9 @@
  * @module
  */
 import { secretList } from '../contract/crypto'
+import { rawValue, type StringEnv, setting, type TextSetting } from '../contract/settings'
 import type { Verdict } from './channels/types'
-import type { ChannelConfig, StringSetting } from './config'
-import type { Env } from './env'
+import type { ChannelConfig } from './config'
 
 export type TenantSecrets =
   /** A single-tenant variable (SLACK_SIGNING_SECRET, TWILIO_AUTH_TOKEN): any tenant, one list. */
@@ -22,7 +22,13 @@ export type TenantSecrets =
 
 /** A verifier's answer, saying whose secrets matched: a tenant id, or null (shared secrets). */
 export type TenantVerdict =
-  | { ok: true; tenant: string | null; handshakeOnly?: boolean }
+  | {
+      ok: true
+      tenant: string | null
+      handshakeOnly?: boolean
+      /** The key scopes this tenant may write, when they are not the tenant id itself. */
+      scopes?: ReadonlySet<string>
+    }
   | { ok: false; reason: string }
 
 /**
@@ -100,11 +106,19 @@ export function parseTenantSecrets(
 
 /** Where a channel's tenant secrets are set: a per-tenant variable, or a shared one. */
 export interface TenantVariables {
-  perTenant: StringSetting
-  shared: StringSetting
+  perTenant: TextSetting
+  shared: TextSetting
   /** What a tenant id of `perTenant` must look like. */
   rule: TenantIdRule
 }
+
+/** A per-tenant secret variable's row (`TENANT=secret1|secret2,OTHER=...`). */
+export const tenantSecretsRow = <const N extends string>(name: N, doc: string) =>
+  setting({ name, kind: 'tenant-secrets', secret: true, doc })
+
+/** A shared secret variable's row (a comma-separated rotation list). */
+export const sharedSecretRow = <const N extends string>(name: N, doc: string) =>
+  setting({ name, kind: 'secret-list', secret: true, doc })
 
 /**
  * Slack / Twilio secrets: the per-tenant variable when set (the shared one is then ignored, so
@@ -113,12 +127,14 @@ export interface TenantVariables {
  * the channel rather than fall back to the shared list.
  */
 export function tenantSecrets(
-  env: Env,
-  { perTenant, shared, rule }: TenantVariables,
+  env: StringEnv,
+  variables: TenantVariables,
   warnings: string[],
 ): ChannelConfig<TenantSecrets> {
-  const byTenant = parseTenantSecrets(perTenant, env[perTenant], rule, warnings)
-  const sharedSecrets = secretList(env[shared])
+  const perTenant = variables.perTenant.name
+  const shared = variables.shared.name
+  const byTenant = parseTenantSecrets(perTenant, rawValue(env, perTenant), variables.rule, warnings)
+  const sharedSecrets = secretList(rawValue(env, shared))
   if (byTenant !== null) {
     if (sharedSecrets.length > 0) warnings.push(`${shared} is ignored while ${perTenant} is set`)
     return byTenant.size > 0

@@ -19,6 +19,8 @@ declare namespace Cloudflare {
 		SPOOL_MAX_ATTEMPTS: string;
 		SPOOL_RETRY_BASE_SECONDS: string;
 		SPOOL_RETRY_MAX_SECONDS: string;
+		SETTLED_MEMO_ENTRIES: string;
+		SETTLED_MEMO_SECONDS: string;
 	}
 }
 interface Env extends Cloudflare.Env {}

@@ -6,8 +6,8 @@
  * normally wins and the connection stays usable).
  *
  * A caller's `AbortSignal` (the HTTP client hung up) stops the work: nothing starts after it, a wait
- * for a connection gives up, and a transaction in progress loses its connection. A single
- * statement already running is left to its statement_timeout.
+ * for a connection gives up, and a transaction or single statement in progress loses its
+ * connection (Postgres rolls it back).
  *
  * The pieces: pool.ts (the pool, its per-connection settings, the checkout), transaction.ts (one
  * transaction and its one retry), errors.ts (driver and SQL failures → the origin's errors).
@@ -18,10 +18,10 @@ import type { DatabaseSettings } from '../config'
 import type { DatabaseUnavailableError } from '../errors'
 import type { Logger } from '../log'
 import { sqlState, toDatabaseError } from './errors'
-import { checkoutFrom, createPool, type PoolOptions } from './pool'
-import { type Queryable, transactions, type Work } from './transaction'
+import { checkoutFrom, createPool, lease, type PoolOptions, throwIfGone } from './pool'
+import { type Queryable, type StatementOptions, transactions, type Work } from './transaction'
 
-export type { Queryable } from './transaction'
+export type { Queryable, StatementOptions } from './transaction'
 
 export type DatabaseOptions = PoolOptions
 
@@ -74,18 +74,21 @@ export function createDatabase(options: DatabaseOptions): Database {
   async function query<R>(
     text: string,
     values: unknown[] | undefined,
+    options: StatementOptions | undefined,
     signal: AbortSignal | undefined,
   ): Promise<R[]> {
-    const client = await checkout(signal)
-    // A client whose connection failed (no SQLSTATE) must not go back to the pool.
-    let discard = false
+    // The client hung up: the connection is cut, as a transaction's is. The statement (its own
+    // implicit transaction, a new message's included) is rolled back unless it committed already.
+    const leased = lease(await checkout(signal), signal)
     try {
-      return (await client.query(text, values)).rows as R[]
+      return (await leased.client.query({ text, values, name: options?.name })).rows as R[]
     } catch (err) {
-      discard = sqlState(err) === undefined
+      throwIfGone(signal)
+      // A client whose connection failed (no SQLSTATE) must not go back to the pool.
+      if (sqlState(err) === undefined) leased.discard()
       throw toDatabaseError(err)
     } finally {
-      client.release(discard)
+      leased.release()
     }
   }
 
@@ -103,11 +106,12 @@ export function createDatabase(options: DatabaseOptions): Database {
     return closing
   }
   const ping = async () => {
-    await query('SELECT 1', undefined, undefined)
+    await query('SELECT 1', undefined, undefined, undefined)
   }
 
   const bound = (signal: AbortSignal | undefined): Database => ({
-    query: <R>(text: string, values?: unknown[]) => query<R>(text, values, signal),
+    query: <R>(text: string, values?: unknown[], options?: StatementOptions) =>
+      query<R>(text, values, options, signal),
     transaction: <T>(work: Work<T>) => transaction(work, signal),
     ping,
     close,

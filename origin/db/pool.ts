@@ -136,6 +136,49 @@ export function createPool(options: PoolOptions): Pool {
 
 export type Checkout = (signal: AbortSignal | undefined) => Promise<PoolClient>
 
+/** A checked-out client for one piece of work (a statement, a transaction). */
+export interface Lease {
+  client: PoolClient
+  /** The connection is not fit for reuse (it failed without a SQLSTATE, or was cut). */
+  discard(): void
+  readonly discarded: boolean
+  /** Back to the pool (or closed, when discarded); once, however often called. */
+  release(): void
+}
+
+/**
+ * Leases `client` for work that `signal` may cancel: when the caller hangs up, the connection is
+ * cut at once (Postgres rolls back what had not committed) and the pool slot is free now rather
+ * than when the statement in flight ends.
+ */
+export function lease(client: PoolClient, signal: AbortSignal | undefined): Lease {
+  let discarded = false
+  let released = false
+  const giveBack = () => {
+    if (released) return
+    released = true
+    client.release(discarded)
+  }
+  const onAbort = () => {
+    discarded = true
+    giveBack()
+  }
+  signal?.addEventListener('abort', onAbort, { once: true })
+  return {
+    client,
+    discard: () => {
+      discarded = true
+    },
+    get discarded() {
+      return discarded
+    },
+    release: () => {
+      signal?.removeEventListener('abort', onAbort)
+      giveBack()
+    },
+  }
+}
+
 /** A pooled client; gives up with {@link ClientGoneError} once `signal` aborts. */
 export function checkoutFrom(pool: Pool): Checkout {
   return async (signal) => {

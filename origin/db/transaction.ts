@@ -9,11 +9,19 @@
  */
 import type { Logger } from '../log'
 import { isRetryOnce, sqlState, toDatabaseError } from './errors'
-import { type Checkout, throwIfGone } from './pool'
+import { type Checkout, lease, throwIfGone } from './pool'
+
+/**
+ * A statement prepared under `name` on each connection that runs it: parsed and planned once per
+ * connection, then only bound and executed. One name = one text, always.
+ */
+export interface StatementOptions {
+  name?: string
+}
 
 /** What a query needs; both the pool and a transaction's client provide it. */
 export interface Queryable {
-  query<R>(text: string, values?: unknown[]): Promise<R[]>
+  query<R>(text: string, values?: unknown[], options?: StatementOptions): Promise<R[]>
 }
 
 export type Work<T> = (tx: Queryable) => Promise<T>
@@ -28,29 +36,16 @@ export function transactions(
   const begin = `BEGIN; SET LOCAL statement_timeout = ${queryTimeoutMs}`
 
   async function attempt<T>(work: Work<T>, signal: AbortSignal | undefined): Promise<T> {
-    const client = await checkout(signal)
-    let discard = false
-    let released = false
-    const release = () => {
-      if (released) return
-      released = true
-      client.release(discard)
-    }
-    // The client hung up: cut the connection. COMMIT is never sent, so Postgres rolls back, and
-    // the pool slot is free now rather than when the statement in flight ends.
-    const onAbort = () => {
-      discard = true
-      release()
-    }
-    signal?.addEventListener('abort', onAbort, { once: true })
+    // The client hung up: COMMIT is never sent, so Postgres rolls back.
+    const leased = lease(await checkout(signal), signal)
     const tx: Queryable = {
-      async query<R>(text: string, values?: unknown[]) {
+      async query<R>(text: string, values?: unknown[], options?: StatementOptions) {
         throwIfGone(signal)
         try {
-          return (await client.query(text, values)).rows as R[]
+          return (await leased.client.query({ text, values, name: options?.name })).rows as R[]
         } catch (err) {
           throwIfGone(signal)
-          if (sqlState(err) === undefined) discard = true
+          if (sqlState(err) === undefined) leased.discard()
           // Left raw so that the retry below can recognise them and run the work again.
           if (isRetryOnce(err)) throw err
           throw toDatabaseError(err)
@@ -63,11 +58,10 @@ export function transactions(
       await tx.query('COMMIT')
       return result
     } catch (err) {
-      if (!discard) await tx.query('ROLLBACK').catch(() => {})
+      if (!leased.discarded) await tx.query('ROLLBACK').catch(() => {})
       throw err
     } finally {
-      signal?.removeEventListener('abort', onAbort)
-      release()
+      leased.release()
     }
   }
 

@@ -4,7 +4,8 @@
  * @module
  */
 import type { Backoff } from '../../contract/backoff'
-import { ConfigError, intSetting, type OriginEnv } from '../config'
+import { readInt, setting } from '../../contract/settings'
+import { ConfigError, type OriginEnv } from '../config'
 
 export { backoffMs } from '../../contract/backoff'
 
@@ -20,7 +21,44 @@ export interface RetryPolicy extends Backoff {
   maxMs: number
 }
 
-export const RETRY_DEFAULTS: RetryPolicy = { maxAttempts: 8, baseMs: 5_000, maxMs: 900_000 }
+export const FAILURE_MAX_ATTEMPTS = setting({
+  name: 'FAILURE_MAX_ATTEMPTS',
+  kind: 'int',
+  secret: false,
+  default: 8,
+  min: 1,
+  max: 1_000,
+  doc: 'hand-off attempts per outbox row, then dead',
+})
+export const FAILURE_BACKOFF_BASE_MS = setting({
+  name: 'FAILURE_BACKOFF_BASE_MS',
+  kind: 'int',
+  secret: false,
+  default: 5_000,
+  min: 1,
+  max: 86_400_000,
+  doc: 'the wait after the first failed hand-off, doubling from there',
+})
+export const FAILURE_BACKOFF_MAX_MS = setting({
+  name: 'FAILURE_BACKOFF_MAX_MS',
+  kind: 'int',
+  secret: false,
+  default: 900_000,
+  min: 1,
+  max: 7 * 86_400_000,
+  doc: 'no wait between hand-offs is longer',
+})
+export const RETRY_SETTINGS = [
+  FAILURE_MAX_ATTEMPTS,
+  FAILURE_BACKOFF_BASE_MS,
+  FAILURE_BACKOFF_MAX_MS,
+] as const
+
+export const RETRY_DEFAULTS: RetryPolicy = {
+  maxAttempts: FAILURE_MAX_ATTEMPTS.default,
+  baseMs: FAILURE_BACKOFF_BASE_MS.default,
+  maxMs: FAILURE_BACKOFF_MAX_MS.default,
+}
 
 /** @throws {ConfigError} listing every problem. */
 export function loadRetryPolicy(env: OriginEnv = process.env): RetryPolicy {
@@ -31,12 +69,10 @@ export function loadRetryPolicy(env: OriginEnv = process.env): RetryPolicy {
 }
 
 export function readRetryPolicy(env: OriginEnv, problems: string[]): RetryPolicy {
-  const int = (name: string, fallback: number, min: number, max: number) =>
-    intSetting(env, problems, name, fallback, min, max)
   const policy = {
-    maxAttempts: int('FAILURE_MAX_ATTEMPTS', RETRY_DEFAULTS.maxAttempts, 1, 1_000),
-    baseMs: int('FAILURE_BACKOFF_BASE_MS', RETRY_DEFAULTS.baseMs, 1, 86_400_000),
-    maxMs: int('FAILURE_BACKOFF_MAX_MS', RETRY_DEFAULTS.maxMs, 1, 7 * 86_400_000),
+    maxAttempts: readInt(env, FAILURE_MAX_ATTEMPTS, problems),
+    baseMs: readInt(env, FAILURE_BACKOFF_BASE_MS, problems),
+    maxMs: readInt(env, FAILURE_BACKOFF_MAX_MS, problems),
   }
   if (policy.maxMs < policy.baseMs) {
     problems.push('FAILURE_BACKOFF_MAX_MS must not be below FAILURE_BACKOFF_BASE_MS')

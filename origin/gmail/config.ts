@@ -3,15 +3,15 @@
  * GMAIL_* variables is set; a partial set is a configuration error naming what is missing (a
  * poller that silently does nothing would look like "no email" for days).
  *
- * The Redis fast path reads the claim settings with the Worker's own reader (claims/settings.ts:
- * UPSTASH_REDIS_REST_URL / _TOKEN, REDIS_KEY_PREFIX, DEDUP_TTL_SECONDS, CLAIM_LEASE_MS,
- * REDIS_TIMEOUT_MS): the poller must claim under exactly the worker's keys, so both read the same
- * variables the same way. Without Redis the poller goes straight to the Postgres backstop.
+ * The Redis fast path reads the claim settings with the Worker's own reader (readClaimSettings,
+ * claims/settings.ts, called where the poller is wired: index.ts, replay.ts): the poller must
+ * claim under exactly the worker's keys, so both read the same rows the same way. Without Redis
+ * the poller goes straight to the Postgres backstop.
  * @module
  */
 
-import { type ClaimSettings, readClaimSettings } from '../../claims'
 import { normalizeMailbox } from '../../contract/email-keys'
+import { readInt, readText, readUrl, setting } from '../../contract/settings'
 import { ConfigError, type OriginEnv } from '../config'
 
 export interface GmailConfig {
@@ -31,29 +31,67 @@ export interface GmailConfig {
   apiBaseUrl: string
 }
 
-/** The claim settings as the Worker reads them, and the warnings about them. */
-export interface GmailRedisSettings extends ClaimSettings {
-  warnings: string[]
-}
+const secretText = <const N extends string>(name: N, doc: string) =>
+  setting({ name, kind: 'string', secret: true, doc })
+
+export const GMAIL_CLIENT_ID = secretText('GMAIL_CLIENT_ID', 'the OAuth client')
+export const GMAIL_CLIENT_SECRET = secretText('GMAIL_CLIENT_SECRET', "the OAuth client's secret")
+export const GMAIL_REFRESH_TOKEN = secretText(
+  'GMAIL_REFRESH_TOKEN',
+  'offline access, gmail.readonly',
+)
+export const GMAIL_MAILBOX = setting({
+  name: 'GMAIL_MAILBOX',
+  kind: 'string',
+  secret: false,
+  doc: 'the polled address; must be the address Cloudflare routes (the key scope)',
+})
+export const GMAIL_POLL_INTERVAL_MS = setting({
+  name: 'GMAIL_POLL_INTERVAL_MS',
+  kind: 'int',
+  secret: false,
+  default: 30_000,
+  min: 10,
+  max: 86_400_000,
+  doc: 'pause between the end of one poll and the next',
+})
+export const GMAIL_OAUTH_TOKEN_URL = setting({
+  name: 'GMAIL_OAUTH_TOKEN_URL',
+  kind: 'url',
+  secret: false,
+  default: 'https://oauth2.googleapis.com/token',
+  doc: "Google's token endpoint (a test server's in tests)",
+})
+export const GMAIL_API_BASE_URL = setting({
+  name: 'GMAIL_API_BASE_URL',
+  kind: 'url',
+  secret: false,
+  default: 'https://gmail.googleapis.com',
+  doc: "Gmail's API (a test server's in tests)",
+})
+
+const REQUIRED = [GMAIL_CLIENT_ID, GMAIL_CLIENT_SECRET, GMAIL_REFRESH_TOKEN, GMAIL_MAILBOX] as const
+
+/** The poller's rows of the origin's table (origin/settings.ts; it reads the claims' too). */
+export const GMAIL_SETTINGS = [
+  ...REQUIRED,
+  GMAIL_POLL_INTERVAL_MS,
+  GMAIL_OAUTH_TOKEN_URL,
+  GMAIL_API_BASE_URL,
+] as const
 
 export const GMAIL_DEFAULTS = {
-  pollIntervalMs: 30_000,
-  tokenUrl: 'https://oauth2.googleapis.com/token',
-  apiBaseUrl: 'https://gmail.googleapis.com',
+  pollIntervalMs: GMAIL_POLL_INTERVAL_MS.default,
+  tokenUrl: GMAIL_OAUTH_TOKEN_URL.default,
+  apiBaseUrl: GMAIL_API_BASE_URL.default,
 } as const
-
-const REQUIRED = [
-  'GMAIL_CLIENT_ID',
-  'GMAIL_CLIENT_SECRET',
-  'GMAIL_REFRESH_TOKEN',
-  'GMAIL_MAILBOX',
-] as const
 
 /** Null when the poller is off. @throws {ConfigError} listing every problem. */
 export function loadGmailConfig(env: OriginEnv = process.env): GmailConfig | null {
-  const value = (name: string) => env[name]?.trim() || undefined
-  const missing = REQUIRED.filter((name) => !value(name))
+  const required = REQUIRED.map((row) => readText(env, row))
+  const missing = REQUIRED.filter((_, i) => required[i] === null).map((row) => row.name)
   if (missing.length === REQUIRED.length) return null
+  const [clientId, clientSecret, refreshToken, rawMailbox] = required
 
   const problems: string[] = []
   if (missing.length > 0) {
@@ -61,44 +99,21 @@ export function loadGmailConfig(env: OriginEnv = process.env): GmailConfig | nul
       `Gmail polling is half configured: set ${missing.join(', ')} too (or unset every GMAIL_* variable to turn it off)`,
     )
   }
-  const mailbox = normalizeMailbox(value('GMAIL_MAILBOX') ?? '')
-  if (value('GMAIL_MAILBOX') && !mailbox) {
+  const mailbox = normalizeMailbox(rawMailbox ?? '')
+  if (rawMailbox && !mailbox) {
     problems.push('GMAIL_MAILBOX must be the polled address, e.g. support@example.com')
   }
-  const rawInterval = value('GMAIL_POLL_INTERVAL_MS')
-  const pollIntervalMs =
-    rawInterval === undefined ? GMAIL_DEFAULTS.pollIntervalMs : Number(rawInterval)
-  if (!Number.isInteger(pollIntervalMs) || pollIntervalMs < 10 || pollIntervalMs > 86_400_000) {
-    problems.push(
-      `GMAIL_POLL_INTERVAL_MS must be an integer from 10 to 86400000 (default ${GMAIL_DEFAULTS.pollIntervalMs})`,
-    )
-  }
-  const url = (name: string, fallback: string): string => {
-    const raw = value(name) ?? fallback
-    try {
-      const parsed = new URL(raw)
-      if (parsed.protocol === 'http:' || parsed.protocol === 'https:')
-        return raw.replace(/\/+$/, '')
-    } catch {}
-    problems.push(`${name} must be an http(s) URL (default ${fallback})`)
-    return fallback
-  }
-  const tokenUrl = url('GMAIL_OAUTH_TOKEN_URL', GMAIL_DEFAULTS.tokenUrl)
-  const apiBaseUrl = url('GMAIL_API_BASE_URL', GMAIL_DEFAULTS.apiBaseUrl)
+  const pollIntervalMs = readInt(env, GMAIL_POLL_INTERVAL_MS, problems)
+  const tokenUrl = readUrl(env, GMAIL_OAUTH_TOKEN_URL, problems) ?? GMAIL_DEFAULTS.tokenUrl
+  const apiBaseUrl = readUrl(env, GMAIL_API_BASE_URL, problems) ?? GMAIL_DEFAULTS.apiBaseUrl
   if (problems.length > 0) throw new ConfigError(problems)
   return {
-    clientId: value('GMAIL_CLIENT_ID') as string,
-    clientSecret: value('GMAIL_CLIENT_SECRET') as string,
-    refreshToken: value('GMAIL_REFRESH_TOKEN') as string,
+    clientId: clientId as string,
+    clientSecret: clientSecret as string,
+    refreshToken: refreshToken as string,
     mailbox: mailbox as string,
     pollIntervalMs,
     tokenUrl,
     apiBaseUrl,
   }
-}
-
-/** The worker's reading of the shared Redis variables (same names, defaults and bounds). */
-export function loadGmailRedisSettings(env: OriginEnv = process.env): GmailRedisSettings {
-  const warnings: string[] = []
-  return { ...readClaimSettings(env, warnings), warnings }
 }

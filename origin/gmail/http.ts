@@ -1,23 +1,21 @@
 /**
  * HTTP for the Gmail poller: every call has a timeout and a bounded response size, and a call
- * that failed in a way worth repeating (network error, timeout, 429, 5xx) is repeated with
- * exponential backoff and full jitter (AWS's "full jitter": a random wait up to the exponential
- * bound, so pods that failed together do not retry together). A `Retry-After` from Google
- * (seconds) is honoured up to the cap. Anything else is a {@link GmailHttpError} at once.
+ * that failed in a way worth repeating (network error, timeout, 429, 5xx) is repeated on the
+ * system's one retry schedule (contract/backoff.ts: exponential, equal jitter, so pods that failed
+ * together do not retry together). A `Retry-After` from Google (seconds) is honoured up to the
+ * cap. Anything else is a {@link GmailHttpError} at once.
  * @module
  */
+import { type Backoff, backoffMs } from '../../contract/backoff'
 import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
 
-export interface RetryPolicy {
+/** The shared schedule (`baseMs` doubling up to `maxMs`, Retry-After included), and a bound. */
+export interface RetryPolicy extends Backoff {
   /** Attempts in all, the first included. @default 5 */
   attempts: number
-  /** Bound of the first wait; doubles per attempt. @default 500 */
-  baseDelayMs: number
-  /** No wait is longer than this (Retry-After included). @default 30000 */
-  maxDelayMs: number
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 500, maxDelayMs: 30_000 }
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseMs: 500, maxMs: 30_000 }
 
 export type RetryReason = 'rate_limited' | 'server_error' | 'network' | 'timeout'
 
@@ -69,16 +67,6 @@ export class StoppedError extends Error {
   }
 }
 
-/** Exponential bound with full jitter: `random() * min(max, base * 2^attempt)`. */
-export function backoffDelay(
-  policy: RetryPolicy,
-  attempt: number,
-  random: () => number = Math.random,
-): number {
-  const bound = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt)
-  return Math.floor(random() * bound)
-}
-
 export interface JsonAnswer {
   status: number
   body: Record<string, unknown>
@@ -122,8 +110,8 @@ export async function requestJson(
       const reason = `${retry.reason} after ${attempt + 1} attempts`
       throw new GmailHttpError(status, reason, endpoint, true)
     }
-    const jittered = backoffDelay(options.retry, attempt, random)
-    const delay = Math.min(options.retry.maxDelayMs, Math.max(jittered, retry.retryAfterMs ?? 0))
+    const jittered = backoffMs(options.retry, attempt + 1, random())
+    const delay = Math.min(options.retry.maxMs, Math.max(jittered, retry.retryAfterMs ?? 0))
     options.onRetry?.(retry.reason, attempt + 1, delay)
     await sleep(delay, options.signal)
   }

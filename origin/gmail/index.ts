@@ -5,12 +5,11 @@
  * @module
  */
 import type { Registry } from 'prom-client'
-import { type ClaimSettings, type ClaimStore, claimStore } from '../../claims'
+import { type ClaimSettings, type ClaimStore, claimStore, readClaimSettings } from '../../claims'
 import type { OriginConfig, OriginEnv } from '../config'
 import { openDatabase } from '../db'
 import type { Logger } from '../log'
 import type { GmailConfig } from './config'
-import { loadGmailRedisSettings } from './config'
 import { createGmailPoller, type GmailPoller, type PollerLimits } from './poller'
 
 export { type GmailConfig, loadGmailConfig } from './config'
@@ -45,8 +44,9 @@ export function gmailClaims(settings: ClaimSettings): ClaimStore | null {
 
 export function startGmailPolling(options: StartGmailOptions): RunningGmailPoller {
   const { origin, logger } = options
-  const redis = loadGmailRedisSettings(options.env)
-  for (const warning of redis.warnings) logger.warn('gmail config', { warning })
+  const warnings: string[] = []
+  const redis = readClaimSettings(options.env, warnings)
+  for (const warning of warnings) logger.warn('gmail config', { warning })
   const db = openDatabase(origin, POLLER_POOL_MAX, logger)
   const claims = gmailClaims(redis)
   const poller = createGmailPoller({

@@ -20,6 +20,7 @@
  */
 
 import { type ClaimStore, formatDeliveryKey, runClaimed } from '../../claims'
+import { DECISION_MSG, type DecisionLog, decisionLevel } from '../../contract/decision-log'
 import { EmailParseError, parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent, type IngestResult } from '../../contract/event'
 import type { Database } from '../db'
@@ -101,15 +102,20 @@ async function takeMessage(deps: MessageDeps, id: string): Promise<MessageOutcom
     throw err
   }
   deps.metrics.ingested.labels(decided.outcome, decided.decidedBy).inc()
-  deps.logger.info('gmail message', {
+  const line: DecisionLog = {
+    component: 'gmail',
+    channel: 'email',
     gmailId: id,
+    deliveryKey: event.deliveryKey,
     messageKey: event.messageKey,
     fallbackKey: parsed.key.fallback,
-    outcome: decided.outcome,
+    decision: decided.outcome,
     decidedBy: decided.decidedBy,
     redis: decided.redis,
+    messageId: decided.messageId,
     ...(decided.payloadMismatch ? { payloadMismatch: true } : {}),
-  })
+  }
+  deps.logger[decisionLevel(line)](DECISION_MSG, { ...line })
   return {
     status: 'ingested',
     outcome: decided.outcome,

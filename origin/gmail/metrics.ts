@@ -11,25 +11,20 @@ export type SkipReason = (typeof SKIP_REASONS)[number]
 
 /**
  * Why one message could not be taken (recorded in channel_failures and passed over; the
- * `reason` of inbound_gmail_messages_failed_total, the log line and the stored error).
+ * `reason` of inbound_gmail_messages_failed_total, the log line and the stored error), with what
+ * each means: the operator's reading of a failure row.
  */
-export const FAILURE_REASONS = [
-  /** messages.get answered 404: deleted since it was listed, or not visible (yet). */
-  'not_found',
-  /** Another 4xx for this id (400, 410, ...): Gmail will not serve this message. */
-  'client_error',
-  /** A 200 without a base64url `raw`. */
-  'no_raw',
-  /** The answer, or the decoded email, is over the size bound. */
-  'too_large',
-  /** postal-mime gave up, or the result is not a valid event. */
-  'unparseable',
-  /** No From address: there is no customer to file it under. */
-  'no_sender',
-  /** The database refused its content (invalid_event). */
-  'rejected',
-] as const
-export type FailureReason = (typeof FAILURE_REASONS)[number]
+export const FAILURE_REASON_MEANINGS = {
+  not_found: 'messages.get answered 404: deleted since it was listed, or not visible (yet)',
+  client_error: 'another 4xx for this id (400, 410, ...): Gmail will not serve this message',
+  no_raw: 'a 200 without a base64url `raw`',
+  too_large: 'the answer, or the decoded email, is over the size bound',
+  unparseable: 'postal-mime gave up, or the result is not a valid event',
+  no_sender: 'no From address: there is no customer to file it under',
+  rejected: 'the database refused its content (invalid_event)',
+} as const
+export type FailureReason = keyof typeof FAILURE_REASON_MEANINGS
+const FAILURE_REASONS = Object.keys(FAILURE_REASON_MEANINGS) as FailureReason[]
 
 export const POLL_RESULTS = ['completed', 'partial', 'busy', 'failed'] as const
 export type PollStatus = (typeof POLL_RESULTS)[number]

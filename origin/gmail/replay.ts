@@ -9,13 +9,14 @@
  * No mailbox lease is taken: every step is idempotent, so the poller may run at the same time.
  * @module
  */
+import { readClaimSettings } from '../../claims'
 import type { IngestOutcome } from '../../contract/event'
 import type { OriginEnv } from '../config'
 import type { Database } from '../db'
 import { type DeadInboundFailure, resolveInboundFailure } from '../failures/inbound'
 import { type Logger, silentLogger } from '../log'
 import { gmailClient } from './api'
-import { type GmailConfig, loadGmailRedisSettings } from './config'
+import type { GmailConfig } from './config'
 import { DEFAULT_RETRY } from './http'
 import { gmailClaims } from './index'
 import { gmailDeliveryKey, ingestGmailMessage } from './ingest-message'
@@ -56,7 +57,8 @@ export async function replayGmailFailure(
       reason: `it is not a message of GMAIL_MAILBOX ${deps.config.mailbox}`,
     }
   }
-  const redis = loadGmailRedisSettings(deps.env)
+  // Its warnings were logged when the poller started.
+  const redis = readClaimSettings(deps.env, [])
   const http = { timeoutMs: DEFAULT_LIMITS.httpTimeoutMs, retry: DEFAULT_RETRY }
   const { api } = gmailClient(deps.config, http, DEFAULT_LIMITS.maxMessageBytes)
   const taken = await ingestGmailMessage(

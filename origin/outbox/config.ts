@@ -4,8 +4,9 @@
  * another consumer to read, as before the relay existed.
  * @module
  */
-import { ConfigError, intSetting, type OriginEnv } from '../config'
-import { type RetryPolicy, readRetryPolicy } from '../failures/policy'
+import { httpUrl, present, readInt, setting } from '../../contract/settings'
+import { ConfigError, type OriginEnv } from '../config'
+import { RETRY_SETTINGS, type RetryPolicy, readRetryPolicy } from '../failures/policy'
 
 export interface DownstreamConfig {
   /** `DOWNSTREAM_URL`: every outbox row is POSTed here (JSON, `Idempotency-Key: outbox-{id}`). */
@@ -23,20 +24,60 @@ export interface RelayConfig {
   retry: RetryPolicy
 }
 
+export const DOWNSTREAM_URL = setting({
+  name: 'DOWNSTREAM_URL',
+  kind: 'url',
+  secret: true,
+  doc: 'where outbox rows are handed (http(s), no user:password@); unset: relay off',
+})
+export const DOWNSTREAM_TIMEOUT_MS = setting({
+  name: 'DOWNSTREAM_TIMEOUT_MS',
+  kind: 'int',
+  secret: false,
+  default: 5_000,
+  min: 100,
+  max: 120_000,
+  doc: 'bound on one hand-off, response included',
+})
+export const OUTBOX_POLL_INTERVAL_MS = setting({
+  name: 'OUTBOX_POLL_INTERVAL_MS',
+  kind: 'int',
+  secret: false,
+  default: 1_000,
+  min: 10,
+  max: 600_000,
+  doc: 'pause between relay passes that found nothing',
+})
+export const OUTBOX_BATCH_SIZE = setting({
+  name: 'OUTBOX_BATCH_SIZE',
+  kind: 'int',
+  secret: false,
+  default: 20,
+  min: 1,
+  max: 1_000,
+  doc: 'rows one pass claims and hands off in parallel',
+})
+/** The relay's rows of the origin's table (origin/settings.ts), its retry policy's included. */
+export const RELAY_SETTINGS = [
+  DOWNSTREAM_URL,
+  DOWNSTREAM_TIMEOUT_MS,
+  OUTBOX_POLL_INTERVAL_MS,
+  OUTBOX_BATCH_SIZE,
+  ...RETRY_SETTINGS,
+] as const
+
 export const RELAY_DEFAULTS = {
-  downstreamTimeoutMs: 5_000,
-  pollIntervalMs: 1_000,
-  batchSize: 20,
+  downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS.default,
+  pollIntervalMs: OUTBOX_POLL_INTERVAL_MS.default,
+  batchSize: OUTBOX_BATCH_SIZE.default,
 } as const
 
 /** Null when DOWNSTREAM_URL is unset (relay off). @throws {ConfigError} listing every problem. */
 export function loadRelayConfig(env: OriginEnv = process.env): RelayConfig | null {
   const problems: string[] = []
   const downstream = readDownstream(env, problems)
-  const int = (name: string, fallback: number, min: number, max: number) =>
-    intSetting(env, problems, name, fallback, min, max)
-  const pollIntervalMs = int('OUTBOX_POLL_INTERVAL_MS', RELAY_DEFAULTS.pollIntervalMs, 10, 600_000)
-  const batchSize = int('OUTBOX_BATCH_SIZE', RELAY_DEFAULTS.batchSize, 1, 1_000)
+  const pollIntervalMs = readInt(env, OUTBOX_POLL_INTERVAL_MS, problems)
+  const batchSize = readInt(env, OUTBOX_BATCH_SIZE, problems)
   const retry = readRetryPolicy(env, problems)
   if (problems.length > 0) throw new ConfigError(problems)
   return downstream ? { downstream, pollIntervalMs, batchSize, retry } : null
@@ -44,22 +85,13 @@ export function loadRelayConfig(env: OriginEnv = process.env): RelayConfig | nul
 
 /** DOWNSTREAM_URL and its timeout; null when the URL is unset. */
 export function readDownstream(env: OriginEnv, problems: string[]): DownstreamConfig | null {
-  const timeoutMs = intSetting(
-    env,
-    problems,
-    'DOWNSTREAM_TIMEOUT_MS',
-    RELAY_DEFAULTS.downstreamTimeoutMs,
-    100,
-    120_000,
-  )
-  const raw = env.DOWNSTREAM_URL?.trim()
+  const timeoutMs = readInt(env, DOWNSTREAM_TIMEOUT_MS, problems)
+  // Taken as written (a trailing slash may matter to the downstream), unlike readUrl.
+  const raw = present(env, DOWNSTREAM_URL.name)
   if (!raw) return null
-  try {
-    const url = new URL(raw)
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http(s)')
-    // fetch refuses URLs with credentials; say so at start-up rather than on every hand-off.
-    if (url.username || url.password) throw new Error('credentials in URL')
-  } catch {
+  const url = httpUrl(raw)
+  // fetch refuses URLs with credentials; say so at start-up rather than on every hand-off.
+  if (!url || url.username || url.password) {
     problems.push('DOWNSTREAM_URL must be an http(s) URL without user:password@')
     return null
   }

@@ -9,10 +9,17 @@ import {
   randomId,
   type SignedDelivery,
   slackDelivery,
+  slackRequest,
+  TEST_SECRETS,
+  TWILIO_ACCOUNT,
   telegramDelivery,
+  telegramRequest,
   twilioDelivery,
+  twilioRequest,
 } from '../../local/vendor-deliveries'
+import { DONE_VALUE } from '../support/claim-values'
 import { send, startTestStack, type TestStack } from '../support/test-stack'
+import * as media from '../unit/media-payloads'
 
 let e2e: TestStack
 
@@ -44,7 +51,7 @@ describe.each(CASES)('$name end to end', ({ fresh }) => {
     expect(statuses).toEqual(Array(8).fill(200))
     expect(await rows(d)).toBe(1)
     expect(await e2e.outbox(d)).toHaveLength(1)
-    expect(await claim(d)).toMatch(/^done\|/)
+    expect(await claim(d)).toMatch(DONE_VALUE)
   })
 
   it('30 concurrent copies: one row', async () => {
@@ -65,7 +72,7 @@ describe.each(CASES)('$name end to end', ({ fresh }) => {
     expect(await e2e.stack.redisClient.del(`${e2e.stack.keyPrefix}${d.deliveryKey}`)).toBe(1)
     expect(await deliver(d)).toBe(200)
     expect(await rows(d)).toBe(1)
-    expect(await claim(d)).toMatch(/^done\|/)
+    expect(await claim(d)).toMatch(DONE_VALUE)
   })
 
   it('a bad signature: 401, no Redis key, no row', async () => {
@@ -145,6 +152,66 @@ describe('outages', () => {
     }
     expect(await rows(d)).toBe(1)
     expect(await deliver(d)).toBe(200)
-    expect(await claim(d)).toMatch(/^done\|/)
+    expect(await claim(d)).toMatch(DONE_VALUE)
+  })
+})
+
+describe('attachments end to end', () => {
+  async function stored(channel: string, messageKey: string) {
+    const result = await e2e.stack.sql.query(
+      'SELECT body, attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      [channel, messageKey],
+    )
+    return result.rows
+  }
+
+  it('a Telegram photo without caption, delivered twice: one row, empty body, the photo’s metadata', async () => {
+    const updateId = Math.floor(Math.random() * 2 ** 31)
+    const chatId = Math.floor(Math.random() * 2 ** 40)
+    const url = `${e2e.stack.worker.url}/webhooks/telegram`
+    const update = media.telegramPhotoUpdate({ updateId, chatId, messageId: 7 })
+    expect(await send(telegramRequest(url, update))).toBe(200)
+    expect(await send(telegramRequest(url, update))).toBe(200)
+    expect(await stored('telegram', `${TEST_SECRETS.telegramBotId}:${chatId}:7`)).toEqual([
+      { body: '', attachments: [media.TELEGRAM_PHOTO] },
+    ])
+  })
+
+  it('a Slack file_share with text, and a Twilio MMS: their files in the row, the text as body', async () => {
+    const ts = `${Math.floor(Date.now() / 1000)}.${Math.floor(Math.random() * 1e6)}`
+    const share = media.slackFileShare([media.SLACK_FILE], {
+      text: 'see the scan',
+      eventId: `Ev${randomId()}`,
+      ts,
+    })
+    expect(await send(await slackRequest(`${e2e.stack.worker.url}/webhooks/slack`, share))).toBe(
+      200,
+    )
+    expect(await stored('slack', `T123ABC456:C123ABC456:${ts}`)).toEqual([
+      { body: 'see the scan', attachments: [media.SLACK_FILE_ATTACHMENT] },
+    ])
+
+    const sid = `SM${randomId()}`
+    const mediaSid = 'ME0123456789abcdef0123456789abcdef'
+    const mms = media.twilioMediaParams([['audio/ogg', media.twilioMediaUrl(mediaSid)]], {
+      messageSid: sid,
+      body: '',
+    })
+    expect(await send(await twilioRequest(`${e2e.stack.worker.url}/webhooks/twilio`, mms))).toBe(
+      200,
+    )
+    expect(await stored('whatsapp', `${TWILIO_ACCOUNT}:${sid}`)).toEqual([
+      {
+        body: '',
+        attachments: [
+          {
+            kind: 'audio',
+            mediaId: mediaSid,
+            url: media.twilioMediaUrl(mediaSid),
+            mimeType: 'audio/ogg',
+          },
+        ],
+      },
+    ])
   })
 })

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runId } from '../../local/services'
 import { CUSTOMER, rawEmail, uniqueMessageId } from '../../local/vendor-deliveries'
-import { senderKeyPart } from './support/emails'
+import { DONE_VALUE } from '../support/claim-values'
+import { rawEmailWithAttachments, scanPdf, senderKeyPart } from './support/emails'
 import { emailTestbedForFile } from './support/testbed'
 
 const bed = emailTestbedForFile({ worker: true })
@@ -56,7 +57,7 @@ describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
       channel_message_id: `${to}:${senderKeyPart()}:${id}`,
       first_delivery_key: `dedup:email:${to}:${senderKeyPart()}:${id}`,
     })
-    expect(await claimValue(to, id)).toMatch(/^done\|[0-9a-f]{16}$/)
+    expect(await claimValue(to, id)).toMatch(DONE_VALUE)
   })
 
   it('five concurrent deliveries of one email: one row (the others wait or retry later)', async () => {
@@ -120,7 +121,7 @@ describe('keys', () => {
         `${to}:${senderKeyPart()}:${id}`,
       ].sort(),
     )
-    expect(await claimValue(to, id)).toMatch(/^done\|/)
+    expect(await claimValue(to, id)).toMatch(DONE_VALUE)
   })
 
   it("a stranger's In-Reply-To of a customer's mail opens the stranger's own conversation", async () => {
@@ -293,5 +294,21 @@ describe('what the sending server is told', () => {
     expect(logs.some((l) => l.includes(secretText))).toBe(false)
     // The From address is part of the keys only as a hash.
     expect(logs.some((l) => l.includes(CUSTOMER))).toBe(false)
+  })
+})
+
+describe('attachments', () => {
+  it('a PDF with no text becomes a row: empty body, its metadata in attachments, no bytes', async () => {
+    const to = inbox()
+    const pdf = scanPdf('scan-0001.pdf')
+    const raw = rawEmailWithAttachments({ to, subject: 'Scan' }, [pdf.fixture])
+    expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    const { rows } = await bed.db.sql.query(
+      `SELECT body, attachments FROM messages WHERE channel = 'email' AND channel_message_id LIKE $1`,
+      [`${to}:%`],
+    )
+    expect(rows).toEqual([{ body: '', attachments: [pdf.stored] }])
+    expect(JSON.stringify(rows)).not.toContain('%PDF')
   })
 })

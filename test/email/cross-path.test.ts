@@ -10,7 +10,13 @@ import { rawEmail, uniqueMessageId } from '../../local/vendor-deliveries'
 import type { GmailPoller } from '../../origin/gmail'
 import { counterValue } from '../../origin/gmail/metrics'
 import { type FakeGmail, startFakeGmail } from '../support/fake-gmail'
-import { CLOUDFLARE_TRACE_HEADERS, GMAIL_TRACE_HEADERS, senderKeyPart } from './support/emails'
+import {
+  CLOUDFLARE_TRACE_HEADERS,
+  GMAIL_TRACE_HEADERS,
+  rawEmailWithAttachments,
+  scanPdf,
+  senderKeyPart,
+} from './support/emails'
 import { emailTestbedForFile } from './support/testbed'
 
 const bed = emailTestbedForFile({ worker: true })
@@ -159,5 +165,28 @@ describe('another sender reusing the Message-ID', () => {
     const stored = await rows()
     expect(stored).toHaveLength(2)
     expect(stored[1]?.conversation_id).not.toBe(stored[0]?.conversation_id)
+  })
+})
+
+describe('attachments both ways', () => {
+  it('an attachment-only mail without Message-ID, Gmail then Cloudflare: one row, its files', async () => {
+    await freshMailbox()
+    const pdf = scanPdf()
+    const common = { to: mailbox, messageId: null, subject: 'Scan' }
+    const files = [pdf.fixture]
+    gmail.deliver(rawEmailWithAttachments({ ...common, traceHeaders: GMAIL_TRACE_HEADERS }, files))
+    expect(await poller.pollOnce()).toMatchObject({ status: 'completed', ingested: 1 })
+    const viaCloudflare = rawEmailWithAttachments(
+      { ...common, traceHeaders: CLOUDFLARE_TRACE_HEADERS },
+      files,
+    )
+    expect(await bed.worker.deliver(viaCloudflare, { to: mailbox })).toEqual({
+      outcome: 'accepted',
+    })
+    const { rows: stored } = await bed.db.sql.query(
+      `SELECT body, attachments FROM messages WHERE channel = 'email' AND channel_message_id LIKE $1`,
+      [`${mailbox}:%`],
+    )
+    expect(stored).toEqual([{ body: '', attachments: [pdf.stored] }])
   })
 })

@@ -3,12 +3,14 @@
  * the fake Google token endpoint, with an injected clock), and label filtering.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readClaimSettings } from '../../claims'
 import { ConfigError } from '../../origin/config'
 import { BadMessageError, GmailApi } from '../../origin/gmail/api'
-import { GMAIL_DEFAULTS, loadGmailConfig, loadGmailRedisSettings } from '../../origin/gmail/config'
-import { backoffDelay, GmailHttpError, type HttpOptions } from '../../origin/gmail/http'
+import { GMAIL_DEFAULTS, loadGmailConfig } from '../../origin/gmail/config'
+import { GmailHttpError, type HttpOptions } from '../../origin/gmail/http'
 import { hasSkippedLabel } from '../../origin/gmail/ingest-message'
 import { AccessTokens } from '../../origin/gmail/oauth'
+import { parseSettings } from '../../worker/config'
 import { type FakeGmail, type MessageFault, startFakeGmail } from '../support/fake-gmail'
 
 /** What `fn` throws; undefined when it returns. */
@@ -64,30 +66,24 @@ describe('configuration', () => {
   })
 
   it('reads the Redis variables exactly as the worker does (same prefix, same defaults)', () => {
-    expect(loadGmailRedisSettings({})).toMatchObject({ redis: null, redisKeyPrefix: '' })
-    expect(
-      loadGmailRedisSettings({
-        UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:8079/',
-        UPSTASH_REDIS_REST_TOKEN: 't',
-        REDIS_KEY_PREFIX: 'p:',
-      }),
-    ).toMatchObject({ redis: { url: 'http://127.0.0.1:8079', token: 't' }, redisKeyPrefix: 'p:' })
-  })
-})
-
-describe('backoff', () => {
-  const policy = { attempts: 6, baseDelayMs: 500, maxDelayMs: 4_000 }
-
-  it('doubles its bound per attempt up to the cap, with full jitter below it', () => {
-    expect([0, 1, 2, 3, 4].map((n) => backoffDelay(policy, n, () => 0.999_999))).toEqual([
-      499, 999, 1999, 3999, 3999,
-    ])
-    expect(backoffDelay(policy, 3, () => 0)).toBe(0)
-    for (let n = 0; n < 10; n++) {
-      const delay = backoffDelay(policy, n)
-      expect(delay).toBeGreaterThanOrEqual(0)
-      expect(delay).toBeLessThan(Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** n))
+    const claimFields = (env: Record<string, string>) => {
+      const { redis, redisKeyPrefix, dedupTtlSeconds, claimLeaseMs, redisTimeoutMs } =
+        parseSettings(env)
+      return { redis, redisKeyPrefix, dedupTtlSeconds, claimLeaseMs, redisTimeoutMs }
     }
+    expect(readClaimSettings({}, [])).toMatchObject({ redis: null, redisKeyPrefix: '' })
+    const env = {
+      UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:8079/',
+      UPSTASH_REDIS_REST_TOKEN: 't',
+      REDIS_KEY_PREFIX: 'p:',
+      CLAIM_LEASE_MS: '100',
+    }
+    expect(readClaimSettings(env, [])).toMatchObject({
+      redis: { url: 'http://127.0.0.1:8079', token: 't' },
+      redisKeyPrefix: 'p:',
+    })
+    for (const each of [{}, env])
+      expect(readClaimSettings(each, [])).toMatchObject(claimFields(each))
   })
 })
 
@@ -108,7 +104,7 @@ describe('OAuth access tokens', () => {
   let google: FakeGmail
   const http: HttpOptions = {
     timeoutMs: 5_000,
-    retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+    retry: { attempts: 3, baseMs: 1, maxMs: 5 },
   }
 
   beforeAll(async () => {
@@ -169,7 +165,7 @@ describe('messages.get: one bad message, or Gmail unavailable', () => {
   let google: FakeGmail
   const http: HttpOptions = {
     timeoutMs: 5_000,
-    retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+    retry: { attempts: 2, baseMs: 1, maxMs: 5 },
   }
   const MAX_BYTES = 16 * 1024
 

@@ -10,7 +10,12 @@ import { messageIdsIn, normalizeMessageId, otherEmailKeyForm } from '../../contr
 import { htmlToText } from '../../contract/email-text'
 import { finalizeEvent, LIMITS, parseInboundEvent } from '../../contract/event'
 import { rawEmail } from '../../local/vendor-deliveries'
-import { CLOUDFLARE_TRACE_HEADERS, GMAIL_TRACE_HEADERS, senderKeyPart } from './support/emails'
+import {
+  CLOUDFLARE_TRACE_HEADERS,
+  GMAIL_TRACE_HEADERS,
+  rawEmailWithAttachments,
+  senderKeyPart,
+} from './support/emails'
 
 const mailbox = 'support@inbound.example'
 const ada = senderKeyPart()
@@ -331,5 +336,108 @@ describe('finalizeEvent and parseInboundEvent', () => {
       expect(result.message).toContain('occurredAt')
       expect(result.message).not.toContain('secret-looking-value')
     }
+  })
+})
+
+describe('parseEmail: attachments (metadata only)', () => {
+  const pdf = new Uint8Array(
+    Buffer.from('%PDF-1.7\n%\u00e2\u00e3\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n', 'latin1'),
+  )
+  const png = new Uint8Array([
+    0x89,
+    0x50,
+    0x4e,
+    0x47,
+    0x0d,
+    0x0a,
+    0x1a,
+    0x0a,
+    ...new Array(300).fill(7),
+  ])
+
+  it('a PDF with no text: empty body, the kind, type, decoded size and name; never the bytes', async () => {
+    const raw = rawEmailWithAttachments({ subject: 'Scan' }, [
+      { fileName: 'scan-0001.pdf', mimeType: 'application/pdf', content: pdf },
+    ])
+    const { draft } = await parse(raw)
+    expect(draft.body).toBe('')
+    expect(draft.attachments).toEqual([
+      {
+        kind: 'document',
+        mimeType: 'application/pdf',
+        size: pdf.byteLength,
+        fileName: 'scan-0001.pdf',
+      },
+    ])
+    const event = JSON.stringify(await finalizeEvent(draft))
+    expect(event).not.toContain('%PDF')
+    expect(event).not.toContain(Buffer.from(pdf).toString('base64').slice(0, 24))
+  })
+
+  it('text and an inline image: the text as body, the image with its Content-ID', async () => {
+    const raw = rawEmailWithAttachments({ text: 'Photo of the damage attached.' }, [
+      {
+        fileName: 'IMG_0042.png',
+        mimeType: 'image/png',
+        content: png,
+        contentId: 'img42@customer.example',
+        disposition: 'inline',
+      },
+      { mimeType: 'application/octet-stream', content: pdf },
+    ])
+    const { draft } = await parse(raw)
+    expect(draft.body).toBe('Photo of the damage attached.')
+    expect(draft.attachments).toEqual([
+      {
+        kind: 'image',
+        mediaId: 'img42@customer.example',
+        mimeType: 'image/png',
+        size: png.byteLength,
+        fileName: 'IMG_0042.png',
+      },
+      { kind: 'file', mimeType: 'application/octet-stream', size: pdf.byteLength },
+    ])
+    expect(draft.body).not.toContain('PNG')
+  })
+
+  it('a text-only mail has no attachments field (its payload hash stays what it was)', async () => {
+    expect((await parse(rawEmail())).draft).not.toHaveProperty('attachments')
+  })
+
+  it(`keeps the first ${LIMITS.attachments} of 60 attachments, and the mail`, async () => {
+    const many = Array.from({ length: 60 }, (_, n) => ({
+      fileName: `page-${n}.png`,
+      mimeType: 'image/png',
+      content: png,
+    }))
+    const { draft } = await parse(rawEmailWithAttachments({ text: 'all pages' }, many))
+    expect(draft.attachments).toHaveLength(LIMITS.attachments)
+    expect(draft.attachments?.at(-1)?.fileName).toBe(`page-${LIMITS.attachments - 1}.png`)
+    expect(parseInboundEvent(await finalizeEvent(draft)).ok).toBe(true)
+  })
+
+  it('without Message-ID, two attachment-only mails with the same headers are two messages', async () => {
+    const common = { messageId: null, subject: 'Scan', date: 'Tue, 27 Aug 2024 08:49:44 -0700' }
+    const one = await parse(
+      rawEmailWithAttachments(common, [
+        { fileName: 'a.pdf', mimeType: 'application/pdf', content: pdf },
+      ]),
+    )
+    const two = await parse(
+      rawEmailWithAttachments(common, [
+        { fileName: 'b.pdf', mimeType: 'application/pdf', content: pdf },
+      ]),
+    )
+    expect(one.draft.messageKey).not.toBe(two.draft.messageKey)
+    // ...and the same one via another relay is the same message.
+    const again = await parse(
+      rawEmailWithAttachments({ ...common, traceHeaders: GMAIL_TRACE_HEADERS }, [
+        { fileName: 'a.pdf', mimeType: 'application/pdf', content: pdf },
+      ]),
+    )
+    expect(again.draft.messageKey).toBe(one.draft.messageKey)
+    expect((await finalizeEvent(again.draft)).payloadHash).toBe(
+      (await finalizeEvent(one.draft)).payloadHash,
+    )
   })
 })

@@ -287,6 +287,33 @@ faultCase('a poisoned entry among good ones', async (c) => {
   await c.send(c.fresh(5), { gapMs: 50 })
 })
 
+faultCase('WhatsApp Cloud batches, the origin failing one message of a batch', async (c) => {
+  // Six POSTs of 3 messages on 2 phone numbers; the origin (a WAF rule) answers 503 for one
+  // message of the third: that message is queued, the rest of its batch is forwarded, and Meta
+  // is told 200 (the batch is taken).
+  const batches = Array.from({ length: 6 }, () => c.freshBatch(3))
+  const poisoned = batches[2]?.[1] as Message
+  const others = batches.flat().filter((m) => m !== poisoned)
+  await c.during(async () => {
+    stack.balancer.setPoison({ marker: `${poisoned.marker} `, status: 503, path: '/v1/events' })
+    try {
+      await c.sendBatch([...batches, c.freshBatch(2, { forged: true })], { gapMs: 100 })
+      await c.settle()
+      expect(await c.until(() => c.landed(others), 20_000), 'the others landed').toBe(true)
+      expect(stack.worker.spool(poisoned.needle)).toMatchObject({ queued: 1, dead: 0 })
+      expect(await c.rowsOf(poisoned)).toBe(0)
+      // Meta resends whole batches (a duplicate POST): only what is missing could be added.
+      await c.sendBatch(batches, { gapMs: 20 })
+      await c.settle()
+    } finally {
+      stack.balancer.setPoison(null)
+    }
+  })
+  // The queued message lands on its own from the queue; every POST was answered 200.
+  expect(batches.every((b) => b[0]?.attempts.every((a) => a.outcome === 200))).toBe(true)
+  await c.sendBatch([c.freshBatch(3)], { gapMs: 50 })
+})
+
 faultCase('origin killed (SIGKILL) while the consumer is mid-batch', async (c) => {
   const origin = stack.origins[0]
   await c.during(async () => {

@@ -485,4 +485,129 @@ describe('values the database refuses', () => {
     expect(JSON.stringify(answer.body)).not.toContain('before')
     expect(await bed.count('messages', 'channel_message_id = $1', [event.messageKey])).toBe(0)
   })
+
+  it('a NUL in an attachment (not made by finalizeEvent) is a 400 invalid_event, never a 500', async () => {
+    const event = await eventFixture({ attachments: [{ kind: 'document', fileName: 'a.pdf' }] })
+    const dirty = {
+      ...event,
+      attachments: [{ kind: 'document' as const, fileName: 'a\u0000.pdf' }],
+    }
+    const answer = await bed.post(dirty)
+    expect(answer.status).toBe(400)
+    expect(JSON.stringify(answer.body)).toContain('invalid_event')
+    expect(await bed.count('messages', 'channel_message_id = $1', [event.messageKey])).toBe(0)
+  })
+})
+
+describe('attachments', () => {
+  const photo = {
+    kind: 'image',
+    mediaId: 'AgACAgQAAxkBAAIBZ2Xphoto',
+    mimeType: 'image/jpeg',
+    size: 48_213,
+    caption: 'the broken part',
+  } as const
+
+  it('are stored as metadata with the row; a media-only message has the caption as body', async () => {
+    const event = await eventFixture({ body: 'the broken part', attachments: [photo] })
+    const answer = await bed.post(event)
+    expect(answer.status).toBe(201)
+    const { rows } = await bed.sql.query(
+      'SELECT body, attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      [event.channel, event.messageKey],
+    )
+    expect(rows).toEqual([{ body: 'the broken part', attachments: [photo] }])
+  })
+
+  it('a message without attachments stores an empty list and keeps its old payload hash', async () => {
+    const plain = await eventFixture()
+    const withEmpty = await finalizeEvent({ ...plain, attachments: [] })
+    expect(withEmpty.payloadHash).toBe(plain.payloadHash)
+    expect((await bed.post(plain)).status).toBe(201)
+    const { rows } = await bed.sql.query(
+      'SELECT attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      [plain.channel, plain.messageKey],
+    )
+    expect(rows).toEqual([{ attachments: [] }])
+  })
+
+  it('another attachment under the same key is a payload mismatch; the first is kept', async () => {
+    const event = await eventFixture({ body: '', attachments: [photo] })
+    const other = await finalizeEvent({
+      ...event,
+      attachments: [{ ...photo, mediaId: 'AgACAgQAAxkBAAIBZ2Xother' }],
+    })
+    expect(other.payloadHash).not.toBe(event.payloadHash)
+    expect((await bed.post(event)).status).toBe(201)
+    const replay = await bed.post(other)
+    expect(replay.body).toMatchObject({ outcome: 'duplicate', payloadMismatch: true })
+    const { rows } = await bed.sql.query(
+      'SELECT attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      [event.channel, event.messageKey],
+    )
+    expect(rows).toEqual([{ attachments: [photo] }])
+  })
+
+  it('a location is structured content; NULs anywhere in it are dropped by finalizeEvent', async () => {
+    const event = await eventFixture({
+      body: '',
+      attachments: [
+        { kind: 'location', content: { latitude: 52.52, longitude: 13.405, name: 'Dock\u00003' } },
+      ],
+    })
+    expect((await bed.post(event)).status).toBe(201)
+    const { rows } = await bed.sql.query(
+      'SELECT attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      [event.channel, event.messageKey],
+    )
+    expect(rows[0].attachments[0].content).toEqual({
+      latitude: 52.52,
+      longitude: 13.405,
+      name: 'Dock3',
+    })
+  })
+
+  it('an edit with attachments replaces the row’s (a new caption); an edit without leaves them', async () => {
+    const original = await eventFixture({
+      body: 'the broken part',
+      occurredAt: minutesAgo(10),
+      attachments: [photo],
+    })
+    expect((await bed.post(original)).status).toBe(201)
+    const recaptioned = { ...photo, caption: 'the broken part, closer' }
+    const edit = (at: string, attachments?: (typeof photo | typeof recaptioned)[]) =>
+      eventFixture({
+        ...original,
+        kind: 'edit',
+        body: 'the broken part, closer',
+        occurredAt: at,
+        deliveryKey: `edit-${at}`,
+        attachments,
+      })
+    expect((await bed.post(await edit(minutesAgo(5), [recaptioned]))).status).toBe(200)
+    const stored = async () =>
+      (
+        await bed.sql.query(
+          'SELECT attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+          [original.channel, original.messageKey],
+        )
+      ).rows
+    expect(await stored()).toEqual([{ attachments: [recaptioned] }])
+    expect((await bed.post(await edit(minutesAgo(2)))).status).toBe(200)
+    expect(await stored()).toEqual([{ attachments: [recaptioned] }])
+  })
+
+  it('more than the bound, or content over 16 KiB, is a 400 naming the field', async () => {
+    const many = await eventFixture({
+      attachments: Array.from({ length: 51 }, () => ({ kind: 'file' as const })),
+    })
+    const big = await eventFixture({
+      attachments: [{ kind: 'contacts', content: { cards: 'x'.repeat(17 * 1024) } }],
+    })
+    for (const event of [many, big]) {
+      const answer = await bed.post(event)
+      expect(answer.status).toBe(400)
+      expect(JSON.stringify(answer.body)).toContain('attachments')
+    }
+  })
 })

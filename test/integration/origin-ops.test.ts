@@ -75,19 +75,20 @@ describe('logs', () => {
       const { messageId } = (await res.json()) as { messageId: string }
 
       const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
-      const decisions = records.filter((r) => r.msg === 'event')
+      const decisions = records.filter((r) => r.msg === 'decision')
       expect(decisions).toHaveLength(1)
       expect(decisions[0]).toMatchObject({
         level: 'info',
+        component: 'origin',
         channel: 'telegram',
         kind: 'message',
-        outcome: 'created',
+        decision: 'created',
         decidedBy: 'postgres',
         deliveryKey: event.deliveryKey,
         messageKey: 'chat9:7',
         messageId,
       })
-      expect(typeof decisions[0]?.durationMs).toBe('number')
+      expect(typeof decisions[0]?.ms).toBe('number')
       const all = lines.join('\n')
       expect(all).not.toContain(body)
       expect(all).not.toContain(secret)

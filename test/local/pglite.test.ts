@@ -130,6 +130,38 @@ describe('embedded PGlite', () => {
     }
   })
 
+  it('named prepared statements are each session’s own, also on a slot a closed session held', async () => {
+    // One name, a different text per connection (as two sessions may do on Postgres): on the
+    // shared backend, unscoped, the second Parse fails with 42P05 or runs the first's statement.
+    const server = await startEmbeddedPostgres({ dataDir: dir })
+    const connect = async () => {
+      const client = new pg.Client({ connectionString: server.url })
+      await client.connect()
+      return client
+    }
+    const run = (client: pg.Client, n: number) =>
+      client.query<{ n: number }>({
+        name: 'same_name',
+        text: `SELECT ${n} + $1::int AS n`,
+        values: [1],
+      })
+    try {
+      const [a, b] = await Promise.all([connect(), connect()])
+      for (let i = 0; i < 3; i++) {
+        const [ra, rb] = await Promise.all([run(a, 10), run(b, 20)])
+        expect([ra.rows[0]?.n, rb.rows[0]?.n]).toEqual([11, 21])
+      }
+      // b's slot goes to the next connection, whose first Parse of the name must still work.
+      await b.end()
+      const c = await connect()
+      expect((await run(c, 30)).rows[0]?.n).toBe(31)
+      expect((await run(a, 10)).rows[0]?.n).toBe(11)
+      await Promise.all([a.end(), c.end()])
+    } finally {
+      await server.stop()
+    }
+  })
+
   it('a session idle in a transaction is cut off after the hold timeout, and rolled back', async () => {
     const server = await startEmbeddedPostgres({ dataDir: dir, holdTimeoutMs: 500 })
     const idle = new pg.Client({ connectionString: server.url })

@@ -11,13 +11,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deleteRedisPrefix, runId } from '../../local/services'
 import {
+  randomId,
   type SignedDelivery,
   slackDelivery,
   telegramDelivery,
   twilioDelivery,
+  waBatch,
+  waRequest,
+  waText,
 } from '../../local/vendor-deliveries'
+import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
 import { runFailuresCli } from '../support/origin'
-import { eventually, startTestStack, type TestStack } from '../support/test-stack'
+import {
+  eventually,
+  type RowKey,
+  send,
+  startTestStack,
+  type TestStack,
+} from '../support/test-stack'
+import { META_IMAGE_MESSAGE } from '../unit/whatsapp-cloud-fixtures'
 import { startDownstream, type TestDownstream } from './support/downstream'
 
 const MAX_ATTEMPTS = 6
@@ -49,12 +61,15 @@ const fresh = (): SignedDelivery[] => [
   twilioDelivery(),
   telegramDelivery({ messageId: 7 }),
 ]
-const deliver = (d: SignedDelivery) => e2e.deliver(d)
-const rows = (d: SignedDelivery) => e2e.rows(d)
-const outboxOf = (d: SignedDelivery) => e2e.outbox(d)
-const claim = (d: SignedDelivery) => e2e.claim(d)
+/** Where a message's row and claim are: a fixture's delivery, or one message of a batch. */
+type Keys = RowKey & { deliveryKey: string }
 
-const allLanded = (deliveries: SignedDelivery[]) => async () =>
+const deliver = (d: SignedDelivery) => e2e.deliver(d)
+const rows = (d: RowKey) => e2e.rows(d)
+const outboxOf = (d: RowKey) => e2e.outbox(d)
+const claim = (d: Keys) => e2e.claim(d)
+
+const allLanded = (deliveries: RowKey[]) => async () =>
   (await Promise.all(deliveries.map(rows))).every((n) => n === 1)
 
 describe('the origin down', () => {
@@ -66,7 +81,7 @@ describe('the origin down', () => {
         expect(await deliver(d)).toBe(200)
         expect(await deliver(d)).toBe(200)
       }
-      for (const d of deliveries) expect(await claim(d)).toMatch(/^spooled\|/)
+      for (const d of deliveries) expect(await claim(d)).toMatch(SPOOLED_VALUE)
       for (const d of deliveries) expect(await rows(d)).toBe(0)
     } finally {
       await e2e.stack.origin.restart()
@@ -74,7 +89,7 @@ describe('the origin down', () => {
 
     await eventually(allLanded(deliveries))
     await eventually(async () =>
-      (await Promise.all(deliveries.map(claim))).every((v) => v?.startsWith('done|')),
+      (await Promise.all(deliveries.map(claim))).every((v) => DONE_VALUE.test(v ?? '')),
     )
     for (const d of deliveries) {
       expect(await outboxOf(d)).toHaveLength(1)
@@ -171,4 +186,86 @@ describe('a poisoned event among good ones', () => {
       e2e.stack.balancer?.setPoison(null)
     }
   }, 150_000)
+})
+
+describe('WhatsApp Cloud batches, end to end (real origin and Postgres)', () => {
+  /** `count` messages of one Meta POST over two phone numbers, as deliveries of their own. */
+  function waMessages(count: number): Keys[] {
+    return Array.from({ length: count }, (_, i) => waMessage(i % 2 === 0 ? '1001' : '2002'))
+  }
+  function waMessage(number: string, wamid = `wamid.${randomId()}${randomId()}`): Keys {
+    return {
+      channel: 'whatsapp',
+      messageKey: `${number}:${wamid}`,
+      deliveryKey: `dedup:wa-cloud:${number}:${wamid}`,
+    }
+  }
+  const batchOf = (messages: Keys[], extra: Record<string, unknown>[] = []) => {
+    const parts = messages.map((d) => d.messageKey.split(':') as [string, string])
+    return waBatch(
+      ['1001', '2002'].map((phoneNumberId) => ({
+        phoneNumberId,
+        messages: [
+          ...parts.filter(([n]) => n === phoneNumberId).map(([, id]) => waText(id, `text ${id}`)),
+          ...(phoneNumberId === '1001' ? extra : []),
+        ],
+      })),
+    )
+  }
+  const post = async (body: Record<string, unknown>) =>
+    send(await waRequest(`${e2e.stack.worker.url}/webhooks/whatsapp-cloud`, body))
+
+  it('3 messages on 2 numbers, replayed: 3 rows; a batch overlapping it adds only the new one', async () => {
+    const three = waMessages(3)
+    expect(await post(batchOf(three))).toBe(200)
+    expect(await post(batchOf(three))).toBe(200)
+    for (const d of three) expect(await rows(d)).toBe(1)
+    const [fourth] = waMessages(1) as [Keys]
+    expect(await post(batchOf([...three.slice(1), fourth]))).toBe(200)
+    for (const d of [...three, fourth]) {
+      expect(await rows(d)).toBe(1)
+      expect(await outboxOf(d)).toHaveLength(1)
+    }
+  }, 60_000)
+
+  it('20 concurrent copies of a two-message batch leave two rows', async () => {
+    const two = waMessages(2)
+    const body = batchOf(two)
+    const answers = await Promise.all(Array.from({ length: 20 }, () => post(body)))
+    expect(answers.filter((s) => s === 200).length).toBeGreaterThan(0)
+    // Meta resends what was not answered 200.
+    expect(await post(body)).toBe(200)
+    for (const d of two) {
+      expect(await rows(d)).toBe(1)
+      expect(await outboxOf(d)).toHaveLength(1)
+    }
+  }, 60_000)
+
+  it('a batch during an origin outage: answered 200, queued, lands once; the media as attachments', async () => {
+    const two = waMessages(2)
+    const image = waMessage('1001')
+    const imageId = image.messageKey.slice('1001:'.length)
+    const body = batchOf(two, [{ ...META_IMAGE_MESSAGE, id: imageId }])
+    await e2e.stack.origin.kill('SIGKILL')
+    try {
+      expect(await post(body)).toBe(200)
+      expect(await post(body)).toBe(200)
+      for (const d of [...two, image]) expect(await claim(d)).toMatch(SPOOLED_VALUE)
+    } finally {
+      await e2e.stack.origin.restart()
+    }
+    await eventually(allLanded([...two, image]))
+    expect(await post(body)).toBe(200)
+    for (const d of [...two, image]) expect(await outboxOf(d)).toHaveLength(1)
+    const { rows: stored } = await e2e.stack.sql.query<{ body: string; attachments: unknown }>(
+      'SELECT body, attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      ['whatsapp', image.messageKey],
+    )
+    expect(stored).toEqual([
+      {
+        body: 'Taj Mahal',
+        attachments: [expect.objectContaining({ kind: 'image', mediaId: '1003383421387256' })],
+      },
+    ])
+  }, 120_000)
 })

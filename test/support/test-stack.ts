@@ -17,7 +17,7 @@ export interface TestStack {
   rows(key: RowKey): Promise<number>
   outbox(key: RowKey): ReturnType<typeof outboxRows>
   /** The delivery's claim in Redis, null when there is none. */
-  claim(delivery: SignedDelivery): Promise<string | null>
+  claim(delivery: { deliveryKey: string }): Promise<string | null>
   stop(): Promise<void>
 }
 

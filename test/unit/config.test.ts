@@ -18,6 +18,7 @@ describe('settings', () => {
   it('has the documented defaults', () => {
     const s = parseSettings(complete)
     expect(s).toMatchObject(DEFAULTS)
+    expect(s.settledMemo).toEqual({ maxEntries: 0, maxAgeMs: 60_000 })
     expect(s.warnings).toEqual([])
     expect(s.origin).toEqual({ url: 'http://127.0.0.1:8788', secrets: ['new', 'old'] })
   })

@@ -130,7 +130,7 @@ describe('key extraction is stable under serialization', () => {
             const raw = new URLSearchParams(ordered).toString()
             const parts = await partsOf(withHeaderCase(signed, raw, upper))
             expect(await verifyTwilio(parts, [TEST_SECRETS.twilio])).toEqual({ ok: true })
-            return keysOf(classifyTwilio(parseTwilio(parts.body, parts.url), clock))
+            return keysOf(await classifyTwilio(parseTwilio(parts.body, parts.url), clock))
           }
           const canonical = await run(params, [])
           expect(await run(permute(params, s.order), s.upper)).toEqual(canonical)

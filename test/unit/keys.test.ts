@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { finalizeEvent } from '../../contract/event'
 import {
   slackMessageEvent,
+  TEST_ACCOUNT_TAG,
   TEST_SECRETS,
   telegramUpdate,
   twilioParams,
@@ -13,6 +14,7 @@ import {
 import { classifySlack, parseSlack, type SlackPayload } from '../../worker/channels/slack'
 import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
+import { accountTag, compactSid, sidFromCompact } from '../../worker/channels/twilio-keys'
 import type { Delivery } from '../../worker/channels/types'
 import { formatDeliveryKey } from '../../worker/channels/types'
 import { InvalidPayloadError } from '../../worker/errors'
@@ -243,10 +245,13 @@ describe('Slack keys', () => {
 describe('Twilio keys', () => {
   const account = 'AC0123456789abcdef0123456789abcdef'
   const sid = 'SM0123456789abcdef0123456789abcdef'
-  /** What a forwarded message sums up to: keyed by AccountSid and MessageSid, in its channel. */
+  // In Redis keys: the account's tag (48 bits of its SHA-256), the SID losslessly compact.
+  const tag = TEST_ACCOUNT_TAG
+  const compact = 'SMASNFZ4mrze8BI0VniavN7w'
+  /** What a forwarded message sums up to: keyed by its account's tag and its SID, in its channel. */
   const forwarded = (channel: 'whatsapp' | 'sms', sender: string) => ({
     action: 'forward',
-    deliveryKey: `dedup:${channel}:${account}:${sid}`,
+    deliveryKey: `dedup:${channel === 'whatsapp' ? 'wa' : 'sms'}:${tag}:${compact}`,
     messageKey: `${account}:${sid}`,
     kind: 'message',
     channel,
@@ -267,22 +272,24 @@ describe('Twilio keys', () => {
     [
       'a status callback',
       twilioParams({ status: 'delivered' }),
-      { action: 'record', deliveryKey: `dedup:twilio-status:${account}:${sid}:delivered` },
+      { action: 'record', deliveryKey: `dedup:tw-status:${tag}:${compact}:delivered` },
     ],
     [
       'a failed status callback with its error code',
       twilioParams({ status: 'undelivered', errorCode: '30003' }),
-      { action: 'record', deliveryKey: `dedup:twilio-status:${account}:${sid}:undelivered:30003` },
+      { action: 'record', deliveryKey: `dedup:tw-status:${tag}:${compact}:undelivered:30003` },
     ],
-  ])('%s', (_name, params, expected) => {
-    expect(summary(classifyTwilio(new Map(params)))).toEqual(expected)
+  ])('%s', async (_name, params, expected) => {
+    expect(summary(await classifyTwilio(new Map(params)))).toEqual(expected)
   })
 
-  it('keys each status of one message separately, apart from the inbound key', () => {
-    const keys = ['sent', 'delivered', 'read'].map((status) =>
-      summary(classifyTwilio(new Map(twilioParams({ status })))),
+  it('keys each status of one message separately, apart from the inbound key', async () => {
+    const keys = await Promise.all(
+      ['sent', 'delivered', 'read'].map(async (status) =>
+        summary(await classifyTwilio(new Map(twilioParams({ status })))),
+      ),
     )
-    const inbound = summary(classifyTwilio(new Map(twilioParams())))
+    const inbound = summary(await classifyTwilio(new Map(twilioParams())))
     expect(new Set([...keys, inbound].map((k) => JSON.stringify(k))).size).toBe(4)
   })
 
@@ -294,8 +301,29 @@ describe('Twilio keys', () => {
     ],
     ['with a MessageSid that is not an id', twilioParams({ messageSid: 'SM1:x' })],
     ['without From', twilioParams().filter(([n]) => n !== 'From')],
-  ])('refuses a request %s', (_name, params) => {
-    expect(() => classifyTwilio(new Map(params))).toThrow(InvalidPayloadError)
+  ])('refuses a request %s', async (_name, params) => {
+    await expect(classifyTwilio(new Map(params))).rejects.toThrow(InvalidPayloadError)
+  })
+
+  it('writes SIDs losslessly, and keys of at most 43 characters (88 B in Redis)', async () => {
+    expect(await accountTag(account)).toBe(tag)
+    expect(sidFromCompact(compact)).toBe(sid)
+    expect(compactSid('SM-not-canonical')).toBe('SM-not-canonical')
+    const longest = summary(
+      await classifyTwilio(new Map(twilioParams({ from: '+14158675310' }))),
+    ) as { deliveryKey: string }
+    expect(longest.deliveryKey.length).toBeLessThanOrEqual(43)
+  })
+
+  it('keeps two accounts apart under one MessageSid', async () => {
+    const other = 'AC0123456789abcdef0123456789abcdee'
+    const keyOf = async (accountSid: string) =>
+      (
+        summary(await classifyTwilio(new Map(twilioParams({ accountSid })))) as {
+          deliveryKey: string
+        }
+      ).deliveryKey
+    expect(await keyOf(other)).not.toBe(await keyOf(account))
   })
 })
 
@@ -474,7 +502,7 @@ describe('payload hash', () => {
   it('is the same for a Twilio redelivery received at another time (Twilio sends no time)', async () => {
     const params = new Map(twilioParams())
     const at = (seconds: number) => classifyTwilio(params, { nowSeconds: () => seconds })
-    const [first, later] = [at(1_700_000_000), at(1_700_000_090)]
+    const [first, later] = [await at(1_700_000_000), await at(1_700_000_090)]
     if (first.action !== 'forward' || later.action !== 'forward') throw new Error('not forwarded')
     expect(first.draft.occurredAt).not.toBe(later.draft.occurredAt)
     expect((await finalizeEvent(first.draft)).payloadHash).toBe(
@@ -484,7 +512,7 @@ describe('payload hash', () => {
 
   it('differs when the text under the same key differs', async () => {
     const hash = async (body: string) => {
-      const d = classifyTwilio(new Map(twilioParams({ body })))
+      const d = await classifyTwilio(new Map(twilioParams({ body })))
       if (d.action !== 'forward') throw new Error('not forwarded')
       return (await finalizeEvent(d.draft)).payloadHash
     }

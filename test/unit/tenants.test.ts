@@ -77,4 +77,20 @@ describe('assertVerifiedTenant', () => {
     const ignore: ChannelDelivery = { action: 'ignore', reason: 'x' }
     expect(() => assertVerifiedTenant('slack', request(null, true), ignore)).not.toThrow()
   })
+
+  it('checks every item of a batch: one item under another tenant refuses the whole request', () => {
+    expect(() => assertVerifiedTenant('x', request('A'), [record('A'), record('A')])).not.toThrow()
+    expect(() => assertVerifiedTenant('x', request('A'), [record('A'), record('B')])).toThrow(
+      UnauthorizedError,
+    )
+  })
+
+  it('a tenant with scopes (an app and its phone numbers) writes under those scopes only', () => {
+    const app = { ...request('APP1'), scopes: new Set(['111', '222']) } as VerifiedRequest<unknown>
+    expect(() => assertVerifiedTenant('x', app, [record('111'), record('222')])).not.toThrow()
+    expect(() => assertVerifiedTenant('x', app, [record('111'), record('333')])).toThrow(
+      UnauthorizedError,
+    )
+    expect(() => assertVerifiedTenant('x', app, record('APP1'))).toThrow(UnauthorizedError)
+  })
 })

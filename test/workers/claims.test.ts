@@ -3,6 +3,7 @@
  * origin: replays, concurrency, origin failures, Redis outages and slowness, key namespaces.
  */
 import { describe, expect, inject, it } from 'vitest'
+import { settledValue } from '../../claims'
 import {
   randomHex,
   randomId,
@@ -10,10 +11,11 @@ import {
   slackDelivery,
   slackRequest,
   TEST_SECRETS,
-  TWILIO_ACCOUNT,
   telegramDelivery,
   twilioDelivery,
+  twilioDeliveryKey,
 } from '../../local/vendor-deliveries'
+import { DONE_VALUE } from '../support/claim-values'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
 interface ChannelCase {
@@ -41,7 +43,7 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
     expect(answers).toEqual(Array(8).fill(200))
     const { calls } = await h.originCalls()
     expect(calls).toHaveLength(1)
-    expect(await h.redisGet(d.deliveryKey)).toBe(`done|${calls[0]?.payloadHash}`)
+    expect(await h.redisGet(d.deliveryKey)).toBe(settledValue('done', calls[0]?.payloadHash ?? ''))
     expect(await h.redisTtl(d.deliveryKey)).toBeGreaterThan(86_000)
   })
 
@@ -70,7 +72,7 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
     expect((await h.send(d)).status).toBe(200)
     const { calls } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([503, 201])
-    expect(await h.redisGet(d.deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('Redis unreachable: every copy still forwarded (fail open); the origin decides', async () => {
@@ -112,7 +114,7 @@ describe('in flight', () => {
     await h.setOriginMode({ kind: 'ok' })
     expect((await h.send(d)).status).toBe(200)
     expect((await h.originCalls()).calls).toHaveLength(1)
-    expect(await h.redisGet(d.deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('a replay takes over when the first attempt fails and releases, and forwards itself', async () => {
@@ -126,7 +128,7 @@ describe('in flight', () => {
     expect((await first).status).toBe(503)
     expect(replay.status).toBe(200)
     expect((await h.originCalls()).calls.map((c) => c.answered)).toEqual([500, 201])
-    expect(await h.redisGet(d.deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('an origin slower than its timeout: released within Slack budget, retryable answer', async () => {
@@ -185,12 +187,13 @@ describe('Twilio status callbacks', () => {
       expect(answer.status).toBe(200)
       expect(await answer.text()).toContain('<Response/>')
     }
-    const message = `dedup:whatsapp:${TWILIO_ACCOUNT}:${messageSid}`
+    // The message's key, and each status callback's in its own namespace.
+    const message = twilioDeliveryKey('wa', messageSid)
     expect((await h.originCalls()).calls.map((c) => c.deliveryKey)).toEqual([message])
-    expect(await h.redisGet(message)).toMatch(/^done\|/)
-    for (const id of ['sent', 'delivered', 'undelivered:30003']) {
-      const key = `dedup:twilio-status:${TWILIO_ACCOUNT}:${messageSid}:${id}`
-      expect(await h.redisGet(key)).toMatch(/^done\|/)
+    expect(await h.redisGet(message)).toMatch(DONE_VALUE)
+    for (const status of [['sent'], ['delivered'], ['undelivered', '30003']]) {
+      const key = twilioDeliveryKey('tw-status', messageSid, ...status)
+      expect(await h.redisGet(key)).toMatch(DONE_VALUE)
     }
   })
 
@@ -255,7 +258,7 @@ describe('Slack', () => {
       })
     expect((await h.deliver(await request())).status).toBe(200)
     expect((await h.deliver(await request())).status).toBe(200)
-    expect(await h.redisGet(`dedup:slack-interaction:A1:${triggerId}`)).toMatch(/^done\|/)
+    expect(await h.redisGet(`dedup:slack-interaction:A1:${triggerId}`)).toMatch(DONE_VALUE)
     expect((await h.originCalls()).calls).toHaveLength(0)
   })
 })

@@ -15,6 +15,7 @@ import {
   twilioParams,
   twilioRequest,
 } from '../../local/vendor-deliveries'
+import * as media from '../unit/media-payloads'
 import { GATEWAY, harness, WEBHOOKS } from './support/harness'
 
 const { slack: slackUrl, twilio: twilioUrl, telegram: telegramUrl } = WEBHOOKS
@@ -26,7 +27,7 @@ describe('routes', () => {
     const body = await response.json()
     expect(body).toEqual({
       status: 'ok',
-      channels: { slack: true, twilio: true, telegram: true },
+      channels: expect.objectContaining({ slack: true, twilio: true, telegram: true }),
       origin: true,
       spool: true,
       redis: 'ok',
@@ -71,6 +72,15 @@ describe('routes', () => {
     )
     expect(deep.status).toBe(200)
     expect(await deep.json()).toMatchObject({ redis: 'ok', counters: { 'spool_queued:slack': 2 } })
+  })
+
+  it('/healthz: a channel nobody configured is false but no degradation; a half-configured one degrades', async () => {
+    const unused = harness({ TELEGRAM_SECRET_TOKEN: '', TELEGRAM_BOT_ID: '' })
+    const quiet = await (await unused.deliver(new Request(`${GATEWAY}/healthz`))).json()
+    expect(quiet).toMatchObject({ status: 'ok', channels: { telegram: false, slack: true } })
+    const half = harness({ TELEGRAM_BOT_ID: '' })
+    const broken = await (await half.deliver(new Request(`${GATEWAY}/healthz`))).json()
+    expect(broken).toMatchObject({ status: 'degraded', channels: { telegram: false } })
   })
 
   it('reports Redis unavailable on /healthz when it does not answer', async () => {
@@ -198,6 +208,60 @@ describe('routes', () => {
     const callback = { update_id: 77, callback_query: { id: 'q', from: { id: 1 }, data: 'x' } }
     expect((await h.deliver(telegramRequest(telegramUrl, callback))).status).toBe(200)
     expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
+    expect((await h.originCalls()).calls).toHaveLength(0)
+  })
+})
+
+describe('media-only deliveries (signed): forwarded with their attachments, never ignored', () => {
+  it('a Telegram photo without caption, a Slack file_share without text, a Twilio MMS without Body', async () => {
+    const h = harness()
+    const updateId = Math.floor(Math.random() * 2 ** 31)
+    const photo = media.telegramPhotoUpdate({ updateId })
+    const eventId = `Ev${crypto.randomUUID().slice(0, 8)}`
+    const share = media.slackFileShare([media.SLACK_FILE], { eventId })
+    const mediaSid = 'ME0123456789abcdef0123456789abcdef'
+    const mms = media.twilioMediaParams([['image/jpeg', media.twilioMediaUrl(mediaSid)]], {
+      body: '',
+    })
+    for (const request of [
+      telegramRequest(telegramUrl, photo),
+      await slackRequest(slackUrl, share),
+      await twilioRequest(twilioUrl, mms),
+    ]) {
+      expect((await h.deliver(request)).status).toBe(200)
+    }
+    const calls = (await h.originCalls()).calls
+    expect(
+      calls.map(({ channel, kind, body, attachments }) => ({ channel, kind, body, attachments })),
+    ).toEqual([
+      { channel: 'telegram', kind: 'message', body: '', attachments: [media.TELEGRAM_PHOTO] },
+      { channel: 'slack', kind: 'message', body: '', attachments: [media.SLACK_FILE_ATTACHMENT] },
+      {
+        channel: 'whatsapp',
+        kind: 'message',
+        body: '',
+        attachments: [
+          {
+            kind: 'image',
+            mediaId: mediaSid,
+            url: media.twilioMediaUrl(mediaSid),
+            mimeType: 'image/jpeg',
+          },
+        ],
+      },
+    ])
+  })
+
+  it('a Twilio media delivery signed without its media parameters is refused (they are signed too)', async () => {
+    const h = harness()
+    const mms = media.twilioMediaParams([
+      ['image/jpeg', media.twilioMediaUrl('ME0123456789abcdef0123456789abcdef')],
+    ])
+    const signedWithout = mms.filter(([name]) => !name.startsWith('Media'))
+    const signature =
+      (await twilioRequest(twilioUrl, signedWithout)).headers.get('x-twilio-signature') ?? ''
+    const forged = await twilioRequest(twilioUrl, mms, { signature })
+    expect((await h.deliver(forged)).status).toBe(401)
     expect((await h.originCalls()).calls).toHaveLength(0)
   })
 })

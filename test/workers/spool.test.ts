@@ -9,6 +9,7 @@
  */
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test'
 import { describe, expect, inject, it } from 'vitest'
+import { settledValue } from '../../claims'
 import type { InboundEvent } from '../../contract/event'
 import {
   randomId,
@@ -22,6 +23,7 @@ import {
 import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
+import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
 const SPOOL = 'inbound-dedup-spool'
@@ -79,7 +81,9 @@ describe.each(CASES)('$name with the origin down', ({ delivery, okBody }) => {
     const [message] = spool.sent as [SpoolMessage]
     expect(message).toMatchObject({ v: 2, claimKey: d.deliveryKey })
     expect(message.event.deliveryKey).toBe(d.deliveryKey)
-    expect(await h.redisGet(d.deliveryKey)).toBe(`spooled|${message.event.payloadHash}`)
+    expect(await h.redisGet(d.deliveryKey)).toBe(
+      settledValue('spooled', message.event.payloadHash ?? ''),
+    )
     expect(await h.redisTtl(d.deliveryKey)).toBeGreaterThan(86_000)
 
     const replay = await h.send(d)
@@ -209,7 +213,9 @@ describe('the spool consumer', () => {
     const { calls, rows } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([503, 201])
     expect(rows).toBe(1)
-    expect(await h.redisGet(message.claimKey)).toBe(`done|${message.event.payloadHash}`)
+    expect(await h.redisGet(message.claimKey)).toBe(
+      settledValue('done', message.event.payloadHash ?? ''),
+    )
   })
 
   it('origin had it already (200 duplicate): ack, still one row', async () => {
@@ -247,7 +253,7 @@ describe('the spool consumer', () => {
     const { ids, acked, retried } = await consume(h, SPOOL, [message])
     expect(retried).toEqual(ids)
     expect(acked).toEqual([])
-    expect(await h.redisGet(message.claimKey)).toMatch(/^spooled\|/)
+    expect(await h.redisGet(message.claimKey)).toMatch(SPOOLED_VALUE)
   })
 
   it('a poisoned event among good ones: the good ones land, only it is retried', async () => {
@@ -347,10 +353,10 @@ describe('the real queue binding (wrangler.toml), producer to consumer', () => {
 
     // The consumer runs by itself: within a batch timeout, or after a retry's backoff.
     const deadline = Date.now() + 20_000
-    while (Date.now() < deadline && !(await h.redisGet(d.deliveryKey))?.startsWith('done|')) {
+    while (Date.now() < deadline && !DONE_VALUE.test((await h.redisGet(d.deliveryKey)) ?? '')) {
       await new Promise((r) => setTimeout(r, 200))
     }
-    expect(await h.redisGet(d.deliveryKey)).toMatch(/^done\|/)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(DONE_VALUE)
     const { calls } = await h.originCalls()
     const ours = calls.filter((c) => c.deliveryKey === d.deliveryKey).map((c) => c.answered)
     expect(ours).toEqual([503, 201])

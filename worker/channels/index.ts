@@ -1,23 +1,33 @@
 /**
  * The webhook channels. worker/routes.ts serves each one, worker/config.ts parses each one's
- * settings, /healthz reports each one. A new channel is one file in this folder (its
- * {@link WebhookChannel} object) and one line below, plus its README key-table row and its
- * variables (worker/env.ts, README's configuration table). Email is no webhook: Cloudflare Email
- * Routing calls the Worker's `email()` (email.ts).
+ * settings, /healthz reports each one, and each one's `variables` are its rows of the Worker's
+ * settings table (worker/settings.ts: the bindings' types, `npm run dev`'s routing, the README
+ * check). A new channel is one file in this folder (its {@link WebhookChannel} object) and one
+ * line below, plus its README rows (the key table, and its variables in "Configuration") and its
+ * secrets in `.dev.vars.example` (test/local/settings-docs.test.ts fails until they are). Email
+ * is no webhook: Cloudflare Email Routing calls the Worker's `email()` (email.ts).
  * @module
  */
 import { slack } from './slack'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
 import type { WebhookChannel } from './types'
+import { whatsappCloud } from './whatsapp-cloud'
 
 export const WEBHOOK_CHANNELS = [
   slack,
   twilio,
   telegram,
+  whatsappCloud,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]
 export type WebhookChannelName = Registered['name']
 /** Each channel's settings under its name: part of worker/config.ts's Settings. */
 export type ChannelSettings = { [C in Registered as C['name']]: ReturnType<C['settings']> }
+/** A row some channel declares. */
+export type ChannelSettingRow = Registered['variables'][number]
+/** Every channel's rows, in registry order. */
+export const CHANNEL_SETTINGS: readonly ChannelSettingRow[] = WEBHOOK_CHANNELS.flatMap(
+  (channel): readonly ChannelSettingRow[] => channel.variables,
+)

@@ -30,11 +30,23 @@ export const plainReplies: ChannelReplies = {
   retryLater: retryLaterResponse,
 }
 
-export function httpReply(replies: ChannelReplies, outcome: Outcome): Response {
-  if (outcome.decision === 'challenge') {
-    return new Response(outcome.challenge, {
-      headers: { 'content-type': 'text/plain; charset=UTF-8' },
-    })
-  }
-  return outcome.decision === 'retry' ? replies.retryLater() : replies.ok()
+/**
+ * The reply to a request's outcomes (one per delivery; a batch has several): "send it again" when
+ * any item was not taken (the vendor resends the whole batch, whose taken items are duplicates
+ * then), else "got it".
+ */
+export function httpReply(replies: ChannelReplies, outcomes: readonly Outcome[]): Response {
+  const [first] = outcomes
+  if (outcomes.length === 1 && first?.decision === 'challenge')
+    return challengeReply(first.challenge)
+  // Taken: forwarded, duplicate, recorded, ignored, queued, or refused for good (dead-lettered).
+  const taken = outcomes.every((outcome) => outcome.decision !== 'retry')
+  return taken ? replies.ok() : replies.retryLater()
+}
+
+/** A handshake's challenge, echoed as plain text. */
+export function challengeReply(challenge: string): Response {
+  return new Response(challenge, {
+    headers: { 'content-type': 'text/plain; charset=UTF-8', 'x-content-type-options': 'nosniff' },
+  })
 }

@@ -8,22 +8,27 @@
  *   may send one message under several event ids (`message` + `app_mention`, incidents), which
  *   Postgres catches on this key.
  * - interactions: `dedup:slack-interaction:{api_app_id}:{trigger_id}`, recorded, never a message.
+ * A message's `files[]` (subtype `file_share`) become its attachments (slack-files.ts).
  * @module
  */
 
+import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { type Bytes, hmac, sha256Hex, timingSafeEqual, toHex, utf8 } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
 import { InvalidPayloadError } from '../errors'
 import {
   allSecrets,
+  sharedSecretRow,
   type TenantSecrets,
   type TenantVariables,
   type TenantVerdict,
   tenantSecrets,
+  tenantSecretsRow,
   verifyForTenant,
 } from '../tenants'
 import { plainReplies } from './replies'
+import { slackFiles } from './slack-files'
 import {
   type Delivery,
   type DeliveryKey,
@@ -45,9 +50,23 @@ export interface SlackConfig {
   signingSecrets: TenantSecrets
 }
 
+const SLACK_VARIABLES = [
+  sharedSecretRow('SLACK_SIGNING_SECRET', 'signing secrets of a single tenant: any api_app_id'),
+  tenantSecretsRow('SLACK_SIGNING_SECRETS_BY_APP', 'each api_app_id its own signing secrets'),
+  channelTtlSetting('DEDUP_TTL_SECONDS_SLACK'),
+] as const
+
+const SLACK_SECRETS: TenantVariables = {
+  shared: SLACK_VARIABLES[0],
+  perTenant: SLACK_VARIABLES[1],
+  rule: { test: (id) => /^A[A-Z0-9]{1,31}$/.test(id), hint: 'a Slack app id (A…)' },
+}
+
 /** Slack waits 3 s for an answer, then retries in parallel: answer within 2.5 s. */
-export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload> = {
+export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload, typeof SLACK_VARIABLES> = {
   name: 'slack',
+  variables: SLACK_VARIABLES,
+  dedupTtl: SLACK_VARIABLES[2],
   paths: ['/slack'],
   budgetMs: 2_500,
   settings(env, warnings) {
@@ -59,12 +78,6 @@ export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload> = {
   parse: (parts) => parseSlack(parts.body, parts.headers.get('content-type')),
   classify: (payload) => classifySlack(payload),
   replies: plainReplies,
-}
-
-const SLACK_SECRETS: TenantVariables = {
-  perTenant: 'SLACK_SIGNING_SECRETS_BY_APP',
-  shared: 'SLACK_SIGNING_SECRET',
-  rule: { test: (id) => /^A[A-Z0-9]{1,31}$/.test(id), hint: 'a Slack app id (A…)' },
 }
 
 /** Slack's documented replay window, applied both ways. */
@@ -242,6 +255,7 @@ function messageDraft(
       sender: { externalId: user },
       body: typeof message.text === 'string' ? message.text : '',
       occurredAt: isoFromUnixSeconds(edited?.ts ?? event.ts) ?? isoFromUnixSeconds(ts) ?? '',
+      ...slackFiles(message),
     }
   }
   if (subtype === 'message_deleted') {
@@ -273,6 +287,7 @@ function messageDraft(
     sender: { externalId: user },
     body: typeof event.text === 'string' ? event.text : '',
     occurredAt: isoFromUnixSeconds(ts) ?? '',
+    ...slackFiles(event),
   }
 }
 

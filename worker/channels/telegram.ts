@@ -8,25 +8,30 @@
  *   the bot's); a business message `{bot id}:biz:{business_connection_id}:{chat.id}:{message_id}`
  *   (a business chat may share its id with a bot chat). An edit has the same key, kind `edit`, time
  *   `edit_date` and `editSeq` = `update_id` (edits within one second are ordered by it).
+ * - media, locations and contacts become the event's attachments (telegram-media.ts); the body is
+ *   the text, or the caption.
  * - service messages (members joined, title changed, pinned, ...) are recorded, never forwarded;
  *   the business account's own messages in its chats are ignored (like a bot's echoes).
  * @module
  */
 
+import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
-import { secretList, timingSafeEqual } from '../../contract/crypto'
+import { equalsAny, secretList } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
-import { present } from '../../contract/settings'
+import { present, rawValue, type StringEnv, setting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
-import type { Env } from '../env'
 import { InvalidPayloadError, UnauthorizedError } from '../errors'
 import {
   parseTenantSecrets,
+  sharedSecretRow,
   type TenantSecrets,
   type TenantVerdict,
+  tenantSecretsRow,
   verifyForTenant,
 } from '../tenants'
 import { plainReplies } from './replies'
+import { telegramAttachments } from './telegram-media'
 import { isServiceMessage } from './telegram-service'
 import {
   type ChannelDelivery,
@@ -49,12 +54,32 @@ export interface TelegramConfig {
   pathlessBotId: string | null
 }
 
+const TELEGRAM_VARIABLES = [
+  sharedSecretRow('TELEGRAM_SECRET_TOKEN', 'secret_tokens of the bot TELEGRAM_BOT_ID'),
+  setting({
+    name: 'TELEGRAM_BOT_ID',
+    kind: 'string',
+    secret: false,
+    doc: 'the numeric id of the bot served on the bare path /webhooks/telegram',
+  }),
+  tenantSecretsRow('TELEGRAM_SECRET_TOKENS_BY_BOT', 'more bots, each its own secret_tokens'),
+  channelTtlSetting('DEDUP_TTL_SECONDS_TELEGRAM'),
+] as const
+const [SECRET_TOKEN, BOT_ID, TOKENS_BY_BOT] = TELEGRAM_VARIABLES
+
 /**
  * Telegram waits up to 60 s; 10 s is plenty. One bot per path (`/telegram/{botId}`, its own
  * secret_token list); the bare `/telegram` is the bot of TELEGRAM_BOT_ID (the single-tenant setup).
  */
-export const telegram: WebhookChannel<'telegram', TelegramConfig, TelegramUpdate> = {
+export const telegram: WebhookChannel<
+  'telegram',
+  TelegramConfig,
+  TelegramUpdate,
+  typeof TELEGRAM_VARIABLES
+> = {
   name: 'telegram',
+  variables: TELEGRAM_VARIABLES,
+  dedupTtl: TELEGRAM_VARIABLES[3],
   paths: ['/telegram', '/telegram/:botId'],
   budgetMs: 10_000,
   settings: telegramConfig,
@@ -80,17 +105,17 @@ const TELEGRAM_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,256}$/
  * The single-tenant pair TELEGRAM_SECRET_TOKEN + TELEGRAM_BOT_ID is one more bot, also served on
  * the bare path; TELEGRAM_SECRET_TOKENS_BY_BOT adds bots (its entry wins for the same bot id).
  */
-function telegramConfig(env: Env, warnings: string[]): ChannelConfig<TelegramConfig> {
+function telegramConfig(env: StringEnv, warnings: string[]): ChannelConfig<TelegramConfig> {
   const byBot =
     parseTenantSecrets(
-      'TELEGRAM_SECRET_TOKENS_BY_BOT',
-      env.TELEGRAM_SECRET_TOKENS_BY_BOT,
+      TOKENS_BY_BOT.name,
+      rawValue(env, TOKENS_BY_BOT.name),
       { test: (id) => TELEGRAM_BOT_ID_PATTERN.test(id), hint: 'a numeric bot id' },
       warnings,
       (token) => TELEGRAM_TOKEN_PATTERN.test(token),
     ) ?? new Map<string, string[]>()
-  const tokens = secretList(env.TELEGRAM_SECRET_TOKEN)
-  const botId = present(env, 'TELEGRAM_BOT_ID')
+  const tokens = secretList(rawValue(env, SECRET_TOKEN.name))
+  const botId = present(env, BOT_ID.name)
   const botIdValid = botId !== null && TELEGRAM_BOT_ID_PATTERN.test(botId)
   if (botId !== null && !botIdValid) warnings.push('TELEGRAM_BOT_ID must be the numeric bot id')
   const pathlessBotId = tokens.length > 0 && botIdValid ? botId : null
@@ -109,7 +134,7 @@ function telegramConfig(env: Env, warnings: string[]): ChannelConfig<TelegramCon
       value: { secretTokens: { kind: 'per-tenant', byTenant: byBot }, pathlessBotId },
     }
   }
-  if (env.TELEGRAM_SECRET_TOKENS_BY_BOT?.trim()) {
+  if (present(env, TOKENS_BY_BOT.name)) {
     return { ok: false, missing: ['TELEGRAM_SECRET_TOKENS_BY_BOT'] }
   }
   return {
@@ -131,11 +156,8 @@ export async function verifyTelegram(
   // Rule 1: the header Telegram sends when the webhook was set with a secret_token.
   const offered = parts.headers.get(TELEGRAM_SECRET_HEADER)
   if (!offered) return { ok: false, reason: 'missing_headers' }
-  // Rule 2: any configured token may match (rotation), compared in constant time; every token is
-  // compared, so the time taken does not say which one matched.
-  let matched = false
-  for (const token of secretTokens) matched = timingSafeEqual(token, offered) || matched
-  return matched ? { ok: true } : { ok: false, reason: 'secret_mismatch' }
+  // Rule 2: any configured token may match (rotation), every one compared in constant time.
+  return equalsAny(secretTokens, offered) ? { ok: true } : { ok: false, reason: 'secret_mismatch' }
 }
 
 /**
@@ -207,6 +229,7 @@ export function classifyTelegram(update: TelegramUpdate, botId: string): Channel
   )
   if (!occurredAt) throw new InvalidPayloadError(`telegram ${field} without a date`)
 
+  const attachments = telegramAttachments(message)
   const draft: InboundEventDraft = {
     kind,
     channel: 'telegram',
@@ -218,6 +241,7 @@ export function classifyTelegram(update: TelegramUpdate, botId: string): Channel
     occurredAt,
     // update_id grows with each update of one bot: the later of two same-second edits wins.
     ...(kind === 'edit' ? { editSeq: updateId } : {}),
+    ...(attachments ? { attachments } : {}),
   }
   return { action: 'forward', key, draft }
 }

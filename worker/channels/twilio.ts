@@ -2,26 +2,35 @@
  * Twilio Programmable Messaging: inbound WhatsApp / SMS messages and status callbacks.
  *
  * Keys (see README's key table):
- * - inbound delivery: `dedup:{whatsapp|sms}:{AccountSid}:{MessageSid}`; message key
+ * - inbound delivery: `dedup:{wa|sms}:{account tag}:{compact MessageSid}`; message key
  *   `{AccountSid}:{MessageSid}` (a MessageSid is unique within its account).
- * - status callback: `dedup:twilio-status:{AccountSid}:{MessageSid}:{MessageStatus}[:{ErrorCode}]`,
+ * - status callback: `dedup:tw-status:{account tag}:{compact MessageSid}:{MessageStatus}[:{ErrorCode}]`,
  *   its own namespace: an outbound message's statuses share its MessageSid, so keying them like
  *   inbound messages would swallow the later statuses (and they are never message rows).
+ * Media (`NumMedia`, `MediaUrl{N}`) become the event's attachments (twilio-media.ts).
+ * Redis keys of at most 43 characters cost 88 B (MEMORY USAGE) and longer ones 104 B and more, so
+ * the SIDs are written compactly (twilio-keys.ts): the MessageSid losslessly, the account as a
+ * 48-bit tag of its SHA-256. Log lines name the same key as Redis.
  * @module
  */
 
+import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
-import { readUrl } from '../../contract/settings'
+import { readUrl, setting } from '../../contract/settings'
 import { InvalidPayloadError } from '../errors'
 import {
+  sharedSecretRow,
   type TenantSecrets,
   type TenantVariables,
   type TenantVerdict,
   tenantSecrets,
+  tenantSecretsRow,
   verifyForTenant,
 } from '../tenants'
 import { retryLaterResponse } from './replies'
+import { accountTag, compactSid } from './twilio-keys'
+import { twilioAttachments } from './twilio-media'
 import {
   type ChannelDelivery,
   type DeliveryKey,
@@ -43,15 +52,40 @@ export interface TwilioConfig {
   publicBaseUrl: string | null
 }
 
+const TWILIO_VARIABLES = [
+  sharedSecretRow('TWILIO_AUTH_TOKEN', 'auth tokens of a single tenant: any AccountSid'),
+  tenantSecretsRow('TWILIO_AUTH_TOKENS_BY_ACCOUNT', 'each AccountSid its own auth tokens'),
+  setting({
+    name: 'PUBLIC_BASE_URL',
+    kind: 'url',
+    secret: false,
+    doc: 'the public origin Twilio signs (behind a proxy); unset: the request URL',
+  }),
+  channelTtlSetting('DEDUP_TTL_SECONDS_TWILIO'),
+] as const
+
+const TWILIO_TOKENS: TenantVariables = {
+  shared: TWILIO_VARIABLES[0],
+  perTenant: TWILIO_VARIABLES[1],
+  rule: { test: (id) => /^AC[0-9a-fA-F]{32}$/.test(id), hint: 'an AccountSid (AC + 32 hex)' },
+}
+
 /** Twilio waits 15 s (`tt`) for an answer; it wants TwiML, an empty `<Response/>` = no reply. */
-export const twilio: WebhookChannel<'twilio', TwilioConfig, TwilioPayload> = {
+export const twilio: WebhookChannel<
+  'twilio',
+  TwilioConfig,
+  TwilioPayload,
+  typeof TWILIO_VARIABLES
+> = {
   name: 'twilio',
+  variables: TWILIO_VARIABLES,
+  dedupTtl: TWILIO_VARIABLES[3],
   paths: ['/twilio'],
   budgetMs: 10_000,
   settings(env, warnings) {
     const tokens = tenantSecrets(env, TWILIO_TOKENS, warnings)
     if (!tokens.ok) return tokens
-    const publicBaseUrl = readUrl(env, 'PUBLIC_BASE_URL', warnings)
+    const publicBaseUrl = readUrl(env, TWILIO_VARIABLES[2], warnings)
     return { ok: true, value: { authTokens: tokens.value, publicBaseUrl } }
   },
   pick: (settings) => settings.twilio,
@@ -67,12 +101,6 @@ export const twilio: WebhookChannel<'twilio', TwilioConfig, TwilioPayload> = {
       }),
     retryLater: retryLaterResponse,
   },
-}
-
-const TWILIO_TOKENS: TenantVariables = {
-  perTenant: 'TWILIO_AUTH_TOKENS_BY_ACCOUNT',
-  shared: 'TWILIO_AUTH_TOKEN',
-  rule: { test: (id) => /^AC[0-9a-fA-F]{32}$/.test(id), hint: 'an AccountSid (AC + 32 hex)' },
 }
 
 /** Parameters as received: a name may repeat. */
@@ -212,10 +240,10 @@ export interface TwilioClassifyOptions {
   nowSeconds?: () => number
 }
 
-export function classifyTwilio(
+export async function classifyTwilio(
   params: TwilioPayload,
   options: TwilioClassifyOptions = {},
-): ChannelDelivery {
+): Promise<ChannelDelivery> {
   const accountSid = str(params.get('AccountSid'))
   const messageSid = str(params.get('MessageSid')) ?? str(params.get('SmsSid'))
   if (!isKeyPart(accountSid) || !isKeyPart(messageSid)) {
@@ -228,16 +256,23 @@ export function classifyTwilio(
     if (!isKeyPart(status) || (errorCode !== null && !isKeyPart(errorCode))) {
       throw new InvalidPayloadError('twilio status callback with an invalid status / error code')
     }
-    const id = [messageSid, status, ...(errorCode ? [errorCode] : [])].join(':')
-    return { action: 'record', key: { namespace: 'twilio-status', scope: accountSid, id } }
+    const id = [compactSid(messageSid), status, ...(errorCode ? [errorCode] : [])].join(':')
+    const scopeTag = await accountTag(accountSid)
+    return { action: 'record', key: { namespace: 'tw-status', scope: accountSid, scopeTag, id } }
   }
 
   const from = str(params.get('From'))
   if (!from) throw new InvalidPayloadError('twilio message without From')
   const channel = from.startsWith('whatsapp:') ? 'whatsapp' : 'sms'
-  const key: DeliveryKey = { namespace: channel, scope: accountSid, id: messageSid }
+  const key: DeliveryKey = {
+    namespace: channel === 'whatsapp' ? 'wa' : 'sms',
+    scope: accountSid,
+    scopeTag: await accountTag(accountSid),
+    id: compactSid(messageSid),
+  }
   const now = (options.nowSeconds ?? systemClock)()
   const profileName = str(params.get('ProfileName'))
+  const attachments = twilioAttachments(params)
   return {
     action: 'forward',
     key,
@@ -250,6 +285,7 @@ export function classifyTwilio(
       sender: { externalId: from, ...(profileName ? { displayName: profileName } : {}) },
       body: params.get('Body') ?? '',
       occurredAt: new Date(now * 1000).toISOString(),
+      ...(attachments ? { attachments } : {}),
     },
   }
 }

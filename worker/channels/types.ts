@@ -6,9 +6,11 @@
  * @module
  */
 
+import type { ChannelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import type { DeliveryKey } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
+import type { SettingRow } from '../../contract/settings'
 import type { ChannelConfig, Settings } from '../config'
 import type { Env } from '../env'
 import { InvalidPayloadError } from '../errors'
@@ -22,9 +24,19 @@ export { type DeliveryKey, formatDeliveryKey } from '../../contract/delivery-key
  * the registry (worker/channels/index.ts) with the same steps, config → bounded body → `verify` →
  * `parse` → `classify` → the delivery core → `replies`.
  */
-export interface WebhookChannel<Name extends string = string, Config = unknown, Payload = unknown> {
+export interface WebhookChannel<
+  Name extends string = string,
+  Config = unknown,
+  Payload = unknown,
+  Variables extends readonly SettingRow[] = readonly SettingRow[],
+> {
   /** Log label, and the key of its settings in worker/config.ts's Settings. */
   readonly name: Name
+  /**
+   * The variables it reads: its rows of the Worker's settings table (worker/settings.ts), which
+   * types them as bindings (worker/env.ts) and routes them in `npm run dev`.
+   */
+  readonly variables: Variables
   /** Its paths under /webhooks; a `:param` reaches `verify` (Telegram's `/telegram/:botId`). */
   readonly paths: readonly string[]
   /**
@@ -32,6 +44,16 @@ export interface WebhookChannel<Name extends string = string, Config = unknown, 
    * in-flight wait and the origin are cut to fit.
    */
   readonly budgetMs: number
+  /**
+   * Its dedup TTL row (`DEDUP_TTL_SECONDS_{NAME}`, claims/settings.ts `channelTtlSetting`, with
+   * its vendor's redelivery horizon when that is longer than a day), also among its `variables`.
+   */
+  readonly dedupTtl: ChannelTtlSetting
+  /**
+   * The largest body its vendor documents, when larger than MAX_BODY_BYTES (Meta: batches of up
+   * to 3 MB): the route's bound is the larger of the two. A 413 is a retry for days, not a fix.
+   */
+  readonly maxBodyBytes?: number
   /** Its settings from the bindings; what is missing by variable name, never by value. */
   settings(env: Env, warnings: string[]): ChannelConfig<Config>
   /** Its settings within the parsed ones (what `settings` returned, with the origin's needs). */
@@ -39,11 +61,22 @@ export interface WebhookChannel<Name extends string = string, Config = unknown, 
   /** Whose secrets match the raw request (a tenant id, or null for shared secrets). */
   verify(parts: RequestParts, config: Config, params: PathParams): Promise<TenantVerdict>
   parse(parts: RequestParts): Payload
-  /** `tenant` is the one whose secrets verified the request. */
-  classify(payload: Payload, tenant: string | null): Delivery | Promise<Delivery>
+  /**
+   * `tenant` is the one whose secrets verified the request. One delivery, or a batch (one POST
+   * that carries several messages: each item is claimed, forwarded and queued on its own).
+   */
+  classify(payload: Payload, tenant: string | null): Classified | Promise<Classified>
   /** What "got it" and "send it again" look like to this vendor. */
   readonly replies: ChannelReplies
+  /**
+   * A GET on its paths that proves we own the URL (Meta's subscription handshake, which echoes
+   * `hub.challenge`): the challenge to answer as plain text, or why not (403). Runs after the
+   * config check; claims and writes nothing. (Slack's url_verification is a POST: `classify`.)
+   */
+  handshake?(query: URLSearchParams, config: Config): HandshakeVerdict
 }
+
+export type HandshakeVerdict = { ok: true; challenge: string } | { ok: false; reason: string }
 
 /** The route's `:param`s (absent on a path without them). */
 export type PathParams = Readonly<Record<string, string | undefined>>
@@ -67,8 +100,11 @@ export type Verdict = { ok: true } | { ok: false; reason: string }
 export type Delivery =
   /** A message, edit or delete: claim, forward to the origin, answer by the outcome. */
   | { action: 'forward'; key: DeliveryKey; draft: InboundEventDraft }
-  /** Worth remembering but not a message (status callbacks, interactions): claim, never forward. */
-  | { action: 'record'; key: DeliveryKey }
+  /**
+   * Worth remembering but not a message (status callbacks, interactions): claim, never forward.
+   * `material` is what its hash covers (a batch item's own JSON); default the raw body.
+   */
+  | { action: 'record'; key: DeliveryKey; material?: string }
   /** Verified but nothing to do (bot echoes, other event types): 200, nothing claimed. */
   | { action: 'ignore'; reason: string }
   /** Slack's url_verification handshake: answer the challenge. */
@@ -76,6 +112,22 @@ export type Delivery =
 
 /** Every delivery but Slack's handshake: what the shared claim / forward path handles. */
 export type ChannelDelivery = Exclude<Delivery, { action: 'challenge' }>
+
+/**
+ * What a channel makes of one request: a delivery, or a batch of them (Meta's
+ * `entry[].changes[].value.messages[]`, Twilio Event Streams): each item its own event with its
+ * own keys. The sender is told "ok" only when every item is taken.
+ */
+export type Classified = Delivery | readonly ChannelDelivery[]
+
+/** The deliveries of a classified request, one or many. */
+export function deliveriesOf(classified: Classified): readonly Delivery[] {
+  return isBatch(classified) ? classified : [classified]
+}
+
+export function isBatch(classified: Classified): classified is readonly ChannelDelivery[] {
+  return Array.isArray(classified)
+}
 
 /** Unix seconds (string or number, fractional allowed) → ISO 8601; null when not a time. */
 export function isoFromUnixSeconds(value: unknown): string | null {
@@ -103,6 +155,11 @@ export function parseJsonObject(text: string, what: string): Record<string, unkn
   const object = obj(parsed)
   if (!object) throw new InvalidPayloadError(`${what} is not a JSON object`)
   return object
+}
+
+/** An array field of an untrusted value, else empty. */
+export function list(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : []
 }
 
 /** A plain object field of an untrusted value, else null. */

@@ -1,13 +1,13 @@
 /**
- * The spool's settings, parsed with the rest of the Worker's (worker/config.ts calls
- * {@link parseSpoolSettings} with its integer reader, so invalid values warn the same way).
+ * The spool's settings (its rows of the Worker's table, worker/settings.ts), parsed with the rest
+ * of the Worker's (worker/config.ts calls {@link parseSpoolSettings}).
  *
  * The queue's own delivery settings (batch size, `max_retries`, `dead_letter_queue`) live in
  * wrangler.toml; these are what the code decides per message.
  * @module
  */
 import { CHANNELS, type Channel } from '../../contract/event'
-import type { StringSetting } from '../config'
+import { readInt, setting } from '../../contract/settings'
 import type { Env } from '../env'
 
 export interface SpoolSettings {
@@ -28,43 +28,71 @@ export interface SpoolSettings {
   retryMaxSeconds: number
 }
 
+export const SPOOL_CHANNELS = setting({
+  name: 'SPOOL_CHANNELS',
+  kind: 'list',
+  secret: false,
+  default: CHANNELS.join(','),
+  doc: 'event channels queued when the origin fails; none = off',
+})
+/** Below the consumer's `max_retries` (wrangler.toml; Cloudflare allows at most 100). */
+export const SPOOL_MAX_ATTEMPTS = setting({
+  name: 'SPOOL_MAX_ATTEMPTS',
+  kind: 'int',
+  secret: false,
+  default: 20,
+  min: 1,
+  max: 99,
+  doc: 'forwards of one queued event before it is a dead letter',
+})
+/** Cloudflare Queues' `retry({ delaySeconds })` allows at most 24 h. */
+export const SPOOL_RETRY_BASE_SECONDS = setting({
+  name: 'SPOOL_RETRY_BASE_SECONDS',
+  kind: 'int',
+  secret: false,
+  default: 5,
+  min: 0,
+  max: 86_400,
+  doc: 'the wait after the first failed forward, doubling from there',
+})
+export const SPOOL_RETRY_MAX_SECONDS = setting({
+  name: 'SPOOL_RETRY_MAX_SECONDS',
+  kind: 'int',
+  secret: false,
+  default: 3_600,
+  min: 0,
+  max: 86_400,
+  doc: 'no wait between forwards is longer',
+})
+
+export const SPOOL_SETTINGS = [
+  SPOOL_CHANNELS,
+  SPOOL_MAX_ATTEMPTS,
+  SPOOL_RETRY_BASE_SECONDS,
+  SPOOL_RETRY_MAX_SECONDS,
+] as const
+
 export const SPOOL_DEFAULTS = {
   channels: CHANNELS,
-  maxAttempts: 20,
-  retryBaseSeconds: 5,
-  retryMaxSeconds: 3_600,
+  maxAttempts: SPOOL_MAX_ATTEMPTS.default,
+  retryBaseSeconds: SPOOL_RETRY_BASE_SECONDS.default,
+  retryMaxSeconds: SPOOL_RETRY_MAX_SECONDS.default,
 } as const
-
-/** Cloudflare Queues' `retry({ delaySeconds })` and `max_retries` bounds. */
-const MAX_DELAY_SECONDS = 86_400
-const MAX_RETRIES = 100
-
-type IntReader = (name: StringSetting, fallback: number, min: number, max: number) => number
 
 /**
  * `SPOOL_CHANNELS`: comma-separated event channels, or `none` to switch the spool off (then an
  * origin failure is answered with the vendor's retry status, as before the spool existed).
  */
-export function parseSpoolSettings(env: Env, int: IntReader, warnings: string[]): SpoolSettings {
-  const retryBaseSeconds = int(
-    'SPOOL_RETRY_BASE_SECONDS',
-    SPOOL_DEFAULTS.retryBaseSeconds,
-    0,
-    MAX_DELAY_SECONDS,
-  )
-  let retryMaxSeconds = int(
-    'SPOOL_RETRY_MAX_SECONDS',
-    SPOOL_DEFAULTS.retryMaxSeconds,
-    0,
-    MAX_DELAY_SECONDS,
-  )
+export function parseSpoolSettings(env: Env, warnings: string[]): SpoolSettings {
+  const retryBaseSeconds = readInt(env, SPOOL_RETRY_BASE_SECONDS, warnings)
+  let retryMaxSeconds = readInt(env, SPOOL_RETRY_MAX_SECONDS, warnings)
   if (retryMaxSeconds < retryBaseSeconds) {
     warnings.push('SPOOL_RETRY_MAX_SECONDS is below SPOOL_RETRY_BASE_SECONDS; using the base')
     retryMaxSeconds = retryBaseSeconds
   }
   return {
     channels: spoolChannels(env.SPOOL_CHANNELS, warnings),
-    maxAttempts: int('SPOOL_MAX_ATTEMPTS', SPOOL_DEFAULTS.maxAttempts, 1, MAX_RETRIES - 1),
+    maxAttempts: readInt(env, SPOOL_MAX_ATTEMPTS, warnings),
     retryBaseSeconds,
     retryMaxSeconds,
   }

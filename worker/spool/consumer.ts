@@ -74,7 +74,7 @@ async function deliverQueued(
   if (!decoded.ok) {
     return deadLetter(env, settings, ctx, message, `unreadable message: ${decoded.reason}`)
   }
-  const { event, claimKey, queuedAt } = decoded.message
+  const { event, claimKey, queuedAt, ttlSeconds } = decoded.message
   const fields = {
     channel: event.channel,
     deliveryKey: event.deliveryKey,
@@ -97,7 +97,7 @@ async function deliverQueued(
 
   if (result.kind === 'accepted') {
     message.ack()
-    later(claims?.delivered(claimKey, event.payloadHash))
+    later(claims?.delivered(claimKey, event.payloadHash, ttlSeconds))
     later(claims?.count(`spool_delivered:${event.channel}`))
     logLine('info', 'spool_delivered', {
       ...fields,

@@ -21,6 +21,11 @@ export interface SpoolMessage {
   event: InboundEvent
   /** Epoch ms when it was queued, for the age in log lines. */
   queuedAt: number
+  /**
+   * The claim's dedup TTL, so the consumer's `done` lives as long as the channel's claims do.
+   * Absent (queued before it existed, or the default): DEDUP_TTL_SECONDS.
+   */
+  ttlSeconds?: number
 }
 
 export interface DeadMessage extends Omit<SpoolMessage, 'event'> {
@@ -41,9 +46,10 @@ export function deadMessage(
 export function spoolMessage(
   claimKey: string,
   event: InboundEvent,
+  ttlSeconds?: number,
   now = Date.now(),
 ): SpoolMessage {
-  return { v: 2, claimKey, event, queuedAt: now }
+  return { v: 2, claimKey, event, queuedAt: now, ...(ttlSeconds ? { ttlSeconds } : {}) }
 }
 
 /** UTF-8 bytes of the message as JSON: what the size limit is measured against. */
@@ -68,7 +74,9 @@ export function decodeSpoolMessage(body: unknown): DecodedSpoolMessage {
   const parsed = parseInboundEvent(event)
   if (!parsed.ok) return { ok: false, reason: parsed.message, claimKey, event }
   const queuedAt = typeof raw.queuedAt === 'number' ? raw.queuedAt : 0
-  return { ok: true, message: { v: 2, claimKey, event: parsed.event, queuedAt } }
+  const ttl = raw.ttlSeconds
+  const ttlSeconds = Number.isSafeInteger(ttl) && (ttl as number) >= 60 ? { ttlSeconds: ttl } : {}
+  return { ok: true, message: { v: 2, claimKey, event: parsed.event, queuedAt, ...ttlSeconds } }
 }
 
 /** What the dead-letter consumer reports to the origin for any message on the dead queue. */

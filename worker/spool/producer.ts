@@ -31,6 +31,8 @@ export interface EnqueueOptions {
   /** The channel is spooled at all (SPOOL_CHANNELS). */
   enabled: boolean
   timeoutMs: number
+  /** The claim's dedup TTL, carried in the message for the consumer. */
+  ttlSeconds?: number
 }
 
 export async function enqueueEvent(
@@ -40,7 +42,7 @@ export async function enqueueEvent(
 ): Promise<EnqueueResult> {
   if (!options.enabled) return { status: 'not_queued', reason: 'spool_off' }
   if (!options.queue) return { status: 'not_queued', reason: 'spool_not_bound' }
-  const message = spoolMessage(claimKey, event)
+  const message = spoolMessage(claimKey, event, options.ttlSeconds)
   const bytes = messageBytes(message)
   const fields = { channel: event.channel, deliveryKey: event.deliveryKey }
   if (bytes > MAX_SPOOL_MESSAGE_BYTES) {

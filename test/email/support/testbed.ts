@@ -25,7 +25,7 @@ import { type EmailWorker, startEmailWorker } from './worker'
 
 /** Fast retries: the tests check that backoff happens, not how long it takes. */
 export const TEST_LIMITS: Partial<PollerLimits> = {
-  retry: { attempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
+  retry: { attempts: 4, baseMs: 5, maxMs: 40 },
   httpTimeoutMs: 5_000,
 }
 

@@ -15,6 +15,7 @@ import {
   is2xx,
   type Message,
   MessageFactory,
+  metaBatch,
   SIGNED_CHANNELS,
 } from './vendors'
 
@@ -66,6 +67,24 @@ export class FaultCase {
     )
     this.messages.push(...made)
     return made
+  }
+
+  /**
+   * A WhatsApp Cloud batch: `count` new messages in one POST over two phone numbers, delivered
+   * (and retried by Meta) as one; send it with {@link sendBatch}.
+   */
+  freshBatch(count: number, options: { forged?: boolean } = {}): Message[] {
+    const made = metaBatch(this.factory, count, options.forged)
+    this.messages.push(...made)
+    return made
+  }
+
+  /** Starts Meta's delivery run of each batch (its first message's request is the whole POST). */
+  async sendBatch(batches: readonly Message[][], options: SendOptions = {}): Promise<void> {
+    await this.send(
+      batches.map((batch) => batch[0] as Message),
+      options,
+    )
   }
 
   /** One delivery per signed channel, signed with the wrong secret. */

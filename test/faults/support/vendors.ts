@@ -8,6 +8,8 @@
  * - Twilio (WhatsApp / SMS): one request, 15 s. No retry on 4xx/5xx; one retry only when the
  *   connection could not be made (default `rc=1, rp=ct`).
  * - Telegram: repeats any non-2xx answer "a reasonable number of attempts", backing off.
+ * - Meta (WhatsApp Cloud API): one POST carries a batch of messages; anything but 200 is retried
+ *   "with decreasing frequency" for up to 7 days (the whole POST again).
  * - Email (Cloudflare Email Routing, via Miniflare's `/cdn-cgi/handler/email`): a thrown handler
  *   is a temporary SMTP failure (500 here) and the sending MTA retries with backoff; a
  *   `setReject` (400 here) is a bounce, never retried.
@@ -25,6 +27,8 @@ import {
   slackDelivery,
   telegramDelivery,
   twilioDelivery,
+  waText,
+  whatsappCloudPost,
 } from '../../../local/vendor-deliveries'
 import { senderKeyPart } from '../../email/support/emails'
 
@@ -34,7 +38,7 @@ export const CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 's
 /** The four channels whose requests can be forged (email has no request signature). */
 export const SIGNED_CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms']
 
-export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email'
+export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta'
 
 /** What one attempt got: an HTTP status, or no answer in time, or no connection. */
 export type Outcome = number | 'timeout' | 'refused' | 'network'
@@ -93,6 +97,11 @@ export const POLICIES: Record<Vendor, RetryPolicy> = {
     retryDelaysMs: [500, 1_000, 2_000, ...Array<number>(9).fill(3_000)],
     retries: (outcome) => !is2xx(outcome),
   },
+  meta: {
+    timeoutMs: 10_000,
+    retryDelaysMs: [500, 1_000, 2_000, ...Array<number>(9).fill(3_000)],
+    retries: (outcome) => outcome !== 200,
+  },
   email: {
     timeoutMs: 30_000,
     retryDelaysMs: [1_000, 2_000, ...Array<number>(6).fill(4_000)],
@@ -123,9 +132,14 @@ export class MessageFactory {
     return `fm-${this.run}-c${this.caseNo}-m%`
   }
 
+  /** The next marker of this case (a message of a batch takes one too). */
+  nextMarker(): string {
+    return `fm-${this.run}-c${this.caseNo}-m${++this.n}`
+  }
+
   create(channel: Channel, options: { forged?: boolean } = {}): Message {
-    const n = ++this.n
-    const marker = `fm-${this.run}-c${this.caseNo}-m${n}`
+    const marker = this.nextMarker()
+    const n = this.n
     const forged = options.forged ?? false
     const text = `${marker} ${forged ? 'forged' : 'hello'} via ${channel}`
     const base = { marker, channel, vendor: vendorOf(channel), forged, attempts: [] }
@@ -192,6 +206,43 @@ export class MessageFactory {
       }
     }
   }
+}
+
+/** The business numbers of the WhatsApp Cloud batches (phone_number_id). */
+const WA_NUMBERS = ['106540352242922', '106540352242923']
+
+/**
+ * Logical messages delivered as one WhatsApp Cloud POST (`count` messages over the two numbers):
+ * each its own message, all sharing the one delivery run (and so one `attempts` list: the table's
+ * deliveries count each message of a POST).
+ */
+export function metaBatch(factory: MessageFactory, count: number, forged = false): Message[] {
+  const members = Array.from({ length: count }, (_, i) => {
+    const marker = factory.nextMarker()
+    const wamid = `wamid.${marker.replaceAll('-', '')}`
+    const text = `${marker} ${forged ? 'forged' : 'hello'} via whatsapp-cloud`
+    return { marker, wamid, number: WA_NUMBERS[i % WA_NUMBERS.length] as string, text }
+  })
+  const post = whatsappCloudPost(
+    WA_NUMBERS.map((phoneNumberId) => ({
+      phoneNumberId,
+      messages: members
+        .filter((m) => m.number === phoneNumberId)
+        .map((m) => waText(m.wamid, m.text)),
+    })),
+    { forged },
+  )
+  const attempts: Attempt[] = []
+  return members.map(({ marker, wamid, number }) => ({
+    marker,
+    channel: 'whatsapp' as const,
+    vendor: 'meta' as const,
+    forged,
+    attempts,
+    messageKey: `${number}:${wamid}`,
+    needle: `wa-cloud:${number}:${wamid}`,
+    request: (url: string) => post.request(url),
+  }))
 }
 
 /** Slack's `x-slack-retry-reason` for what the previous attempt got. */

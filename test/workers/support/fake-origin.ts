@@ -10,7 +10,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { parseInboundEvent } from '../../../contract/event'
+import { type InboundEvent, parseInboundEvent } from '../../../contract/event'
 import { verifyForward } from '../../../contract/forward-signature'
 import { readBody } from '../../../local/http-body'
 
@@ -30,6 +30,8 @@ export interface OriginCall {
   kind: string
   payloadHash: string
   answered: number
+  body: string
+  attachments?: InboundEvent['attachments']
 }
 
 /** A dead-letter report (`POST /v1/failures/inbound`) as the origin received it. */
@@ -101,6 +103,8 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       kind: event.kind,
       payloadHash: event.payloadHash,
       answered: 0,
+      body: event.body,
+      ...(event.attachments ? { attachments: event.attachments } : {}),
     }
     space.calls.push(call)
     const mode = space.mode

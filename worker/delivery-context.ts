@@ -1,0 +1,84 @@
+/**
+ * What a front door (the webhook routes, the email handler) hands the delivery core
+ * (deliver.ts): its context, built by {@link deliveryContext}; and what it gets back: an
+ * {@link Outcome} per delivery, logged with the status of the reply it gave ({@link logOutcome}).
+ * @module
+ */
+import type { ClaimStore } from '../claims'
+import type { OriginConfig, Settings } from './config'
+import type { Env } from './env'
+import { ChannelNotConfiguredError } from './errors'
+import { claimStoreFor } from './gateway'
+import { type Decision, logDecision, type WorkerDecisionLog } from './log'
+import type { DeadLetterQueue, SpoolQueue } from './spool/producer'
+
+/**
+ * What became of a delivery: the log's decision and fields, less what the front door adds (its
+ * reply's status, the time taken). A front door needs only `decision` to answer: `retry` asks the
+ * sender to send again, `rejected` is refused for good, `challenge` is a handshake to answer with
+ * `challenge`; every other decision (forwarded, duplicate, recorded, ignored, spooled) is taken.
+ */
+export type Outcome = OutcomeFields &
+  ({ decision: Exclude<Decision, 'challenge'> } | { decision: 'challenge'; challenge: string })
+
+/** A decision's fields; `channel` defaults to the front door's (an event names sms / whatsapp). */
+type OutcomeFields = Omit<WorkerDecisionLog, 'channel' | 'decision' | 'status' | 'ms'> & {
+  channel?: string
+}
+export interface DeliveryContext {
+  /** Log label of the front door: slack | twilio | telegram | email. */
+  channel: string
+  settings: Settings
+  origin: OriginConfig
+  /** Null when no Redis is configured: Postgres decides everything. */
+  claims: ClaimStore | null
+  /** The spool queue's producer binding; null when the Worker has none. */
+  spool: SpoolQueue | null
+  /** The dead-letter queue: events the origin refused for good are recorded through it. */
+  deadLetters: DeadLetterQueue | null
+  waitUntil(promise: Promise<unknown>): void
+  startedAt: number
+  /** Epoch ms by which the sender must have its answer (Slack: 3 s, less a margin). */
+  deadline: number
+  /** How long this front door's `done` / `spooled` claims live (its channel's dedup TTL). */
+  dedupTtlSeconds: number
+}
+
+/** What a front door knows of its delivery: its name, clock, budget and the runtime's waitUntil. */
+export interface FrontDoor {
+  channel: string
+  startedAt: number
+  /** How long the sender waits for our answer (the channel's budget). */
+  budgetMs: number
+  waitUntil(promise: Promise<unknown>): void
+  /** The channel's own dedup TTL; default DEDUP_TTL_SECONDS. */
+  dedupTtlSeconds?: number
+}
+
+/** The one way a front door builds its context (the origin is required: 503 without it). */
+export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): DeliveryContext {
+  if (!settings.origin) throw new ChannelNotConfiguredError(door.channel, ['ORIGIN_URL'])
+  return {
+    channel: door.channel,
+    settings,
+    origin: settings.origin,
+    claims: claimStoreFor(settings),
+    spool: env.SPOOL ?? null,
+    deadLetters: env.SPOOL_DEAD ?? null,
+    waitUntil: door.waitUntil,
+    startedAt: door.startedAt,
+    deadline: door.startedAt + door.budgetMs,
+    dedupTtlSeconds: door.dedupTtlSeconds ?? settings.dedupTtlSeconds,
+  }
+}
+
+/** One decision log line for an outcome, with the status of the reply the front door gave. */
+export function logOutcome(ctx: DeliveryContext, outcome: Outcome, status: number): void {
+  const { challenge: _, ...fields }: Outcome & { challenge?: string } = outcome
+  logDecision({
+    ...fields,
+    channel: outcome.channel ?? ctx.channel,
+    status,
+    ms: Date.now() - ctx.startedAt,
+  })
+}

@@ -7,8 +7,9 @@ import { defineConfig } from 'vitest/config'
  * Upstash stand-in. The global setup starts the Node-side servers and hands their URLs over.
  */
 /**
- * The secrets the test fixtures sign with (test/unit/test-secrets.ts; written out here because the
- * config loader should not import TypeScript modules). A drift fails every signed-request test.
+ * The secrets the test fixtures sign with (TEST_SECRETS of local/vendor-deliveries.ts; written out
+ * here because the config loader should not import the Worker's modules). A drift fails every
+ * signed-request test.
  */
 const TEST_SECRETS = {
   slack: 'test-slack-signing-secret',

@@ -3,7 +3,7 @@
  * keys), and the signals that must reach that cleanup rather than end the process first.
  * @module
  */
-import type { Stoppable } from '../local/stack'
+import type { Stoppable } from '../local/processes'
 import { within } from './util'
 
 /**

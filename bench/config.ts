@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { REPO_ROOT } from '../local/stack'
+import { vendorBindings } from '../local/vendor-deliveries'
 
 /** Where a run writes latest.{json,md}, chart.svg and (BENCH_PROFILE=1) profiles/<run>/. */
 export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results')
@@ -132,14 +133,7 @@ export const BENCH_SECRETS = {
   publicBaseUrl: 'https://gateway.bench.invalid',
 } as const
 
-/** The Worker bindings every bench worker gets (plus ORIGIN_URL / Upstash wiring where used). */
-export function vendorVars(redisKeyPrefix: string): Record<string, string> {
-  return {
-    SLACK_SIGNING_SECRET: BENCH_SECRETS.slack,
-    TWILIO_AUTH_TOKEN: BENCH_SECRETS.twilio,
-    TELEGRAM_SECRET_TOKEN: BENCH_SECRETS.telegram,
-    TELEGRAM_BOT_ID: BENCH_SECRETS.telegramBotId,
-    PUBLIC_BASE_URL: BENCH_SECRETS.publicBaseUrl,
-    REDIS_KEY_PREFIX: redisKeyPrefix,
-  }
+/** The Worker bindings every bench worker gets (the stack adds ORIGIN_URL and the Redis wiring). */
+export function vendorVars(): Record<string, string> {
+  return { ...vendorBindings(BENCH_SECRETS), PUBLIC_BASE_URL: BENCH_SECRETS.publicBaseUrl }
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import { execFileSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readStat } from '../local/proc'
 
 /** A component and how to find its processes at the moment of a reading. */
 export interface CpuGroup {
@@ -17,15 +17,6 @@ export interface CpuGroup {
 /** CPU milliseconds used per component between two readings. */
 export type CpuUsage = Record<string, number>
 
-interface ProcStat {
-  pid: number
-  ppid: number
-  pgrp: number
-  comm: string
-  /** utime + stime, clock ticks. */
-  ticks: number
-}
-
 const TICKS_PER_SECOND = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
@@ -33,57 +24,6 @@ const TICKS_PER_SECOND = (() => {
     return 100
   }
 })()
-
-function readStat(pid: number): ProcStat | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    // comm may hold spaces and parentheses: everything after the last ')' is fixed fields.
-    const close = text.lastIndexOf(')')
-    const comm = text.slice(text.indexOf('(') + 1, close)
-    const fields = text.slice(close + 2).split(' ')
-    // fields[0] = state (field 3); ppid 4, pgrp 5, utime 14, stime 15.
-    return {
-      pid,
-      comm,
-      ppid: Number(fields[1]),
-      pgrp: Number(fields[2]),
-      ticks: Number(fields[11]) + Number(fields[12]),
-    }
-  } catch {
-    return null
-  }
-}
-
-/** Every process visible in /proc (empty where there is no /proc). */
-export function listProcesses(): ProcStat[] {
-  let entries: string[]
-  try {
-    entries = readdirSync('/proc')
-  } catch {
-    return []
-  }
-  const out: ProcStat[] = []
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue
-    const stat = readStat(Number(entry))
-    if (stat) out.push(stat)
-  }
-  return out
-}
-
-/** Pids of the processes in a process group (a GroupProcess and everything it started). */
-export function groupPids(pgrp: number): number[] {
-  return listProcesses()
-    .filter((p) => p.pgrp === pgrp)
-    .map((p) => p.pid)
-}
-
-/** Pids of this process's children named `comm` (Miniflare's workerd). */
-export function childPids(comm: string): number[] {
-  return listProcesses()
-    .filter((p) => p.ppid === process.pid && p.comm === comm)
-    .map((p) => p.pid)
-}
 
 export class CpuSampler {
   constructor(private readonly groups: CpuGroup[]) {}

@@ -7,8 +7,7 @@
  */
 import { join } from 'node:path'
 import type { Redis } from 'ioredis'
-import { REDIS_URL } from '../local/services'
-import { startWorkerDev, type WorkerDevHandle } from '../local/stack'
+import type { WorkerDevHandle } from '../local/worker-runtime'
 import type { Cleanup } from './cleanup'
 import { type BenchConfig, WORKERD_PROFILE } from './config'
 import type { LoadGenerator } from './load'
@@ -34,7 +33,7 @@ import {
   TARGET_LABELS,
   type Target,
 } from './scenarios'
-import { type Stack, startUpstashStandIn } from './stack'
+import type { Stack } from './stack'
 import type { StepOutcome, StepResult, StepSpec } from './steps'
 import { fmt, say, startedAt } from './util'
 import type { WorkerProfiler } from './worker-profiler'
@@ -98,8 +97,7 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
     },
     async after(state) {
       // Back on the same port (the Worker's UPSTASH_REDIS_REST_URL), for what follows.
-      state.stack.redisLayer = await startUpstashStandIn(REDIS_URL, state.stack.redisLayer.port)
-      state.run.cleanup.addStoppable('redis layer (restarted)', state.stack.redisLayer)
+      await state.stack.redisLayer.start()
     },
   },
   direct: {
@@ -112,7 +110,7 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
   },
   'wrangler-dev': {
     async before(state) {
-      const { config, tally, cleanup } = state.run
+      const { config, tally } = state.run
       if (!config.wranglerDev) return false
       const devNeedsS = WRANGLER_DEV_OVERHEAD_S + 2 * (config.durationS + 4)
       const leftS = config.budgetS - (Date.now() - startedAt) / 1000
@@ -125,12 +123,9 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
         return false
       }
       say('starting wrangler dev (its dev proxy caps throughput; labelled as such)')
-      const dev = await startWorkerDev({
-        vars: state.stack.gatewayVars,
-        onLine: (line) => tally.observe(line),
-      })
+      // Stopped after its steps, or with the stack.
+      const dev = await state.stack.startWorkerDev((line) => tally.observe(line))
       state.dev = dev
-      cleanup.add('wrangler dev', () => dev.stop())
       const warm = await signVendorRequests(state.factory.fresh(config.warmupRequests / 2))
       await warmUp(state.load, dev.url, warm)
       return true

@@ -1,5 +1,5 @@
 /**
- * The raw-INSERT baseline's server (forked by bench/stack.ts): HTTP in, one INSERT of the event's
+ * The raw-INSERT baseline's server (started by bench/stack.ts): HTTP in, one INSERT of the event's
  * row out, through the origin's own database layer (origin/db: the same `@neondatabase/serverless`
  * Pool, the same local Neon WebSocket proxy, the same pool size, a named prepared statement).
  * No signature, no validation, no customer, conversation or outbox: what one database round trip
@@ -7,8 +7,12 @@
  * @module
  */
 import { createServer } from 'node:http'
+import { pathToFileURL } from 'node:url'
 import { createDatabase } from '../origin/db'
 import { silentLogger } from '../origin/log'
+
+/** The `msg` of the line it prints once it listens. */
+export const READY = 'raw insert server listening'
 
 /** Its own table, shaped like `messages` without the foreign keys. */
 const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS bench_raw_inserts (
@@ -87,12 +91,17 @@ async function main(): Promise<void> {
   server.keepAliveTimeout = 30_000
   server.listen(0, '127.0.0.1', () => {
     const address = server.address()
-    process.send?.({ port: typeof address === 'object' && address ? address.port : 0 })
+    const port = typeof address === 'object' && address ? address.port : 0
+    // Its readiness line: the supervisor (local/processes.ts) waits for it.
+    process.stdout.write(`${JSON.stringify({ msg: READY, port })}\n`)
   })
-  process.on('disconnect', () => process.exit(0))
+  process.once('SIGTERM', () => server.close(() => process.exit(0)))
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`raw insert server: ${(err as Error)?.stack ?? String(err)}\n`)
-  process.exit(1)
-})
+// Run when started as a program; bench/stack.ts imports READY only.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`raw insert server: ${(err as Error)?.stack ?? String(err)}\n`)
+    process.exit(1)
+  })
+}

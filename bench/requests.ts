@@ -1,25 +1,27 @@
 /**
  * The benchmark's traffic: distinct vendor events (Slack, Twilio WhatsApp, Telegram in turn), each
- * signed the way the vendor signs it, with the same signers the gateway verifies with
- * (worker/channels/*). Everything is built and signed before a step starts, so no signing cost
- * sits in the measured client loop.
+ * signed the way the vendor signs it (local/vendor-deliveries.ts, with the bench's secrets).
+ * Everything is built and signed before a step starts, so no signing cost sits in the measured
+ * client loop.
  *
  * A replay is the same event again: the same body for Twilio and Telegram (their signatures do not
  * change), the same body with a fresh timestamp and signature for Slack (as Slack's retries carry).
  * @module
  */
-import { randomBytes } from 'node:crypto'
 import type { RawBody } from '../contract/body'
 import { utf8 } from '../contract/crypto'
 import { finalizeEvent, type InboundEvent } from '../contract/event'
 import { signForward } from '../contract/forward-signature'
-import { classifySlack, parseSlack, slackSignature } from '../worker/channels/slack'
 import {
-  classifyTelegram,
-  parseTelegram,
-  TELEGRAM_SECRET_HEADER,
-} from '../worker/channels/telegram'
-import { classifyTwilio, parseTwilio, twilioSignature } from '../worker/channels/twilio'
+  nowSeconds,
+  type SignedDelivery,
+  slackDelivery,
+  telegramDelivery,
+  twilioDelivery,
+} from '../local/vendor-deliveries'
+import { classifySlack, parseSlack } from '../worker/channels/slack'
+import { classifyTelegram, parseTelegram } from '../worker/channels/telegram'
+import { classifyTwilio, parseTwilio } from '../worker/channels/twilio'
 import type { ChannelDelivery } from '../worker/channels/types'
 import { BENCH_SECRETS } from './config'
 
@@ -32,11 +34,7 @@ export interface VendorEvent {
   channel: 'slack' | 'whatsapp' | 'telegram'
   /** `messages.channel_message_id` of the row it becomes. */
   messageKey: string
-  path: string
-  contentType: string
-  body: string
-  /** Twilio only: the parameters, in the order they are sent and signed. */
-  params?: Array<[string, string]>
+  delivery: SignedDelivery
 }
 
 /** An HTTP request as the load generator sends it. */
@@ -54,8 +52,6 @@ const SLACK_CHANNEL = 'C0BENCH'
 const TWILIO_ACCOUNT = `AC${'0b'.repeat(16)}`
 /** Distinct senders: enough that concurrent events rarely share a customer row. */
 const SENDERS = 2_000
-
-const nowSeconds = () => Math.floor(Date.now() / 1000)
 
 /** Makes distinct events, the vendors in turn; ids are unique within a run (the tag) and a step. */
 export class EventFactory {
@@ -83,101 +79,60 @@ export class EventFactory {
   }
 
   private slack(seq: number): VendorEvent {
-    // ts must be unique per message: the run's start second, seq as the microseconds.
-    const ts = `${this.baseSeconds}.${String(seq % 1_000_000).padStart(6, '0')}`
-    const body = JSON.stringify({
-      token: 'bench',
-      team_id: SLACK_TEAM,
-      api_app_id: SLACK_APP,
-      type: 'event_callback',
-      event_id: `Ev${this.runTag}${seq.toString(36)}`,
-      event_time: this.baseSeconds,
-      event: {
-        type: 'message',
-        channel: SLACK_CHANNEL,
-        user: `U${seq % SENDERS}`,
-        text: `bench message ${seq}: the quick brown fox jumps over the lazy dog`,
-        ts,
-        event_ts: ts,
-        channel_type: 'channel',
-      },
+    const delivery = slackDelivery({
+      team: SLACK_TEAM,
+      appId: SLACK_APP,
+      channel: SLACK_CHANNEL,
+      eventId: `Ev${this.runTag}${seq.toString(36)}`,
+      // ts must be unique per message: the run's start second, seq as the microseconds.
+      ts: `${this.baseSeconds}.${String(seq % 1_000_000).padStart(6, '0')}`,
+      user: `U${seq % SENDERS}`,
+      text: text(seq),
+      secret: BENCH_SECRETS.slack,
     })
-    return {
-      vendor: 'slack',
-      channel: 'slack',
-      messageKey: `${SLACK_TEAM}:${SLACK_CHANNEL}:${ts}`,
-      path: '/webhooks/slack',
-      contentType: 'application/json',
-      body,
-    }
+    return { vendor: 'slack', channel: 'slack', messageKey: delivery.messageKey, delivery }
   }
 
   private twilio(seq: number): VendorEvent {
-    const sid = `SM${randomBytes(16).toString('hex')}`
-    const params: Array<[string, string]> = [
-      ['MessageSid', sid],
-      ['SmsSid', sid],
-      ['SmsMessageSid', sid],
-      ['AccountSid', TWILIO_ACCOUNT],
-      ['From', `whatsapp:+1415${String(seq % SENDERS).padStart(7, '0')}`],
-      ['To', 'whatsapp:+14155550199'],
-      ['Body', `bench message ${seq}: the quick brown fox jumps over the lazy dog`],
-      ['NumMedia', '0'],
-      ['NumSegments', '1'],
-    ]
-    return {
-      vendor: 'twilio',
-      channel: 'whatsapp',
-      messageKey: `${TWILIO_ACCOUNT}:${sid}`,
-      path: '/webhooks/twilio',
-      contentType: 'application/x-www-form-urlencoded',
-      body: new URLSearchParams(params).toString(),
-      params,
-    }
+    const delivery = twilioDelivery({
+      accountSid: TWILIO_ACCOUNT,
+      from: `whatsapp:+1415${String(seq % SENDERS).padStart(7, '0')}`,
+      to: 'whatsapp:+14155550199',
+      body: text(seq),
+      secret: BENCH_SECRETS.twilio,
+    })
+    return { vendor: 'twilio', channel: 'whatsapp', messageKey: delivery.messageKey, delivery }
   }
 
   private telegram(seq: number): VendorEvent {
-    const chatId = 10_000_000 + (seq % SENDERS)
-    const body = JSON.stringify({
-      update_id: this.updateBase + seq,
-      message: {
-        message_id: seq,
-        date: this.baseSeconds,
-        chat: { id: chatId, type: 'private', first_name: 'Bench' },
-        from: { id: chatId, is_bot: false, first_name: 'Bench' },
-        text: `bench message ${seq}: the quick brown fox jumps over the lazy dog`,
-      },
+    const delivery = telegramDelivery({
+      updateId: this.updateBase + seq,
+      chatId: 10_000_000 + (seq % SENDERS),
+      messageId: seq,
+      date: this.baseSeconds,
+      text: text(seq),
+      secret: BENCH_SECRETS.telegram,
+      botId: BENCH_SECRETS.telegramBotId,
     })
-    return {
-      vendor: 'telegram',
-      channel: 'telegram',
-      messageKey: `${BENCH_SECRETS.telegramBotId}:${chatId}:${seq}`,
-      path: '/webhooks/telegram',
-      contentType: 'application/json',
-      body,
-    }
+    return { vendor: 'telegram', channel: 'telegram', messageKey: delivery.messageKey, delivery }
   }
 }
 
-/** The vendor's request for this event, signed now (Slack's window is 5 minutes from now). */
+const text = (seq: number) => `bench message ${seq}: the quick brown fox jumps over the lazy dog`
+
+/**
+ * The vendor's request for this event, signed now (Slack's window is 5 minutes from now). Built
+ * for the public URL, which Twilio signs (PUBLIC_BASE_URL is set on every bench worker): one
+ * pre-signed request is valid on every worker, whatever port it listens on.
+ */
 export async function signVendorRequest(event: VendorEvent): Promise<WireRequest> {
-  const headers: Record<string, string> = { 'content-type': event.contentType }
-  if (event.vendor === 'slack') {
-    const timestamp = String(nowSeconds())
-    headers['x-slack-request-timestamp'] = timestamp
-    headers['x-slack-signature'] = await slackSignature(BENCH_SECRETS.slack, timestamp, event.body)
-  } else if (event.vendor === 'twilio') {
-    // Twilio signs the public URL (PUBLIC_BASE_URL is set on every bench worker).
-    const url = `${BENCH_SECRETS.publicBaseUrl}${event.path}`
-    headers['x-twilio-signature'] = await twilioSignature(
-      BENCH_SECRETS.twilio,
-      url,
-      event.params ?? [],
-    )
-  } else {
-    headers[TELEGRAM_SECRET_HEADER] = BENCH_SECRETS.telegram
+  const request = await event.delivery.request(BENCH_SECRETS.publicBaseUrl)
+  return {
+    method: 'POST',
+    path: new URL(request.url).pathname,
+    headers: Object.fromEntries(request.headers),
+    body: await request.text(),
   }
-  return { method: 'POST', path: event.path, headers, body: event.body }
 }
 
 export function signVendorRequests(events: readonly VendorEvent[]): Promise<WireRequest[]> {
@@ -189,14 +144,15 @@ export function signVendorRequests(events: readonly VendorEvent[]): Promise<Wire
  * parse and classify code, so the origin baseline sees exactly what the worker sends it.
  */
 export async function inboundEventOf(event: VendorEvent): Promise<InboundEvent> {
-  const raw: RawBody = { bytes: utf8(event.body), text: event.body }
+  const wire = await signVendorRequest(event)
+  const raw: RawBody = { bytes: utf8(wire.body), text: wire.body }
   let delivery: ChannelDelivery
   if (event.vendor === 'slack') {
-    const classified = await classifySlack(parseSlack(raw, event.contentType))
+    const classified = await classifySlack(parseSlack(raw, wire.headers['content-type'] ?? ''))
     if (classified.action === 'challenge') throw new Error('bench slack event read as a challenge')
     delivery = classified
   } else if (event.vendor === 'twilio') {
-    delivery = await classifyTwilio(parseTwilio(raw, `${BENCH_SECRETS.publicBaseUrl}${event.path}`))
+    delivery = await classifyTwilio(parseTwilio(raw, `${BENCH_SECRETS.publicBaseUrl}${wire.path}`))
   } else {
     delivery = classifyTelegram(parseTelegram(raw), BENCH_SECRETS.telegramBotId)
   }

@@ -8,17 +8,12 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import {
-  assertServicesUp,
-  createTestDatabase,
-  databasePool,
-  deleteRedisPrefix,
-  REDIS_URL,
-} from '../local/services'
+import { groupPids } from '../local/proc'
+import { assertServicesUp, createTestDatabase, databasePool, REDIS_URL } from '../local/services'
 import { REPO_ROOT } from '../local/stack'
 import { claimSignals } from './cleanup'
 import { RESULTS_DIR, WORKERD_PROFILE } from './config'
-import { CpuSampler, groupPids } from './cpu'
+import { CpuSampler } from './cpu'
 import { LoadGenerator } from './load'
 import { type BenchRun, type RunState, runPhase, warmUp } from './phases'
 import {
@@ -32,7 +27,7 @@ import type { BenchReport, MemoryReport } from './report'
 import { judgeTargets } from './report'
 import { EventFactory, signOriginRequests, signVendorRequests, type VendorEvent } from './requests'
 import { PHASES, type Phase, stepId, TARGET_LABELS } from './scenarios'
-import { startStack } from './stack'
+import { startBenchStack } from './stack'
 import { runStep, type StepContext, type StepResult } from './steps'
 import { fmt, round, say } from './util'
 import { WorkerProfiler } from './worker-profiler'
@@ -80,21 +75,19 @@ async function openRun(run: BenchRun): Promise<RunState> {
   const prefix = `bench:${tag}:`
   say(`run ${tag}: ${config.durationS} s per step, sweep c=${config.sweep.join(',')}`)
   await assertServicesUp()
-  cleanup.add('delete Redis keys', () => deleteRedisPrefix(prefix))
   const db = await createTestDatabase(`bench_${tag}`)
   cleanup.add('drop database', () => db.drop())
   say(`database ${db.name} created and migrated; Redis key prefix ${prefix}`)
 
   const profileDir = config.profile ? join(RESULTS_DIR, 'profiles', tag) : null
   if (profileDir) mkdirSync(profileDir, { recursive: true })
-  const stack = await startStack({
+  const stack = await startBenchStack({
     config,
     databaseUrl: db.url,
     prefix,
     tally: run.tally,
     cleanup,
     profileDir,
-    redisUrl: REDIS_URL,
   })
   claimSignals(run.onSignal)
   say(

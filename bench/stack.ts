@@ -1,29 +1,27 @@
 /**
- * The stack a bench run measures, from local/stack.ts: the database layer (Neon proxy) and the
- * Upstash stand-in, the origin process, the gateway Worker in Miniflare, and the verify-only
- * baseline Worker. Each piece is handed to the cleanup as soon as it is up.
+ * The stack a bench run measures: local/stack.ts with the bench's options (the run's database
+ * behind the Neon proxy, the Upstash stand-in on the real Redis under the run's key prefix, the
+ * origin process, the gateway Worker in Miniflare and the verify-only baseline Worker with the
+ * same bindings), plus the same gateway with its settled memo on and the raw-INSERT baseline
+ * server. Handed to the cleanup before it starts: a signal mid-start stops what has started.
  * @module
  */
-import { fork } from 'node:child_process'
 import { join } from 'node:path'
-import {
-  type DatabaseLayer,
-  type OriginHandle,
-  REPO_ROOT,
-  type RedisLayer,
-  startDatabaseLayer,
-  startOrigin,
-  startRedisLayer,
-  startWorkerMiniflare,
-} from '../local/stack'
+import type { DatabaseLayer } from '../local/database-layer'
+import type { OriginHandle } from '../local/origin-process'
+import { GroupProcess } from '../local/processes'
+import type { RedisLayer } from '../local/redis-layer'
+import { type Stack as LocalStack, REPO_ROOT, startStack } from '../local/stack'
+import type { WorkerDevHandle } from '../local/worker-runtime'
 import type { Cleanup } from './cleanup'
 import { BENCH_SECRETS, type BenchConfig, vendorVars } from './config'
-import { childPids } from './cpu'
 import type { LogTally } from './logs'
-import { serveBundle } from './miniflare'
+import { READY } from './raw-insert-server'
 
 export interface Stack {
+  local: LocalStack
   database: DatabaseLayer
+  /** Stopped and started again (same port) by the Redis-down phase. */
   redisLayer: RedisLayer
   origin: OriginHandle
   gatewayUrl: string
@@ -35,127 +33,94 @@ export interface Stack {
   memoGatewayUrl: string
   /** The raw-INSERT baseline (bench/raw-insert-server.ts). */
   rawInsert: { url: string; pid: number }
-  gatewayVars: Record<string, string>
+  /** The workerd processes of the three Workers. */
   workerdPids: number[]
   /** workerd's inspector for the gateway (BENCH_PROFILE=1 only). */
   gatewayInspectorUrl?: string
+  /** The gateway under `wrangler dev` on the same wiring, stopped with the stack. */
+  startWorkerDev(onLine: (line: string) => void): Promise<WorkerDevHandle>
 }
 
 export interface StackOptions {
   config: BenchConfig
   /** The run's fresh database (created and migrated already). */
   databaseUrl: string
-  /** The run's Redis key prefix. */
+  /** The run's Redis key prefix (its keys are deleted on stop). */
   prefix: string
   tally: LogTally
   cleanup: Cleanup
   /** Where the CPU profiles go (BENCH_PROFILE=1), else null. */
   profileDir: string | null
-  redisUrl: string
 }
 
 /** The memo gateway's setting: room for every key of a run's replay set. */
 const MEMO_ON = { SETTLED_MEMO_ENTRIES: '100000', SETTLED_MEMO_SECONDS: '600' }
+const VERIFY_ONLY_CONFIG = join(REPO_ROOT, 'bench', 'verify-only.wrangler.toml')
 
-export async function startStack(options: StackOptions): Promise<Stack> {
-  const { config, cleanup, tally, profileDir } = options
-  const [databaseResult, redisResult] = await Promise.allSettled([
-    startDatabaseLayer({ databaseUrl: options.databaseUrl, createDatabase: false, migrate: false }),
-    startUpstashStandIn(options.redisUrl),
-  ])
-  if (databaseResult.status === 'fulfilled') {
-    cleanup.addStoppable('database layer', databaseResult.value)
-  }
-  if (redisResult.status === 'fulfilled') cleanup.addStoppable('redis layer', redisResult.value)
-  if (databaseResult.status === 'rejected') throw databaseResult.reason
-  if (redisResult.status === 'rejected') throw redisResult.reason
-  const database = databaseResult.value
-  const redisLayer = redisResult.value
-
-  const originEnv: Record<string, string> = {
-    ...database.originEnv,
-    ORIGIN_SHARED_SECRET: BENCH_SECRETS.origin,
-    LOG_LEVEL: config.originLogLevel,
-  }
+export async function startBenchStack(options: StackOptions): Promise<Stack> {
+  const { config, profileDir, tally } = options
+  const originEnv: Record<string, string> = { LOG_LEVEL: config.originLogLevel }
   if (profileDir) {
     // `--cpu-prof` is refused in NODE_OPTIONS; this preload starts the same profiler.
     originEnv.NODE_OPTIONS = `--require ${join(REPO_ROOT, 'bench', 'cpu-profile-preload.cjs')}`
     originEnv.BENCH_CPU_PROFILE_DIR = profileDir
   }
-  const origin = await startOrigin({ env: originEnv, onLine: (line) => tally.observe(line) })
-  cleanup.addStoppable('origin', origin)
-
-  const gatewayVars = {
-    ...vendorVars(options.prefix),
-    ORIGIN_URL: origin.url,
-    ORIGIN_SHARED_SECRET: BENCH_SECRETS.origin,
-    UPSTASH_REDIS_REST_URL: redisLayer.url,
-    UPSTASH_REDIS_REST_TOKEN: BENCH_SECRETS.upstash,
-  }
-  const known = new Set(childPids('workerd'))
-  // Profiling needs workerd's inspector, which local/stack.ts does not open: same bundle, same
-  // Miniflare listener, served by bench/miniflare.ts instead.
-  const worker = profileDir
-    ? await serveBundle('gateway', gatewayVars, true)
-    : await startWorkerMiniflare({ vars: gatewayVars })
-  cleanup.addStoppable('gateway worker (Miniflare)', worker)
-  const verifyOnly = await serveBundle('verify-only', gatewayVars)
-  cleanup.addStoppable('verify-only worker', verifyOnly)
-  const memoGateway = await serveBundle('gateway', { ...gatewayVars, ...MEMO_ON })
-  cleanup.addStoppable('gateway worker, memo on (Miniflare)', memoGateway)
-  const rawInsert = await startRawInsertServer(database.originEnv)
-  cleanup.addStoppable('raw insert server', rawInsert)
-  return {
-    database,
-    redisLayer,
-    origin,
-    gatewayUrl: worker.url,
-    verifyOnlyUrl: verifyOnly.url,
-    memoGatewayUrl: memoGateway.url,
-    rawInsert,
-    gatewayVars,
-    workerdPids: childPids('workerd').filter((pid) => !known.has(pid)),
-    gatewayInspectorUrl: 'inspectorUrl' in worker ? worker.inspectorUrl : undefined,
-  }
-}
-
-/** The Upstash stand-in on the real Redis; on `port` when given (a restart keeps the Worker's URL). */
-export function startUpstashStandIn(redisUrl: string, port?: number): Promise<RedisLayer> {
-  return startRedisLayer({
-    redisUrl,
-    token: BENCH_SECRETS.upstash,
-    ...(port === undefined ? {} : { port }),
+  const controller = new AbortController()
+  const starting = startStack({
+    postgres: { url: options.databaseUrl, create: false, migrate: false },
+    redis: 'shared',
+    keyPrefix: options.prefix,
+    upstashToken: BENCH_SECRETS.upstash,
+    originSecret: BENCH_SECRETS.origin,
+    originEnv,
+    onOriginLine: (line) => tally.observe(line),
+    worker: { vars: vendorVars(), inspector: profileDir !== null },
+    baselineWorker: { wranglerConfig: VERIFY_ONLY_CONFIG },
+    signal: controller.signal,
   })
+  options.cleanup.add('stack', async () => {
+    controller.abort()
+    await (await starting.catch(() => undefined))?.stop()
+  })
+  const local = await starting
+  const memoGateway = await local.startWorker({ vars: { ...vendorVars(), ...MEMO_ON } })
+  const rawInsert = await startRawInsertServer(local.database.originEnv)
+  options.cleanup.add('raw insert server', () => rawInsert.stop({ graceMs: 5_000 }))
+  const workers = [local.worker, local.baselineWorker, memoGateway]
+  const { worker } = local
+  return {
+    local,
+    database: local.database,
+    redisLayer: local.redis,
+    origin: local.origin,
+    gatewayUrl: worker.url,
+    verifyOnlyUrl: local.baselineWorker?.url ?? '',
+    memoGatewayUrl: memoGateway.url,
+    rawInsert: { url: rawInsert.url, pid: rawInsert.process.pid },
+    workerdPids: workers.flatMap((w) => (w?.runtime === 'miniflare' ? w.runtimePids : [])),
+    gatewayInspectorUrl: worker.runtime === 'miniflare' ? worker.inspectorUrl : undefined,
+    async startWorkerDev(onLine) {
+      const dev = await local.startWorker({ runtime: 'dev', vars: vendorVars(), onLine })
+      if (dev.runtime !== 'dev') throw new Error('wrangler dev did not start as wrangler dev')
+      return dev
+    },
+  }
 }
 
 /** The raw-INSERT baseline in its own process, on the origin's database settings. */
-function startRawInsertServer(
+async function startRawInsertServer(
   env: Record<string, string>,
-): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const child = fork(join(REPO_ROOT, 'bench', 'raw-insert-server.ts'), [], {
+): Promise<{ url: string; process: GroupProcess; stop: GroupProcess['stop'] }> {
+  const server = new GroupProcess({
+    name: 'raw insert server',
+    command: process.execPath,
+    args: ['--import', 'tsx', join(REPO_ROOT, 'bench', 'raw-insert-server.ts')],
     cwd: REPO_ROOT,
-    execArgv: ['--import', 'tsx'],
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-    child.kill('SIGTERM')
-    await exited
-  }
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error('raw insert server did not start within 30 s'))
-    }, 30_000)
-    child.once('message', (message: { port: number }) => {
-      clearTimeout(timer)
-      resolve({ url: `http://127.0.0.1:${message.port}`, pid: child.pid ?? 0, stop })
-    })
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`raw insert server exited at start (code ${code})`))
-    })
-  })
+  const port = await server.ready((line) => {
+    if (!line.includes(READY)) return undefined
+    return (JSON.parse(line) as { port: number }).port
+  }, 30_000)
+  return { url: `http://127.0.0.1:${port}`, process: server, stop: (o) => server.stop(o) }
 }

@@ -22,18 +22,7 @@ import {
   UPSTASH_PORT,
   WORKER_PORT,
 } from './settings'
-import {
-  type DatabaseLayer,
-  type OriginHandle,
-  REPO_ROOT,
-  type RedisLayer,
-  type Stoppable,
-  startDatabaseLayer,
-  startOrigin,
-  startRedisLayer,
-  startWorkerDev,
-  type WorkerDevHandle,
-} from './stack'
+import { REPO_ROOT, type Stack, type StackPiece, StackStartError, startStack } from './stack'
 import { readWranglerConfig } from './wrangler-config'
 
 const say = (line = '') => process.stdout.write(`${line}\n`)
@@ -44,15 +33,24 @@ function withoutEmpty(values: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== ''))
 }
 
+/** Which port setting each piece listens on. */
+const PORT_SETTINGS: Partial<Record<StackPiece, string>> = {
+  redis: UPSTASH_PORT.name,
+  origin: ORIGIN_PORT.name,
+  worker: WORKER_PORT.name,
+}
+
 /** Turns "address in use" into something a person can act on. */
-function explain(err: unknown, what: string, portName?: string): Error {
-  const error = err as NodeJS.ErrnoException
-  if (error.code === 'EADDRINUSE' && portName) {
+function explain(err: unknown): Error {
+  if (!(err instanceof StackStartError)) return err as Error
+  const cause = err.cause as NodeJS.ErrnoException
+  const portName = PORT_SETTINGS[err.piece]
+  if (cause.code === 'EADDRINUSE' && portName) {
     return new Error(
-      `${what}: port in use (another \`npm run dev\`?). Stop it, or set ${portName} to a free port.`,
+      `${err.piece}: port in use (another \`npm run dev\`?). Stop it, or set ${portName} to a free port.`,
     )
   }
-  return new Error(`${what}: ${error.message}`)
+  return err
 }
 
 async function main(): Promise<void> {
@@ -77,7 +75,8 @@ async function main(): Promise<void> {
     )
   }
 
-  const started: Stoppable[] = []
+  const controller = new AbortController()
+  let starting: Promise<Stack> | undefined
   let shuttingDown = false
   const shutdown = async (reason: string, code: number) => {
     if (shuttingDown) return
@@ -88,9 +87,10 @@ async function main(): Promise<void> {
       process.exit(1)
     }, 30_000)
     bound.unref()
-    for (const piece of started.reverse()) {
-      await piece.stop().catch((err: Error) => say(`  stop failed: ${err.message}`))
-    }
+    // Mid-start: the stack stops what has started and rejects.
+    controller.abort()
+    const stack = await starting?.catch(() => undefined)
+    await stack?.stop().catch((err: Error) => say(`  stop failed: ${err.message}`))
     clearTimeout(bound)
     say('stopped.')
     process.exit(code)
@@ -112,58 +112,12 @@ async function main(): Promise<void> {
   }
 
   try {
-    // 1. Database.
-    let t = performance.now()
     const pgliteDir = `${REPO_ROOT}/.data/pglite`
     say(
       values.DATABASE_URL
         ? `database: Postgres at ${redact(values.DATABASE_URL)} ...`
         : `database: embedded PGlite in ${relative(process.cwd(), pgliteDir) || '.'} (DATABASE_URL unset; first start initialises it, ~6 s) ...`,
     )
-    const database: DatabaseLayer = await startDatabaseLayer({
-      databaseUrl: values.DATABASE_URL,
-      pgliteDir,
-    })
-    started.push(database)
-    const applied = database.migrations.match(/^Applied: .*/gm) ?? []
-    say(`  ready in ${seconds(t)}; migrations: ${applied.length ? applied.length : 'up to date'}`)
-
-    // 2. Redis (Upstash REST stand-in).
-    t = performance.now()
-    const redis: RedisLayer = await startRedisLayer({
-      redisUrl: values.REDIS_URL,
-      token: upstashToken,
-      port: ports.upstash,
-    }).catch((err) => {
-      throw explain(err, 'Upstash stand-in', 'UPSTASH_PORT')
-    })
-    started.push(redis)
-    say(
-      `upstash: ${redis.url} in front of ${values.REDIS_URL ? redact(values.REDIS_URL) : 'the embedded in-memory store (REDIS_URL unset; lost on exit)'} (${seconds(t)})`,
-    )
-
-    // 3. Origin.
-    t = performance.now()
-    const originEnv: Record<string, string> = {
-      ...database.originEnv,
-      ...withoutEmpty(routed.origin),
-      ORIGIN_SHARED_SECRET: sharedSecret,
-    }
-    // The Gmail poller claims in the same Redis as the Worker, through the same stand-in.
-    originEnv.UPSTASH_REDIS_REST_URL = redis.url
-    originEnv.UPSTASH_REDIS_REST_TOKEN = upstashToken
-    const origin: OriginHandle = await startOrigin({
-      port: ports.origin,
-      env: originEnv,
-      onLine: (line) => say(`[origin] ${line}`),
-    }).catch((err) => {
-      throw explain(err, 'origin', 'ORIGIN_PORT')
-    })
-    started.push(origin)
-    say(`origin: ${origin.url} (${seconds(t)})`)
-
-    // 4. Worker under wrangler dev.
-    t = performance.now()
     const wrangler = await config
     const workerVars: Record<string, string> = { ...routed.worker }
     // [vars] from wrangler.toml stay as they are unless the environment overrides them.
@@ -171,46 +125,60 @@ async function main(): Promise<void> {
       const fromEnv = process.env[name]
       if (fromEnv) workerVars[name] = fromEnv
     }
-    Object.assign(workerVars, {
-      ORIGIN_URL: origin.url,
-      UPSTASH_REDIS_REST_URL: redis.url,
-      UPSTASH_REDIS_REST_TOKEN: upstashToken,
-      ORIGIN_SHARED_SECRET: sharedSecret,
-    })
-    const worker: WorkerDevHandle = await startWorkerDev({
-      port: ports.worker,
-      vars: workerVars,
-      onLine: (line) => {
-        if (line.trim()) say(`[worker] ${line}`)
+    starting = startStack({
+      postgres: values.DATABASE_URL ? { url: values.DATABASE_URL } : 'embedded',
+      pgliteDir,
+      redis: values.REDIS_URL ? { url: values.REDIS_URL } : 'embedded',
+      upstashToken,
+      originSecret: sharedSecret,
+      ports,
+      originEnv: withoutEmpty(routed.origin),
+      // The Gmail poller claims in the same Redis as the Worker, through the same stand-in.
+      originsUseRedis: true,
+      onOriginLine: (line) => say(`[origin] ${line}`),
+      worker: {
+        runtime: 'dev',
+        vars: workerVars,
+        onLine: (line) => {
+          if (line.trim()) say(`[worker] ${line}`)
+        },
+      },
+      signal: controller.signal,
+      onReady: (event) => {
+        const t = seconds(startedAt)
+        if (event.piece === 'database') {
+          const applied = event.database.migrations.match(/^Applied: .*/gm) ?? []
+          say(`  ready in ${t}; migrations: ${applied.length ? applied.length : 'up to date'}`)
+        } else if (event.piece === 'redis') {
+          say(
+            `upstash: ${event.redis.url} in front of ${values.REDIS_URL ? redact(values.REDIS_URL) : 'the embedded in-memory store (REDIS_URL unset; lost on exit)'} (${t})`,
+          )
+        } else if (event.piece === 'origin') {
+          say(`origin: ${event.origin.url} (${t})`)
+        } else {
+          say(`worker: ${event.worker.url} (${t})`)
+        }
       },
     })
-    started.push(worker)
-    say(`worker: ${worker.url} (${seconds(t)})`)
-
-    printSummary({ database, redis, origin, worker, devVars: devVars.source }, startedAt)
-    watch(origin, worker, database, devVars.fromEnvironment, () => shuttingDown)
+    const stack = await starting.catch((err) => {
+      throw explain(err)
+    })
+    printSummary(stack, devVars.source, startedAt)
+    watch(stack, devVars.fromEnvironment, () => shuttingDown)
   } catch (err) {
+    if (shuttingDown) return
     say(`\nnpm run dev failed: ${(err as Error).message}`)
     await shutdown('start-up failed', 1)
   }
 }
 
-function printSummary(
-  s: {
-    database: DatabaseLayer
-    redis: RedisLayer
-    origin: OriginHandle
-    worker: WorkerDevHandle
-    devVars: string
-  },
-  startedAt: number,
-): void {
+function printSummary(s: Stack, devVars: string, startedAt: number): void {
   const db =
     s.database.mode === 'pglite'
       ? `${s.database.databaseUrl}  (embedded PGlite; psql works)`
       : redact(s.database.databaseUrl)
   say()
-  say(`inbound-dedup dev stack is up (${seconds(startedAt)}; settings from ${s.devVars})`)
+  say(`inbound-dedup dev stack is up (${seconds(startedAt)}; settings from ${devVars})`)
   say(`  worker    ${s.worker.url}     wrangler dev; webhooks at /webhooks/{slack,twilio,telegram}`)
   say(`  origin    ${s.origin.url}     POST /v1/events, /healthz, /metrics`)
   say(`  upstash   ${s.redis.url}     Upstash REST stand-in (${s.redis.mode})`)
@@ -224,13 +192,8 @@ function printSummary(
 }
 
 /** When a child dies on its own, keep the rest running and say how to bring it back. */
-function watch(
-  origin: OriginHandle,
-  worker: WorkerDevHandle,
-  database: DatabaseLayer,
-  fromEnvironment: string[],
-  shuttingDown: () => boolean,
-): void {
+function watch(stack: Stack, fromEnvironment: string[], shuttingDown: () => boolean): void {
+  const { origin, database, worker } = stack
   const originExited = origin.exited
   originExited.then((exit) => {
     if (shuttingDown() || origin.exited !== originExited) return
@@ -254,6 +217,7 @@ function watch(
     )
     say()
   })
+  if (worker.runtime !== 'dev') return
   worker.exited.then((exit) => {
     if (shuttingDown()) return
     const how = exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`

@@ -1,15 +1,16 @@
 /**
- * Child processes for the local stack (origin, wrangler dev, wrangler builds), each in its own
- * process group so that stopping one stops everything it started: `tsx` runs the code in a second
- * node process, `wrangler dev` starts workerd processes, and signalling only the leader would leave
- * those behind, still listening.
+ * The one process supervisor of the local stack, the tests, the fault suite, the soak and the
+ * bench: {@link GroupProcess} starts a child in its own process group (so that stopping it stops
+ * everything it started: `wrangler dev` starts workerd processes, Postgres its backends), waits for
+ * its readiness line, keeps its last output lines (known secret values masked), and stops it:
+ * gracefully, as a crash, or with a signal to the leader alone (Postgres' shutdown modes).
+ * A {@link ProcessGuard} (local/watchdog.ts) can hold every group to be ended if this process dies.
  *
- * Every wait here is bounded. Output is kept in a small ring buffer (and optionally passed on line
- * by line) after known secret values are masked.
+ * Every wait here is bounded.
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { createServer } from 'node:net'
+import { connect, createServer } from 'node:net'
 
 export class ProcessError extends Error {
   readonly code: 'exited_early' | 'not_ready' | 'stop_timeout'
@@ -20,13 +21,29 @@ export class ProcessError extends Error {
   }
 }
 
+/**
+ * Keeps a record of running process groups and ends them if this process dies without stopping
+ * them (local/watchdog.ts); `first` is the signal that ends one cleanly, `group: false` a single
+ * process that is not a group leader (Miniflare's workerd).
+ */
+export interface ProcessGuard {
+  register(pid: number, options?: { first?: NodeJS.Signals | ''; group?: boolean }): void
+  release(pid: number): void
+}
+
 export interface GroupProcessOptions {
   /** Shown in messages: "origin", "wrangler dev". */
   name: string
   command: string
   args: string[]
-  cwd: string
-  env: NodeJS.ProcessEnv
+  cwd?: string
+  env?: NodeJS.ProcessEnv
+  /** Run as this user and group (only when this process may: root). */
+  user?: { uid: number; gid: number }
+  /** Registered with it while it runs. */
+  guard?: ProcessGuard
+  /** What the guard sends the leader first if this process dies (Postgres: SIGQUIT). */
+  guardSignal?: NodeJS.Signals
   /** Values never to appear in kept or forwarded output (secrets); masked as ***. */
   secrets?: string[]
   /** Each output line, already masked. */
@@ -65,6 +82,14 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
+function signalLeader(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal)
+  } catch {
+    // Already gone.
+  }
+}
+
 function masker(secrets: string[] | undefined): (text: string) => string {
   // Short values would mask ordinary words; none of ours is that short.
   const values = (secrets ?? []).filter((s) => s.length >= 6).sort((a, b) => b.length - a.length)
@@ -83,6 +108,7 @@ export class GroupProcess {
   private readonly lines: string[] = []
   private readonly keepLines: number
   private readonly lineListeners = new Set<(line: string) => void>()
+  private readonly guard: ProcessGuard | undefined
 
   constructor(options: GroupProcessOptions) {
     this.name = options.name
@@ -90,17 +116,20 @@ export class GroupProcess {
     installExitHook()
     this.child = spawn(options.command, options.args, {
       cwd: options.cwd,
-      env: options.env,
+      env: options.env ?? process.env,
       // Its own process group, and no terminal: Ctrl-C in the dev terminal reaches only `npm run
       // dev`, which then stops the children in order.
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.user ?? {}),
     })
     if (this.child.pid === undefined) {
       throw new ProcessError('exited_early', `${this.name}: could not start ${options.command}`)
     }
     this.pid = this.child.pid
     liveGroups.add(this.pid)
+    this.guard = options.guard
+    this.guard?.register(this.pid, { first: options.guardSignal ?? '' })
     const mask = masker(options.secrets)
     for (const stream of ['stdout', 'stderr'] as const) {
       let partial = ''
@@ -143,6 +172,11 @@ export class GroupProcess {
     return this.exitInfo
   }
 
+  /** The leader has not exited. */
+  get running(): boolean {
+    return this.exitInfo === undefined
+  }
+
   /** The last lines of output (masked), for error messages. */
   output(lines = 40): string {
     return this.lines.slice(-lines).join('\n')
@@ -180,6 +214,19 @@ export class GroupProcess {
     })
   }
 
+  /**
+   * {@link waitForLine}, and on failure (an early exit, no such line in time) the group is killed
+   * before the error is thrown: a process that did not come up leaves nothing behind.
+   */
+  async ready<T>(match: (line: string) => T | undefined, timeoutMs: number): Promise<T> {
+    try {
+      return await this.waitForLine(match, timeoutMs)
+    } catch (err) {
+      await this.stop({ signal: 'SIGKILL' }).catch(() => {})
+      throw err
+    }
+  }
+
   exitedEarly(info: ExitInfo): ProcessError {
     const how = info.signal ? `signal ${info.signal}` : `code ${info.code}`
     return new ProcessError(
@@ -195,11 +242,16 @@ export class GroupProcess {
   /**
    * Stops the whole group: `signal` first (default SIGTERM: a graceful close), SIGKILL after
    * `graceMs`, and resolves once no process of the group is left. SIGKILL first is a crash.
+   * `leaderOnly` sends `signal` to the leader alone, which tells the rest (a postmaster its
+   * backends, as `pg_ctl stop` does); the SIGKILL after the grace still goes to the whole group.
    */
-  async stop(options: { signal?: NodeJS.Signals; graceMs?: number } = {}): Promise<ExitInfo> {
+  async stop(
+    options: { signal?: NodeJS.Signals; graceMs?: number; leaderOnly?: boolean } = {},
+  ): Promise<ExitInfo> {
     const signal = options.signal ?? 'SIGTERM'
     const graceMs = signal === 'SIGKILL' ? 0 : (options.graceMs ?? 5_000)
-    signalGroup(this.pid, signal)
+    if (options.leaderOnly) signalLeader(this.pid, signal)
+    else signalGroup(this.pid, signal)
     if (!(await this.groupGone(graceMs))) {
       signalGroup(this.pid, 'SIGKILL')
       if (!(await this.groupGone(5_000))) {
@@ -210,6 +262,7 @@ export class GroupProcess {
       }
     }
     liveGroups.delete(this.pid)
+    this.guard?.release(this.pid)
     // The leader is gone too; its exit event may still be on its way.
     return Promise.race([
       this.exited,
@@ -225,6 +278,20 @@ export class GroupProcess {
       if (Date.now() >= deadline) return false
       await delay(25)
     }
+  }
+}
+
+/** A piece of a stack that can be stopped; stopping twice is harmless. */
+export interface Stoppable {
+  stop(): Promise<void>
+}
+
+/** `fn` run at most once; later calls get the first call's promise. */
+export function once(fn: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined
+  return () => {
+    done ??= fn()
+    return done
   }
 }
 
@@ -293,4 +360,34 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
       server.close(() => resolve(port))
     })
   })
+}
+
+/** True when something accepts TCP connections on the port (what a stop must leave: nothing). */
+export function isListening(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, host)
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+/**
+ * Starts a server on a free port. `freePort` is a guess (another process may bind the port
+ * before the server does), so a failed start is tried again on another port, a few times.
+ */
+export async function startOnFreePort<T>(
+  launch: (port: number) => Promise<T>,
+  attempts = 5,
+): Promise<{ port: number; server: T }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort()
+    try {
+      return { port, server: await launch(port) }
+    } catch (err) {
+      if (attempt >= attempts) throw err
+    }
+  }
 }

@@ -14,13 +14,10 @@
  * Slack signatures expire after 5 minutes: a printed curl must be run within that.
  * @module
  */
-import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import { slackSignature } from '../worker/channels/slack'
-import { TELEGRAM_SECRET_HEADER } from '../worker/channels/telegram'
-import { twilioSignature } from '../worker/channels/twilio'
 import { parseTenantSecrets } from '../worker/tenants'
 import { loadDevVars } from './dev-vars'
+import { slackDelivery, telegramDelivery, twilioDelivery } from './vendor-deliveries'
 
 const USAGE = `usage: tsx local/send-webhook.ts slack|twilio|telegram [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
@@ -32,8 +29,6 @@ const USAGE = `usage: tsx local/send-webhook.ts slack|twilio|telegram [options]
   slack:    --channel C123 --user U123 --ts 1700000000.000100
   twilio:   --sms (an SMS instead of WhatsApp) --from +14155550100 --status delivered
   telegram: --chat 7 --message-id 42 --edit`
-
-const hex = (bytes: number) => randomBytes(bytes).toString('hex')
 
 interface Built {
   url: string
@@ -90,108 +85,72 @@ function signer(
 
 const tenantOption = (o: Options) => (typeof o.tenant === 'string' ? o.tenant : undefined)
 
-async function buildSlack(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
-  const micros = String(Math.floor(Math.random() * 1e6)).padStart(6, '0')
-  const ts = String(o.ts ?? `${Math.floor(Date.now() / 1000)}.${micros}`)
-  const { tenant, secret } = signer(
+/** An option's value, when it was given. */
+const given = (o: Options, name: string) => (typeof o[name] === 'string' ? o[name] : undefined)
+
+/** The request, as what a curl command or a fetch sends. */
+async function built(request: Promise<Request>): Promise<Built> {
+  const r = await request
+  return { url: r.url, headers: Object.fromEntries(r.headers), body: await r.text() }
+}
+
+function buildSlack(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
+  const signed = signer(
     vars,
     'SLACK_SIGNING_SECRETS_BY_APP',
     'SLACK_SIGNING_SECRET',
     tenantOption(o),
   )
-  const payload = {
-    token: 'send-webhook',
-    team_id: 'T0LOCAL',
-    api_app_id: tenant ?? 'A0LOCAL',
-    type: 'event_callback',
-    event_id: String(o.id ?? `Ev${hex(6).toUpperCase()}`),
-    event_time: Math.floor(Date.now() / 1000),
-    event: {
-      type: 'message',
-      channel: String(o.channel ?? 'C0LOCAL'),
-      user: String(o.user ?? 'U0LOCAL'),
-      text: String(o.text ?? 'hello from send-webhook'),
-      ts,
-      event_ts: ts,
-      channel_type: 'channel',
-    },
-  }
-  const body = JSON.stringify(payload)
-  const timestamp = String(Math.floor(Date.now() / 1000))
-  return {
-    url: `${base}/webhooks/slack`,
-    headers: {
-      'content-type': 'application/json',
-      'x-slack-request-timestamp': timestamp,
-      'x-slack-signature': await slackSignature(secret, timestamp, body),
-    },
-    body,
-  }
+  const delivery = slackDelivery({
+    eventId: given(o, 'id'),
+    ts: given(o, 'ts'),
+    team: 'T0LOCAL',
+    appId: signed.tenant ?? 'A0LOCAL',
+    channel: given(o, 'channel') ?? 'C0LOCAL',
+    user: given(o, 'user') ?? 'U0LOCAL',
+    text: given(o, 'text') ?? 'hello from send-webhook',
+    secret: signed.secret,
+  })
+  return built(delivery.request(base))
 }
 
-async function buildTwilio(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
-  const sid = String(o.id ?? `SM${hex(16)}`)
-  const from = String(o.from ?? (o.sms ? '+14155550100' : 'whatsapp:+14155550100'))
-  const { tenant, secret } = signer(
-    vars,
-    'TWILIO_AUTH_TOKENS_BY_ACCOUNT',
-    'TWILIO_AUTH_TOKEN',
-    tenantOption(o),
-  )
-  const params: Array<[string, string]> = [
-    ['MessageSid', sid],
-    ['SmsSid', sid],
-    ['AccountSid', tenant ?? 'AC00000000000000000000000000000000'],
-    ['From', from],
-    ['To', o.sms ? '+14155550199' : 'whatsapp:+14155550199'],
-    ['Body', String(o.text ?? 'hello from send-webhook')],
-    ['NumMedia', '0'],
-  ]
-  if (typeof o.status === 'string') params.push(['MessageStatus', o.status])
-  const url = `${base}/webhooks/twilio`
-  // The gateway checks against PUBLIC_BASE_URL when it is set: sign what Twilio would sign.
-  const publicBase = vars.PUBLIC_BASE_URL?.replace(/\/+$/, '')
-  const signedUrl = publicBase ? `${publicBase}/webhooks/twilio` : url
-  return {
-    url,
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      'x-twilio-signature': await twilioSignature(secret, signedUrl, params),
-    },
-    body: new URLSearchParams(params).toString(),
-  }
+function buildTwilio(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
+  const signed = signer(vars, 'TWILIO_AUTH_TOKENS_BY_ACCOUNT', 'TWILIO_AUTH_TOKEN', tenantOption(o))
+  const delivery = twilioDelivery({
+    messageSid: given(o, 'id'),
+    accountSid: signed.tenant ?? 'AC00000000000000000000000000000000',
+    from: given(o, 'from') ?? (o.sms ? '+14155550100' : 'whatsapp:+14155550100'),
+    to: o.sms ? '+14155550199' : 'whatsapp:+14155550199',
+    body: given(o, 'text') ?? 'hello from send-webhook',
+    status: given(o, 'status'),
+    secret: signed.secret,
+    // The gateway checks against PUBLIC_BASE_URL when it is set: sign what Twilio would sign.
+    publicBaseUrl: vars.PUBLIC_BASE_URL?.replace(/\/+$/, '') || undefined,
+  })
+  return built(delivery.request(base))
 }
 
-function buildTelegram(base: string, vars: Record<string, string>, o: Options): Built {
-  const chatId = Number(o.chat ?? 7)
+function buildTelegram(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
   const now = Math.floor(Date.now() / 1000)
-  const message: Record<string, unknown> = {
-    message_id: Number(o['message-id'] ?? Math.floor(Math.random() * 1e6)),
-    date: now,
-    chat: { id: chatId, type: 'private', first_name: 'Local' },
-    from: { id: chatId, is_bot: false, first_name: 'Local' },
-    text: String(o.text ?? 'hello from send-webhook'),
-  }
-  if (o.edit) message.edit_date = now
-  const update = {
-    update_id: Number(o.id ?? Math.floor(Math.random() * 2 ** 31)),
-    [o.edit ? 'edited_message' : 'message']: message,
-  }
   // A bot of TELEGRAM_SECRET_TOKENS_BY_BOT (or --tenant) has its own path; else the bare one.
-  const { tenant: bot, secret } = signer(
+  const signed = signer(
     vars,
     'TELEGRAM_SECRET_TOKENS_BY_BOT',
     'TELEGRAM_SECRET_TOKEN',
     tenantOption(o),
   )
-  return {
-    url: `${base}/webhooks/telegram${bot === undefined ? '' : `/${bot}`}`,
-    headers: {
-      'content-type': 'application/json',
-      [TELEGRAM_SECRET_HEADER]: secret,
-    },
-    body: JSON.stringify(update),
-  }
+  const id = given(o, 'id')
+  const delivery = telegramDelivery({
+    updateId: id === undefined ? undefined : Number(id),
+    chatId: Number(o.chat ?? 7),
+    messageId: Number(o['message-id'] ?? Math.floor(Math.random() * 1e6)),
+    text: given(o, 'text') ?? 'hello from send-webhook',
+    date: now,
+    ...(o.edit ? { field: 'edited_message', editDate: now } : {}),
+    bot: signed.tenant,
+    secret: signed.secret,
+  })
+  return built(delivery.request(base))
 }
 
 function shellQuote(value: string): string {
@@ -242,23 +201,23 @@ async function main(): Promise<void> {
     warn: (m) => console.error(m),
   }).values
   const base = (values.url ?? process.env.WORKER_URL ?? 'http://127.0.0.1:8787').replace(/\/+$/, '')
-  const built =
+  const request =
     vendor === 'slack'
       ? await buildSlack(base, vars, values)
       : vendor === 'twilio'
         ? await buildTwilio(base, vars, values)
-        : buildTelegram(base, vars, values)
+        : await buildTelegram(base, vars, values)
 
   if (values.curl) {
-    console.log(toCurl(built))
+    console.log(toCurl(request))
     return
   }
   const times = Math.max(1, Number(values.times ?? 1))
   for (let i = 1; i <= times; i++) {
-    const response = await fetch(built.url, {
+    const response = await fetch(request.url, {
       method: 'POST',
-      headers: built.headers,
-      body: built.body,
+      headers: request.headers,
+      body: request.body,
     })
     const text = (await response.text()).slice(0, 200)
     console.log(`${i}/${times} ${vendor} -> ${response.status} ${text}`)

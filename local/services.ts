@@ -59,6 +59,37 @@ export async function assertServicesUp(): Promise<void> {
   }
 }
 
+/** The URL of database `name` on the shared server. */
+export function databaseUrlOf(name: string): string {
+  const url = new URL(ADMIN_DATABASE_URL)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/**
+ * Names for one test's own things on the shared servers (a database it lets something else create,
+ * a key prefix), and their removal, whether or not they were made.
+ */
+export function scratch(label: string): {
+  databaseName: string
+  databaseUrl: string
+  keyPrefix: string
+  remove(): Promise<void>
+} {
+  const id = runId()
+  const databaseName = `inbound_dedup_t_${label}_${id}`
+  const keyPrefix = `test:${label}:${id}:`
+  return {
+    databaseName,
+    databaseUrl: databaseUrlOf(databaseName),
+    keyPrefix,
+    async remove() {
+      await dropDatabase(databaseName)
+      await deleteRedisPrefix(keyPrefix)
+    },
+  }
+}
+
 export interface TestDatabase {
   name: string
   url: string
@@ -75,27 +106,29 @@ export async function createTestDatabase(id = runId()): Promise<TestDatabase> {
   } finally {
     await admin.end()
   }
-  const url = new URL(ADMIN_DATABASE_URL)
-  url.pathname = `/${name}`
-  await migrate(url.toString())
+  const url = databaseUrlOf(name)
+  await migrate(url)
   return {
     name,
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
-      await c.connect()
-      try {
-        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
-      } finally {
-        await c.end()
-      }
-    },
+    url,
+    drop: () => dropDatabase(name),
+  }
+}
+
+/** Drops a database of the shared server, cutting whoever is still connected. */
+export async function dropDatabase(name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+  await admin.connect()
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  } finally {
+    await admin.end()
   }
 }
 
 /** Deletes every Redis key under a prefix (SCAN, never KEYS, so a shared Redis is not blocked). */
-export async function deleteRedisPrefix(prefix: string): Promise<number> {
-  const redis = new Redis(REDIS_URL)
+export async function deleteRedisPrefix(prefix: string, redisUrl = REDIS_URL): Promise<number> {
+  const redis = new Redis(redisUrl)
   let deleted = 0
   try {
     let cursor = '0'
@@ -112,12 +145,12 @@ export async function deleteRedisPrefix(prefix: string): Promise<number> {
 
 /**
  * A small pool straight to a test database (TCP, past the origin and its proxy), for assertions.
- * The database is dropped `WITH (FORCE)` at the end, which can cut a connection the pool is still
- * closing (57P01); the pool re-emits that as an `error` event, and without a listener it would be
- * an unhandled error of whatever test runs then.
+ * The database is dropped `WITH (FORCE)` at the end, or stopped in a fault case, which can cut a
+ * connection the pool holds (57P01); the pool re-emits that as an `error` event, and without a
+ * listener it would be an unhandled error of whatever test runs then. Connecting is bounded.
  */
 export function databasePool(url: string, max = 2): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max })
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5_000 })
   pool.on('error', () => {})
   return pool
 }

@@ -1,665 +1,414 @@
 /**
- * The local stack as a library: `npm run dev`, the e2e tests, the fault suite and the benchmark
- * start the same pieces the same way, alone or together, each on a given port or on port 0.
+ * The one stack builder. `npm run dev`, the end-to-end and email tests, the fault suite, the soak
+ * and the bench all start their gateway here, each with the options it needs:
  *
- * - {@link startDatabaseLayer}: a Postgres (real, created and migrated; or embedded PGlite) behind
- *   the Neon WebSocket proxy.
- * - {@link startRedisLayer}: the Upstash REST stand-in on a real Redis or the embedded store.
- * - {@link startOrigin}: `origin/main.ts` as a child process (a pod): kill, crash, restart.
- * - {@link startWorkerDev}: the Worker under `wrangler dev`; {@link startWorkerMiniflare}: the
- *   deployable bundle in Miniflare (faster, what the tests and the benchmark use).
- * - {@link startLocalStack}: all of them wired together.
+ *   vendors ─► Worker (Miniflare or wrangler dev) ─► [balancer] ─► origin processes
+ *                 │                                                   │
+ *                 └─► Upstash stand-in ─► Redis          Neon proxy ─► Postgres
  *
- * Every wait is bounded; every `stop()` is idempotent, stops whole process groups, and leaves
- * nothing listening.
+ * Postgres is embedded PGlite, a database at a URL, a fresh migrated database on the shared
+ * server, or a cluster of the stack's own; Redis the embedded store, a Redis at a URL, the shared
+ * one, or a redis-server of the stack's own. A stack with servers of its own has a watchdog
+ * (local/watchdog.ts) holding every process it starts. Every piece is wired to the others
+ * (ORIGIN_URL, the Upstash URL and token, ORIGIN_SHARED_SECRET, REDIS_KEY_PREFIX), every wait is
+ * bounded, and `stop()` stops all of it in reverse order and removes what it made.
  * @module
  */
-
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Miniflare } from 'miniflare'
-import pg from 'pg'
-import { parseListeningLine } from '../origin/listening-line'
-import { migrate } from './migrate'
-import { type RunningProxy, startNeonWsProxy } from './neon-ws-proxy'
-import { type EmbeddedPostgres, startEmbeddedPostgres } from './pglite'
-import { type ExitInfo, freePort, GroupProcess, ProcessError, waitForHttp } from './processes'
-import { embeddedRedis, type RedisBackend, realRedis, startUpstashRest } from './upstash-rest'
+import { Redis } from 'ioredis'
+import type pg from 'pg'
+import { type Balancer, startBalancer } from './balancer'
+import { type DatabaseLayer, startDatabaseLayer } from './database-layer'
+import { type OriginHandle, startOrigin } from './origin-process'
+import { type PrivatePostgres, startPrivatePostgres } from './private-postgres'
+import { type PrivateRedis, startPrivateRedis } from './private-redis'
+import { once, type Stoppable } from './processes'
+import { type RedisLayer, startRedisLayer } from './redis-layer'
+import { createTestDatabase, databasePool, deleteRedisPrefix, REDIS_URL } from './services'
+import { Watchdog } from './watchdog'
 import {
-  buildWorker,
-  miniflareQueueOptions,
-  type QueueConsumerOverrides,
-  REPO_ROOT,
-  readWranglerConfig,
-  WRANGLER_BIN,
-  wranglerEnv,
-} from './wrangler-config'
+  startWorkerDev,
+  startWorkerMiniflare,
+  type WorkerDevHandle,
+  type WorkerMiniflareHandle,
+  type WorkerMiniflareOptions,
+} from './worker-runtime'
 
 export { REPO_ROOT } from './wrangler-config'
 
 /**
- * `node --import tsx`, not the `tsx` binary: that one runs the code in a second node process and
- * relays signals to it, SIGKILLing it when it does not acknowledge within 30 ms (a busy event loop
- * under load), which would turn a graceful SIGTERM into a crash. One process, one signal.
+ * - `embedded`: PGlite in {@link StackOptions.pgliteDir};
+ * - `fresh`: a new database on the shared Postgres (local/services.ts), migrated, dropped on stop;
+ * - `private`: a Postgres cluster of the stack's own (local/private-postgres.ts), to stop for real;
+ * - `{ url }`: that database, created when missing and migrated unless told otherwise.
  */
-const ORIGIN_COMMAND = [process.execPath, '--import', 'tsx', 'origin/main.ts'] as const
+export type PostgresChoice =
+  | 'embedded'
+  | 'fresh'
+  | 'private'
+  | { url: string; create?: boolean; migrate?: boolean }
 
-/** A piece of the stack that can be stopped; stopping twice is harmless. */
-export interface Stoppable {
-  stop(): Promise<void>
-}
+/**
+ * - `embedded`: the in-memory store (lost on stop);
+ * - `shared`: the shared Redis (REDIS_URL, local/services.ts);
+ * - `private`: a redis-server of the stack's own (local/private-redis.ts), to kill for real;
+ * - `{ url }`: that Redis.
+ */
+export type RedisChoice = 'embedded' | 'shared' | 'private' | { url: string }
 
-function once(fn: () => Promise<void>): () => Promise<void> {
-  let done: Promise<void> | undefined
-  return () => {
-    done ??= fn()
-    return done
+/** A Worker wired to the stack; `vars` go on top of wrangler.toml's [vars], under the wiring. */
+export type WorkerSpec =
+  | ({ runtime?: 'miniflare' } & Omit<WorkerMiniflareOptions, 'vars' | 'guard'> & {
+        vars?: Record<string, string>
+      })
+  | { runtime: 'dev'; vars?: Record<string, string>; port?: number; onLine?: (l: string) => void }
+
+export type WorkerRun = WorkerDevHandle | WorkerMiniflareHandle
+
+/** Each piece as it comes up, for progress lines (`npm run dev`). */
+export type ReadyEvent =
+  | { piece: 'database'; database: DatabaseLayer }
+  | { piece: 'redis'; redis: RedisLayer }
+  | { piece: 'origin'; origin: OriginHandle }
+  | { piece: 'worker'; worker: WorkerRun }
+
+export type StackPiece = ReadyEvent['piece'] | 'balancer' | 'servers'
+
+/** A piece that did not start; `cause` is what it threw. */
+export class StackStartError extends Error {
+  readonly piece: StackPiece
+  constructor(piece: StackPiece, cause: unknown) {
+    super(`${piece}: ${(cause as Error).message}`, { cause })
+    this.name = 'StackStartError'
+    this.piece = piece
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Redis layer
-// ---------------------------------------------------------------------------------------------
-
-export interface RedisLayerOptions {
-  /** A real Redis (`redis://...`). Unset: the embedded in-memory store (lost on stop). */
-  redisUrl?: string
-  /** The bearer token clients must send (`UPSTASH_REDIS_REST_TOKEN`). */
-  token: string
-  /** @default 0 */
-  port?: number
-  /** @default '127.0.0.1' */
-  host?: string
-}
-
-export interface RedisLayer extends Stoppable {
-  mode: 'real' | 'embedded'
-  /** `UPSTASH_REDIS_REST_URL` for the Worker and `@upstash/redis`. */
-  url: string
-  port: number
-  token: string
-  /** Fault hook: delay every answer by `ms` (0 = off). */
-  setLatency(ms: number): void
-}
-
-export async function startRedisLayer(options: RedisLayerOptions): Promise<RedisLayer> {
-  const backend: RedisBackend = options.redisUrl
-    ? realRedis(options.redisUrl)
-    : await embeddedRedis()
-  try {
-    const rest = await startUpstashRest({
-      backend,
-      token: options.token,
-      port: options.port ?? 0,
-      host: options.host ?? '127.0.0.1',
-    })
-    return {
-      mode: options.redisUrl ? 'real' : 'embedded',
-      url: rest.url,
-      port: rest.port,
-      token: options.token,
-      setLatency: (ms) => rest.setLatency(ms),
-      stop: once(async () => {
-        await rest.close()
-        await backend.close()
-      }),
-    }
-  } catch (err) {
-    await backend.close()
-    throw err
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Database layer
-// ---------------------------------------------------------------------------------------------
-
-export interface DatabaseLayerOptions {
-  /**
-   * A real Postgres. Unset: embedded PGlite in {@link DatabaseLayerOptions.pgliteDir}.
-   * The database named in the URL is created when missing (see `createDatabase`).
-   */
-  databaseUrl?: string
-  /** @default true: `CREATE DATABASE` when the URL's database does not exist. */
-  createDatabase?: boolean
-  /** Apply migrations/ with dbmate. @default true */
-  migrate?: boolean
+export interface StackOptions {
+  /** Omitted: no database, and then no origin processes (see `originUrl`). */
+  postgres?: PostgresChoice
   /** Where PGlite keeps its files. @default '<repo>/.data/pglite' */
   pgliteDir?: string
-  /** Port of the Neon WebSocket proxy. @default 0 */
-  proxyPort?: number
-  /** Port of PGlite's Postgres wire-protocol socket. @default 0 */
-  pglitePort?: number
-}
-
-export interface DatabaseLayer extends Stoppable {
-  mode: 'postgres' | 'pglite'
-  /** Plain TCP connection string (dbmate, `pg`, the origin's `DATABASE_URL`). */
-  databaseUrl: string
-  /** `host:port/v2` of the Neon proxy: the origin's `NEON_WS_PROXY`. */
-  neonWsProxy: string
+  redis: RedisChoice
   /**
-   * The environment an origin needs for this database: DATABASE_URL, NEON_WS_PROXY, and on
-   * PGlite a small DB_POOL_MAX (one shared backend: more connections only queue).
+   * REDIS_KEY_PREFIX of the Worker and the origins. On the shared Redis or one at a URL, the keys
+   * under it are deleted on stop.
    */
-  originEnv: Record<string, string>
-  /** dbmate's output ('' when nothing was applied or migrations were skipped). */
-  migrations: string
-  /** The embedded server, when mode is 'pglite'. */
-  pglite?: EmbeddedPostgres
-  /** Fault hook: the Neon proxy cuts every open connection (see `dropConnections`). */
-  dropConnections(): number
-}
-
-/** PGlite runs one statement at a time for everyone: a few connections are plenty. */
-export const PGLITE_POOL_MAX = 4
-
-export async function startDatabaseLayer(
-  options: DatabaseLayerOptions = {},
-): Promise<DatabaseLayer> {
-  let pglite: EmbeddedPostgres | undefined
-  let databaseUrl: string
-  if (options.databaseUrl) {
-    databaseUrl = options.databaseUrl
-    if (options.createDatabase !== false) await ensureDatabase(databaseUrl)
-  } else {
-    pglite = await startEmbeddedPostgres({
-      dataDir: options.pgliteDir ?? join(REPO_ROOT, '.data', 'pglite'),
-      port: options.pglitePort ?? 0,
-    })
-    databaseUrl = pglite.url
-  }
-  let proxy: RunningProxy | undefined
-  try {
-    const migrations = options.migrate === false ? '' : await migrate(databaseUrl)
-    const target = new URL(databaseUrl)
-    proxy = await startNeonWsProxy({
-      target: { host: target.hostname, port: Number(target.port || 5432) },
-      port: options.proxyPort ?? 0,
-    })
-    const running = proxy
-    const originEnv: Record<string, string> = {
-      DATABASE_URL: databaseUrl,
-      NEON_WS_PROXY: running.wsProxy,
-    }
-    if (pglite) originEnv.DB_POOL_MAX = String(PGLITE_POOL_MAX)
-    return {
-      mode: pglite ? 'pglite' : 'postgres',
-      databaseUrl,
-      neonWsProxy: running.wsProxy,
-      originEnv,
-      migrations,
-      pglite,
-      dropConnections: () => running.dropConnections(),
-      stop: once(async () => {
-        await running.close()
-        await pglite?.stop()
-      }),
-    }
-  } catch (err) {
-    await proxy?.close()
-    await pglite?.stop()
-    throw err
-  }
-}
-
-/** Database names we create: letters, digits, underscore (no quoting surprises). */
-const SAFE_DATABASE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
-
-/**
- * Creates the database named in `databaseUrl` when it does not exist, connecting to the same server's
- * `postgres` database. Returns true when it created one.
- */
-export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
-  const url = new URL(databaseUrl)
-  const name = decodeURIComponent(url.pathname.replace(/^\//, ''))
-  if (!name || name === 'postgres') return false
-  if (!SAFE_DATABASE_NAME.test(name)) {
-    throw new Error(
-      'the database name in DATABASE_URL may only hold letters, digits and _ (create it yourself otherwise)',
-    )
-  }
-  url.pathname = '/postgres'
-  const admin = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 5_000 })
-  await admin.connect()
-  try {
-    const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
-    if (found.rowCount) return false
-    try {
-      await admin.query(`CREATE DATABASE "${name}"`)
-    } catch (err) {
-      // Another process created it between our check and our CREATE: fine.
-      if ((err as { code?: string }).code !== '42P04') throw err
-    }
-    return true
-  } finally {
-    await admin.end()
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Origin processes
-// ---------------------------------------------------------------------------------------------
-
-export interface OriginOptions {
-  /** 0 = any free port; kept across restarts once known. @default 0 */
-  port?: number
-  /** @default '127.0.0.1' */
-  host?: string
-  /**
-   * The origin's configuration (DATABASE_URL, NEON_WS_PROXY, ORIGIN_SHARED_SECRET, ...). Origin
-   * settings present in this process's environment are NOT inherited: only what is given here.
-   */
-  env: Record<string, string>
-  /** Bound on start-up (tsx compiles on the fly; two busy cores are slow). @default 30000 */
-  readyTimeoutMs?: number
-  /** Each output line (JSON logs), secrets masked. */
-  onLine?: (line: string) => void
-  /** For messages. @default 'origin' */
-  name?: string
-}
-
-export interface OriginHandle extends Stoppable {
-  /** http://host:port (stable across restarts). */
-  readonly url: string
-  readonly port: number
-  /** Process id (and process group id) of the current run. */
-  readonly pid: number
-  /** Whether the current run is up (false after kill/stop, or if it died by itself). */
-  readonly running: boolean
-  /** The current run's exit; settles when it ends for any reason. */
-  readonly exited: Promise<ExitInfo>
-  /** Last output lines of the current run. */
-  output(lines?: number): string
-  /** Ends the current run: SIGKILL (a crash, the default) or SIGTERM (graceful, bounded). */
-  kill(signal?: 'SIGKILL' | 'SIGTERM'): Promise<ExitInfo>
-  /** Starts again on the same port with the same env (stops the current run first if needed). */
-  restart(): Promise<void>
-}
-
-/** Origin settings a caller must give explicitly rather than inherit by accident. */
-/**
- * Settings the origin reads. A started origin gets only what the caller passes, never a stray value
- * from the calling shell (a DOWNSTREAM_URL or GMAIL_* there must not reach every test origin).
- */
-const ORIGIN_ENV_KEYS = [
-  'DATABASE_URL',
-  'NEON_WS_PROXY',
-  'ORIGIN_PORT',
-  'ORIGIN_HOST',
-  'ORIGIN_SHARED_SECRET',
-  'DB_POOL_MAX',
-  'DB_QUERY_TIMEOUT_MS',
-  'DB_CONNECT_TIMEOUT_MS',
-  'MAX_EVENT_BYTES',
-  'LOG_LEVEL',
-  'REDIS_KEY_PREFIX',
-  'DEDUP_TTL_SECONDS',
-  'CLAIM_LEASE_MS',
-  'REDIS_TIMEOUT_MS',
-  'ORIGIN_TIMEOUT_MS',
-]
-const ORIGIN_ENV_PREFIXES = ['GMAIL_', 'DOWNSTREAM_', 'OUTBOX_', 'FAILURE_', 'UPSTASH_']
-
-export function originProcessEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { ...process.env }
-  for (const key of Object.keys(base)) {
-    if (ORIGIN_ENV_KEYS.includes(key) || ORIGIN_ENV_PREFIXES.some((p) => key.startsWith(p))) {
-      delete base[key]
-    }
-  }
-  return { ...base, ...env }
-}
-
-/**
- * Starts `origin/main.ts` (through tsx) in its own process group and waits for its listening line.
- * @example
- * const origin = await startOrigin({ env: { ...db.originEnv, ORIGIN_SHARED_SECRET: secret } })
- * await origin.kill('SIGKILL') // crash a pod
- * await origin.restart()
- */
-export async function startOrigin(options: OriginOptions): Promise<OriginHandle> {
-  const host = options.host ?? '127.0.0.1'
-  const name = options.name ?? 'origin'
-  const secrets = [options.env.ORIGIN_SHARED_SECRET ?? '', options.env.DATABASE_URL ?? '']
-    .flatMap((value) => value.split(','))
-    .filter(Boolean)
-  let port = options.port ?? 0
-  let current: GroupProcess
-  let url = ''
-  let stopped = false
-
-  async function launch(): Promise<void> {
-    const child = new GroupProcess({
-      name,
-      command: ORIGIN_COMMAND[0],
-      args: ORIGIN_COMMAND.slice(1),
-      cwd: REPO_ROOT,
-      env: originProcessEnv({ ...options.env, ORIGIN_PORT: String(port), ORIGIN_HOST: host }),
-      secrets,
-      onLine: options.onLine,
-    })
-    current = child
-    try {
-      url = await child.waitForLine(parseListeningLine, options.readyTimeoutMs ?? 30_000)
-    } catch (err) {
-      await child.stop({ signal: 'SIGKILL' }).catch(() => {})
-      throw err
-    }
-    port = Number(new URL(url).port)
-  }
-
-  await launch()
-  const handle: OriginHandle = {
-    get url() {
-      return url
-    },
-    get port() {
-      return port
-    },
-    get pid() {
-      return current.pid
-    },
-    get running() {
-      return current.exit === undefined && !stopped
-    },
-    get exited() {
-      return current.exited
-    },
-    output: (lines) => current.output(lines),
-    kill: (signal = 'SIGKILL') => current.stop({ signal, graceMs: 10_000 }),
-    async restart() {
-      await current.stop({ graceMs: 10_000 })
-      stopped = false
-      await launch()
-    },
-    async stop() {
-      stopped = true
-      await current.stop({ graceMs: 10_000 })
-    },
-  }
-  return handle
-}
-
-// ---------------------------------------------------------------------------------------------
-// The Worker: wrangler dev, or the built bundle in Miniflare
-// ---------------------------------------------------------------------------------------------
-
-export interface WorkerOptions {
-  /** 0 = pick a free port. @default 0 */
-  port?: number
-  /**
-   * Bindings on top of wrangler.toml's [vars]: secrets and overrides (ORIGIN_URL,
-   * UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, ORIGIN_SHARED_SECRET, ...).
-   */
-  vars: Record<string, string>
-  /** Names in `vars` whose values are secret (masked in output). @default every name containing SECRET, TOKEN or KEY */
-  secretNames?: string[]
-  readyTimeoutMs?: number
-  onLine?: (line: string) => void
-}
-
-export interface WorkerHandle extends Stoppable {
-  url: string
-  port: number
-}
-
-export interface WorkerDevHandle extends WorkerHandle {
-  readonly pid: number
-  readonly exited: Promise<ExitInfo>
-  output(lines?: number): string
-}
-
-function secretValues(vars: Record<string, string>, names?: string[]): string[] {
-  const isSecret = (name: string) =>
-    names ? names.includes(name) : /SECRET|TOKEN|KEY|PASSWORD/i.test(name)
-  return Object.entries(vars)
-    .filter(([name]) => isSecret(name))
-    .flatMap(([, value]) => value.split(','))
-    .filter(Boolean)
-}
-
-/**
- * `wrangler dev` (local mode) in its own process group, ready when GET /healthz answers.
- * Secrets go in as `--var` (visible to `ps` on this machine, never printed by us: masked in output).
- */
-export async function startWorkerDev(options: WorkerOptions): Promise<WorkerDevHandle> {
-  const port = options.port || (await freePort())
-  const inspectorPort = await freePort()
-  mkdirSync(join(REPO_ROOT, '.wrangler', 'config'), { recursive: true })
-  const args = [
-    'dev',
-    '--ip',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--inspector-port',
-    String(inspectorPort),
-    '--show-interactive-dev-session=false',
-  ]
-  for (const [key, value] of Object.entries(options.vars)) args.push('--var', `${key}:${value}`)
-  const child = new GroupProcess({
-    name: 'wrangler dev',
-    command: WRANGLER_BIN,
-    args,
-    cwd: REPO_ROOT,
-    env: wranglerEnv(),
-    secrets: secretValues(options.vars, options.secretNames),
-    onLine: options.onLine,
-  })
-  const url = `http://127.0.0.1:${port}`
-  try {
-    await waitForHttp(`${url}/healthz`, {
-      timeoutMs: options.readyTimeoutMs ?? 60_000,
-      abort: child.exited,
-    })
-  } catch (err) {
-    await child.stop({ signal: 'SIGKILL' }).catch(() => {})
-    if (child.exit) throw child.exitedEarly(child.exit)
-    throw err instanceof ProcessError ? child.notReady(err.message) : err
-  }
-  return {
-    url,
-    port,
-    pid: child.pid,
-    exited: child.exited,
-    output: (lines) => child.output(lines),
-    stop: once(async () => {
-      await child.stop({ graceMs: 5_000 })
-    }),
-  }
-}
-
-export interface WorkerMiniflareOptions extends WorkerOptions {
-  /** Where the bundle goes. @default a fresh temporary directory, removed on stop */
-  outDir?: string
-  /**
-   * Source of an ES module served instead of the bundle, which it imports as `./index.js`
-   * unchanged: tests wrap the Worker to call a handler Miniflare cannot trigger as they need
-   * (`email()` with a message of their own). @default the bundle itself
-   */
-  entrySource?: string
-  /** Changes to wrangler.toml's queue consumer settings (e.g. `{ max_batch_timeout: 0 }`). */
-  queueConsumers?: QueueConsumerOverrides
-}
-
-export interface WorkerMiniflareHandle extends WorkerHandle {
-  miniflare: Miniflare
-}
-
-/**
- * Builds the deployable bundle (`wrangler deploy --dry-run`) and serves it with Miniflare on
- * 127.0.0.1, with wrangler.toml's compatibility settings, [vars] plus `vars`, and its queues (the
- * spool and its dead letters, consumed by the same Worker). `/cdn-cgi/handler/email` is enabled.
- */
-export async function startWorkerMiniflare(
-  options: WorkerMiniflareOptions,
-): Promise<WorkerMiniflareHandle> {
-  const outDir = options.outDir ?? mkdtempSync(join(tmpdir(), 'inbound-dedup-worker-'))
-  const removeOutDir = options.outDir === undefined
-  try {
-    const [config, scriptPath, { Miniflare }] = await Promise.all([
-      readWranglerConfig(),
-      buildWorker(outDir),
-      import('miniflare'),
-    ])
-    const entryPath = join(outDir, 'entry.js')
-    if (options.entrySource !== undefined) writeFileSync(entryPath, options.entrySource)
-    const { onLine } = options
-    const miniflare = new Miniflare({
-      name: config.name,
-      scriptPath: options.entrySource === undefined ? scriptPath : entryPath,
-      modules: true,
-      // The bundle is an ES module; by default Miniflare reads an imported .js as CommonJS.
-      modulesRules: [{ type: 'ESModule', include: ['**/*.js'] }],
-      modulesRoot: outDir,
-      compatibilityDate: config.compatibilityDate,
-      compatibilityFlags: config.compatibilityFlags,
-      bindings: { ...config.vars, ...options.vars },
-      ...miniflareQueueOptions(config, options.queueConsumers),
-      port: options.port ?? 0,
-      host: '127.0.0.1',
-      cf: false,
-      unsafeTriggerHandlers: true,
-      // The Worker's log lines go to `onLine` when given (else Miniflare prints them). The
-      // handler must return nothing: Miniflare checks, and fails the request otherwise.
-      ...(onLine
-        ? {
-            handleStructuredLogs: ({ message }: { message: string }) => {
-              onLine(message)
-            },
-          }
-        : {}),
-    })
-    let url: URL
-    try {
-      url = await withTimeout(miniflare.ready, options.readyTimeoutMs ?? 30_000, 'Miniflare')
-    } catch (err) {
-      await miniflare.dispose().catch(() => {})
-      throw err
-    }
-    return {
-      url: url.origin,
-      port: Number(url.port),
-      miniflare,
-      stop: once(async () => {
-        await withTimeout(miniflare.dispose(), 10_000, 'Miniflare dispose')
-        if (removeOutDir) rmSync(outDir, { recursive: true, force: true })
-      }),
-    }
-  } catch (err) {
-    if (removeOutDir) rmSync(outDir, { recursive: true, force: true })
-    throw err
-  }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new ProcessError('not_ready', `${what} did not finish within ${ms} ms`)),
-        ms,
-      )
-    }),
-  ])
-}
-
-// ---------------------------------------------------------------------------------------------
-// Everything together
-// ---------------------------------------------------------------------------------------------
-
-export interface LocalStackOptions {
-  /** Real Postgres; unset = PGlite in `pgliteDir`. */
-  databaseUrl?: string
-  pgliteDir?: string
-  /** Real Redis; unset = embedded store. */
-  redisUrl?: string
-  upstashToken: string
-  originSharedSecret: string
-  /** Extra origin env (LOG_LEVEL, DB_POOL_MAX, ...). */
-  originEnv?: Record<string, string>
-  /** How the Worker runs. @default 'miniflare' */
-  worker?: 'dev' | 'miniflare' | 'none'
-  /** Worker vars on top of the wiring (vendor secrets, REDIS_KEY_PREFIX, ...). */
-  workerVars?: Record<string, string>
+  keyPrefix?: string
+  /** UPSTASH_REDIS_REST_TOKEN. @default a random one */
+  upstashToken?: string
+  /** ORIGIN_SHARED_SECRET of the origins and the Worker. @default a random one */
+  originSecret?: string
+  /** 0 or unset: any free port. `origin` is the first origin's. */
   ports?: { upstash?: number; origin?: number; worker?: number; proxy?: number }
+  /** Names of the origin processes to start (pods). @default ['origin'] with a database, else [] */
+  origins?: string[]
+  /** Origin settings on top of the wiring (LOG_LEVEL, DOWNSTREAM_URL, DB_POOL_MAX, ...). */
+  originEnv?: Record<string, string>
+  /** The origins get the Upstash URL and token too: their Gmail poller claims where the Worker does. */
+  originsUseRedis?: boolean
   onOriginLine?: (line: string) => void
-  onWorkerLine?: (line: string) => void
+  /** An origin running elsewhere (in a test's own process) that the Worker forwards to. */
+  originUrl?: string
+  /** A balancer (local/balancer.ts) in front of the origins, the first one behind it. */
+  balancer?: boolean
+  /** The gateway Worker. Unset: none (start one later with {@link Stack.startWorker}). */
+  worker?: WorkerSpec
+  /** A second Worker with the gateway's bindings from another wrangler config (the bench's verify-only baseline). */
+  baselineWorker?: { wranglerConfig: string }
+  /** Aborting during start-up stops what has started and rejects (Ctrl-C in `npm run dev`). */
+  signal?: AbortSignal
+  onReady?: (event: ReadyEvent) => void
 }
 
-export interface LocalStack extends Stoppable {
-  database: DatabaseLayer
+export interface Stack extends Stoppable {
+  /** Throws when the stack has none. */
+  readonly database: DatabaseLayer
   redis: RedisLayer
-  origin: OriginHandle
-  worker?: WorkerDevHandle | WorkerMiniflareHandle
+  origins: OriginHandle[]
+  /** The first origin; throws when there is none. */
+  readonly origin: OriginHandle
+  /** Where the Worker forwards: the balancer, the first origin, or `originUrl`. */
+  originUrl: string
+  balancer?: Balancer
+  /** The gateway Worker; throws when there is none. */
+  readonly worker: WorkerRun
+  baselineWorker?: WorkerMiniflareHandle
+  redisServer?: PrivateRedis
+  postgresServer?: PrivatePostgres
+  watchdog?: Watchdog
+  originSecret: string
+  upstashToken: string
+  keyPrefix?: string
+  /** The environment every origin gets (secrets included: do not print). */
+  originEnv: Record<string, string>
   /** The Worker's bindings as wired (secrets included: do not print). */
   workerVars: Record<string, string>
+  /** A small pool straight to the database (TCP, past the proxy) for assertions; made on first use. */
+  readonly sql: pg.Pool
+  /** A client of the Redis behind the stand-in (not the embedded store); made on first use. */
+  readonly redisClient: Redis
+  /** One more origin process on this database (a Gmail pod), not behind the balancer. */
+  startOrigin(spec: { name: string; env?: Record<string, string> }): Promise<OriginHandle>
+  /** One more Worker wired to this stack (a test entry, `wrangler dev` for the bench). */
+  startWorker(spec: WorkerSpec): Promise<WorkerRun>
 }
 
-/** Starts database, Redis, origin and (optionally) the Worker; on any failure stops what started. */
-export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
-  const started: Stoppable[] = []
+const secret = (what: string) => `${what}-${randomBytes(12).toString('hex')}`
+
+/** Starts what `options` ask for; on any failure (or abort) stops what started, then throws. */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const stops: Array<() => Promise<unknown>> = []
   const stopAll = once(async () => {
-    for (const piece of started.reverse()) await piece.stop().catch(() => {})
+    for (const stop of stops.reverse()) await stop().catch(() => {})
   })
+  const step = async <T>(piece: StackPiece, start: () => Promise<T>): Promise<T> => {
+    options.signal?.throwIfAborted()
+    try {
+      return await start()
+    } catch (err) {
+      throw err instanceof StackStartError ? err : new StackStartError(piece, err)
+    }
+  }
   try {
-    // allSettled, not all: if one fails, the other must have finished before we stop it.
-    const [databaseResult, redisResult] = await Promise.allSettled([
-      startDatabaseLayer({
-        databaseUrl: options.databaseUrl,
-        pgliteDir: options.pgliteDir,
-        proxyPort: options.ports?.proxy,
-      }),
-      startRedisLayer({
-        redisUrl: options.redisUrl,
-        token: options.upstashToken,
-        port: options.ports?.upstash,
-      }),
-    ])
-    for (const result of [databaseResult, redisResult]) {
-      if (result.status === 'fulfilled') started.push(result.value)
-    }
-    if (databaseResult.status === 'rejected') throw databaseResult.reason
-    if (redisResult.status === 'rejected') throw redisResult.reason
-    const database = databaseResult.value
-    const redis = redisResult.value
-    const origin = await startOrigin({
-      port: options.ports?.origin,
-      env: {
-        ...database.originEnv,
-        ORIGIN_SHARED_SECRET: options.originSharedSecret,
-        ...options.originEnv,
-      },
-      onLine: options.onOriginLine,
-    })
-    started.push(origin)
-    const workerVars = {
-      ...options.workerVars,
-      ORIGIN_URL: origin.url,
-      ORIGIN_SHARED_SECRET: options.originSharedSecret,
-      UPSTASH_REDIS_REST_URL: redis.url,
-      UPSTASH_REDIS_REST_TOKEN: redis.token,
-    }
-    let worker: WorkerDevHandle | WorkerMiniflareHandle | undefined
-    const mode = options.worker ?? 'miniflare'
-    if (mode !== 'none') {
-      const workerOptions = {
-        port: options.ports?.worker,
-        vars: workerVars,
-        onLine: options.onWorkerLine,
-      }
-      worker =
-        mode === 'dev'
-          ? await startWorkerDev(workerOptions)
-          : await startWorkerMiniflare(workerOptions)
-      started.push(worker)
-    }
-    return { database, redis, origin, worker, workerVars, stop: stopAll }
+    return await build(options, stops, step, stopAll)
   } catch (err) {
     await stopAll()
     throw err
   }
+}
+
+type Step = <T>(piece: StackPiece, start: () => Promise<T>) => Promise<T>
+
+async function build(
+  options: StackOptions,
+  stops: Array<() => Promise<unknown>>,
+  step: Step,
+  stopAll: () => Promise<void>,
+): Promise<Stack> {
+  const own = options.postgres === 'private' || options.redis === 'private'
+  const watchdog = own
+    ? new Watchdog(mkdtempSync(join(tmpdir(), 'inbound-dedup-stack-')))
+    : undefined
+  if (watchdog) stops.push(async () => watchdog.stop())
+  const { redisServer, postgresServer } = await step('servers', () =>
+    startServers(options, watchdog, stops),
+  )
+  const upstashToken = options.upstashToken ?? secret('upstash')
+  const originSecret = options.originSecret ?? secret('origin')
+  const redisUrl = redisUrlOf(options.redis, redisServer)
+
+  // Both at once; allSettled, so that a failure of one never leaves the other unstopped.
+  const [databaseResult, redisResult] = await Promise.allSettled([
+    step('database', () => startDatabase(options, postgresServer, stops)),
+    step('redis', async () => {
+      const layer = await startRedisLayer({
+        redisUrl,
+        token: upstashToken,
+        port: options.ports?.upstash,
+      })
+      stops.push(() => layer.stop())
+      return layer
+    }),
+  ])
+  if (databaseResult.status === 'rejected') throw databaseResult.reason
+  if (redisResult.status === 'rejected') throw redisResult.reason
+  const database = databaseResult.value
+  const redis = redisResult.value
+  if (database) options.onReady?.({ piece: 'database', database })
+  options.onReady?.({ piece: 'redis', redis })
+  if (options.keyPrefix !== undefined && redisUrl && options.redis !== 'private') {
+    const prefix = options.keyPrefix
+    stops.push(() => deleteRedisPrefix(prefix, redisUrl))
+  }
+
+  const originEnv: Record<string, string> = {
+    ...database?.originEnv,
+    ...(options.keyPrefix !== undefined ? { REDIS_KEY_PREFIX: options.keyPrefix } : {}),
+    ...(options.originsUseRedis
+      ? { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: upstashToken }
+      : {}),
+    ...options.originEnv,
+    ORIGIN_SHARED_SECRET: originSecret,
+  }
+  const launchOrigin = async (name: string, env: Record<string, string> = {}, port?: number) => {
+    if (!database) throw new Error('origin processes need a database (options.postgres)')
+    const origin = await startOrigin({
+      name,
+      port,
+      env: { ...originEnv, ...env },
+      onLine: options.onOriginLine,
+      guard: watchdog,
+    })
+    stops.push(() => origin.stop())
+    options.onReady?.({ piece: 'origin', origin })
+    return origin
+  }
+  const names = options.origins ?? (database ? ['origin'] : [])
+  const origins = await step('origin', () =>
+    Promise.all(
+      names.map((name, i) => launchOrigin(name, {}, i === 0 ? options.ports?.origin : 0)),
+    ),
+  )
+
+  const balancer = options.balancer
+    ? await step('balancer', async () => {
+        const started = await startBalancer(origins[0] ? [origins[0].url] : [])
+        stops.push(() => started.close())
+        return started
+      })
+    : undefined
+  const originUrl = balancer?.url ?? origins[0]?.url ?? options.originUrl
+  if (!originUrl) throw new Error('the Worker needs an origin: start one, or give originUrl')
+
+  const wiring = {
+    ORIGIN_URL: originUrl,
+    ORIGIN_SHARED_SECRET: originSecret,
+    UPSTASH_REDIS_REST_URL: redis.url,
+    UPSTASH_REDIS_REST_TOKEN: upstashToken,
+    ...(options.keyPrefix !== undefined ? { REDIS_KEY_PREFIX: options.keyPrefix } : {}),
+  }
+  const startWorker = (spec: WorkerSpec) =>
+    step('worker', async () => {
+      const vars = { ...spec.vars, ...wiring }
+      const worker: WorkerRun =
+        spec.runtime === 'dev'
+          ? await startWorkerDev({ ...spec, vars })
+          : await startWorkerMiniflare({ ...spec, vars, guard: watchdog })
+      stops.push(() => worker.stop())
+      return worker
+    })
+  const worker = options.worker
+    ? await startWorker({ port: options.ports?.worker, ...options.worker })
+    : undefined
+  if (worker) options.onReady?.({ piece: 'worker', worker })
+  const workerVars = { ...options.worker?.vars, ...wiring }
+  const baselineWorker = options.baselineWorker
+    ? ((await startWorker({
+        wranglerConfig: options.baselineWorker.wranglerConfig,
+        vars: options.worker?.vars,
+      })) as WorkerMiniflareHandle)
+    : undefined
+
+  let sql: pg.Pool | undefined
+  let redisClient: Redis | undefined
+  return {
+    get database() {
+      if (!database) throw new Error('this stack has no database')
+      return database
+    },
+    redis,
+    origins,
+    get origin() {
+      const [first] = origins
+      if (!first) throw new Error('this stack has no origin process')
+      return first
+    },
+    originUrl,
+    balancer,
+    get worker() {
+      if (!worker) throw new Error('this stack has no Worker')
+      return worker
+    },
+    baselineWorker,
+    redisServer,
+    postgresServer,
+    watchdog,
+    originSecret,
+    upstashToken,
+    keyPrefix: options.keyPrefix,
+    originEnv,
+    workerVars,
+    get sql() {
+      if (!database) throw new Error('this stack has no database')
+      if (!sql) {
+        const pool = databasePool(database.databaseUrl, 4)
+        stops.push(() => pool.end())
+        sql = pool
+      }
+      return sql
+    },
+    get redisClient() {
+      if (!redisUrl) throw new Error('the embedded store has no Redis client')
+      if (!redisClient) {
+        const client = new Redis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 3_000 })
+        // Down in an outage case: commands fail, the client does not crash the run.
+        client.on('error', () => {})
+        stops.push(async () => client.disconnect())
+        redisClient = client
+      }
+      return redisClient
+    },
+    startOrigin: ({ name, env }) => step('origin', () => launchOrigin(name, env)),
+    startWorker,
+    stop: stopAll,
+  }
+}
+
+function redisUrlOf(choice: RedisChoice, server: PrivateRedis | undefined): string | undefined {
+  if (choice === 'embedded') return undefined
+  if (choice === 'shared') return REDIS_URL
+  if (choice === 'private') return server?.url
+  return choice.url
+}
+
+/** The stack's own redis-server and Postgres cluster, when asked for (side by side). */
+async function startServers(
+  options: StackOptions,
+  watchdog: Watchdog | undefined,
+  stops: Array<() => Promise<unknown>>,
+): Promise<{ redisServer?: PrivateRedis; postgresServer?: PrivatePostgres }> {
+  if (!watchdog) return {}
+  const [redisResult, postgresResult] = await Promise.allSettled([
+    options.redis === 'private' ? startPrivateRedis(join(watchdog.root, 'redis'), watchdog) : null,
+    options.postgres === 'private' ? startPrivatePostgres(watchdog.root, watchdog) : null,
+  ])
+  const redisServer = redisResult.status === 'fulfilled' ? redisResult.value : null
+  const postgresServer = postgresResult.status === 'fulfilled' ? postgresResult.value : null
+  if (redisServer) stops.push(() => redisServer.stop())
+  if (postgresServer) stops.push(() => postgresServer.close())
+  if (redisResult.status === 'rejected') throw redisResult.reason
+  if (postgresResult.status === 'rejected') throw postgresResult.reason
+  return { redisServer: redisServer ?? undefined, postgresServer: postgresServer ?? undefined }
+}
+
+async function startDatabase(
+  options: StackOptions,
+  server: PrivatePostgres | undefined,
+  stops: Array<() => Promise<unknown>>,
+): Promise<DatabaseLayer | undefined> {
+  const choice = options.postgres
+  if (choice === undefined) return undefined
+  const proxyPort = options.ports?.proxy
+  let layer: DatabaseLayer
+  if (choice === 'embedded') {
+    layer = await startDatabaseLayer({ pgliteDir: options.pgliteDir, proxyPort })
+  } else if (choice === 'fresh') {
+    const db = await createTestDatabase()
+    stops.push(() => db.drop())
+    layer = await startDatabaseLayer({
+      databaseUrl: db.url,
+      createDatabase: false,
+      migrate: false,
+      proxyPort,
+    })
+  } else if (choice === 'private') {
+    if (!server) throw new Error('no private Postgres')
+    layer = await startDatabaseLayer({
+      databaseUrl: server.databaseUrl('inbound_dedup_stack'),
+      proxyPort,
+    })
+  } else {
+    layer = await startDatabaseLayer({
+      databaseUrl: choice.url,
+      createDatabase: choice.create,
+      migrate: choice.migrate,
+      proxyPort,
+    })
+  }
+  stops.push(() => layer.stop())
+  return layer
 }

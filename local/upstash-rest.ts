@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { timingSafeEqual } from '../contract/crypto'
+import { readBody } from './http-body'
 
 type Command = [string, ...(string | number)[]]
 type Reply = Buffer | string | number | null | Reply[]
@@ -144,26 +145,6 @@ function isCommand(value: unknown): value is Command {
     typeof value[0] === 'string' &&
     value.every((v) => typeof v === 'string' || typeof v === 'number')
   )
-}
-
-const MAX_BODY_BYTES = 16 * 1024 * 1024
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let size = 0
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length
-      if (size > MAX_BODY_BYTES) {
-        reject(new Error('body too large'))
-        req.destroy()
-        return
-      }
-      chunks.push(chunk)
-    })
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
-    req.on('error', reject)
-  })
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

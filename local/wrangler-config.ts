@@ -6,12 +6,14 @@
  * @module
  */
 import { mkdirSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { GroupProcess } from './processes'
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const WRANGLER_BIN = join(REPO_ROOT, 'node_modules', '.bin', 'wrangler')
+/** The gateway Worker's configuration. */
+export const WRANGLER_TOML = join(REPO_ROOT, 'wrangler.toml')
 
 /** The environment every wrangler we start gets: no telemetry, no update check, no network. */
 export function wranglerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -62,9 +64,7 @@ process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c
 const cache = new Map<string, Promise<WranglerConfig>>()
 
 /** Reads a wrangler config once per process and path (bounded: 30 s). */
-export function readWranglerConfig(
-  configPath = join(REPO_ROOT, 'wrangler.toml'),
-): Promise<WranglerConfig> {
+export function readWranglerConfig(configPath = WRANGLER_TOML): Promise<WranglerConfig> {
   const known = cache.get(configPath)
   if (known) return known
   const reading = (async () => {
@@ -92,26 +92,34 @@ export function readWranglerConfig(
 }
 
 /**
- * `wrangler deploy --dry-run --outdir <outDir>`: the bundle as it would be deployed (works
- * offline, ~1-2 s). Returns the path of the entry module.
+ * `wrangler deploy --dry-run --outdir <outDir> --config <configPath>`: the bundle as it would be
+ * deployed (works offline, ~1-2 s). Returns the path of the entry module (`main`, as .js).
  */
-export async function buildWorker(outDir: string, timeoutMs = 60_000): Promise<string> {
+export async function buildWorker(
+  outDir: string,
+  options: { configPath?: string; timeoutMs?: number } = {},
+): Promise<string> {
+  const configPath = options.configPath ?? WRANGLER_TOML
   mkdirSync(outDir, { recursive: true })
+  const config = readWranglerConfig(configPath)
   const build = new GroupProcess({
-    name: 'wrangler deploy --dry-run',
+    name: `wrangler deploy --dry-run (${basename(configPath)})`,
     command: WRANGLER_BIN,
-    args: ['deploy', '--dry-run', '--outdir', outDir],
+    args: ['deploy', '--dry-run', '--outdir', outDir, '--config', configPath],
     cwd: REPO_ROOT,
     env: wranglerEnv(),
   })
-  const timer = setTimeout(() => void build.stop({ signal: 'SIGKILL' }), timeoutMs)
+  const timer = setTimeout(
+    () => void build.stop({ signal: 'SIGKILL' }),
+    options.timeoutMs ?? 60_000,
+  )
   const exit = await build.exited
   clearTimeout(timer)
   await build.stop({ graceMs: 1_000 })
   if (exit.code !== 0) {
     throw build.notReady(`failed (${exit.signal ?? `exit code ${exit.code}`})`)
   }
-  return join(outDir, 'index.js')
+  return join(outDir, basename((await config).main).replace(/\.[cm]?[jt]s$/, '.js'))
 }
 
 /** Consumer settings a test may change (e.g. no batch wait); names as in wrangler.toml. */

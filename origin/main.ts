@@ -70,7 +70,6 @@ async function main(): Promise<void> {
       })
     : null
   if (!relay) logger.info('outbox relay off: DOWNSTREAM_URL is not set')
-  process.stdout.write(`${formatListeningLine(origin.url)}\n`)
 
   const shutdown = (signal: NodeJS.Signals) => {
     logger.info('origin stopping', { signal })
@@ -92,6 +91,8 @@ async function main(): Promise<void> {
   // `once`: a second signal falls through to Node's default and ends the process at once.
   process.once('SIGINT', shutdown)
   process.once('SIGTERM', shutdown)
+  // Only now: whoever reads this line may stop the process at once, and must get a graceful close.
+  process.stdout.write(`${formatListeningLine(origin.url)}\n`)
 }
 
 main().catch((err: unknown) => {

@@ -1,7 +1,7 @@
 /**
- * The soak's logical messages and their vendor deliveries: real signed requests (the unit tests'
- * signers, as in the fault matrix's vendors.ts), for every channel, and the other shapes a
- * message takes on the wire:
+ * The soak's logical messages and their vendor deliveries: real signed requests
+ * (local/vendor-deliveries.ts, as in the fault matrix's vendors.ts), for every channel, and the
+ * other shapes a message takes on the wire:
  *
  * - the **original** delivery, which replays and concurrent copies send again unchanged;
  * - a **fresh delivery id** for the same message (Slack: a new `event_id`; Telegram: a new
@@ -18,20 +18,26 @@
  * the balancer refuse every forward holding one tag for a while, a tenth of the traffic.
  * @module
  */
-import { randomBytes } from 'node:crypto'
-import { rawEmail } from '../test/email/support/emails'
-import { type Channel, type Outcome, type Vendor, vendorOf } from '../test/faults/support/vendors'
 import {
+  emailRequest,
+  MAILBOX,
   nowSeconds,
-  slackMessageEvent,
-  slackRequest,
-  TEST_SECRETS,
-  telegramRequest,
-  telegramUpdate,
-  twilioParams,
-  twilioRequest,
-} from '../test/unit/signed-requests'
-import { WA_TEST_SECRET, waBatch, waRequest, waText } from '../test/unit/whatsapp-cloud-fixtures'
+  randomHex,
+  rawEmail,
+  type SignedDelivery,
+  slackDelivery,
+  telegramDelivery,
+  twilioDelivery,
+  waText,
+  whatsappCloudPost,
+} from '../local/vendor-deliveries'
+import {
+  type Channel,
+  type Outcome,
+  slackRetryReason,
+  type Vendor,
+  vendorOf,
+} from '../test/faults/support/vendors'
 
 /**
  * Where a message comes from: the Worker's channels (WhatsApp Cloud's rows are channel
@@ -63,10 +69,7 @@ export const POISON_TAGS = 10
 export const poisonTag = (tag: number): string => `[p${tag}]`
 
 /** The mailbox both email paths deliver to (the Worker's RCPT TO, and the polled Gmail box). */
-export const MAILBOX = 'support@inbound.example'
-
-const WRONG_SECRET = 'not-the-configured-secret'
-const TEAM = 'T123ABC456'
+export { MAILBOX }
 
 /** One vendor delivery: what an attempt sends. Retries of it are built from the same one. */
 export interface Delivery {
@@ -183,107 +186,88 @@ export class MessageMaker {
   delivery(message: SoakMessage, shape: Shape, k = 0): Delivery {
     const name = shape === 'original' || shape === 'delete' ? shape : `${shape}-${k}`
     const text = message.text(shape === 'edit' ? k : 0)
-    switch (message.channel) {
-      case 'slack':
-        return { name, request: this.slack(message, shape, k, text) }
-      case 'whatsapp':
-      case 'sms':
-        return { name, request: this.twilio(message, text) }
-      case 'telegram':
-        return { name, request: this.telegram(message, shape, k, text) }
-      case 'whatsapp-cloud':
-        return { name, request: this.whatsappCloud(message, text) }
-      case 'email':
-      case 'gmail': {
-        const raw = this.email(message, text)
-        const query = new URLSearchParams({ from: senderOf(message), to: MAILBOX })
-        return {
-          name,
-          ...(message.channel === 'gmail' ? { raw } : {}),
-          request: async (url) =>
-            new Request(`${url}/cdn-cgi/handler/email?${query}`, { method: 'POST', body: raw }),
-        }
+    if (message.channel === 'whatsapp-cloud') {
+      return { name, request: this.whatsappCloud(message, text) }
+    }
+    if (message.channel === 'email' || message.channel === 'gmail') {
+      const raw = this.email(message, text)
+      const from = senderOf(message)
+      return {
+        name,
+        ...(message.channel === 'gmail' ? { raw } : {}),
+        request: async (url) => emailRequest(url, raw, { from }),
       }
+    }
+    const signed = this.signed(message, shape, k, text)
+    message.deliveryIds.add(signed.deliveryKey.slice(signed.deliveryKey.lastIndexOf(':') + 1))
+    return {
+      name,
+      request: (url, retry, previous) =>
+        signed.request(url, { retry, reason: slackRetryReason(previous) }),
     }
   }
 
-  private slack(message: SoakMessage, shape: Shape, k: number, text: string) {
+  private signed(message: SoakMessage, shape: Shape, k: number, text: string): SignedDelivery {
+    const { forged } = message
+    switch (message.channel) {
+      case 'slack':
+        return this.slack(message, shape, k, text)
+      case 'whatsapp':
+      case 'sms': {
+        const phone = `+1401712${String(2660 + (message.n % 5))}`
+        const whatsapp = message.channel === 'whatsapp'
+        return twilioDelivery({
+          // Twilio has no delivery id apart from the message's: every shape is the same SID.
+          messageSid: this.twilioSid(message),
+          from: whatsapp ? `whatsapp:${phone}` : phone,
+          to: whatsapp ? 'whatsapp:+15558675310' : '+15558675310',
+          body: text,
+          forged,
+        })
+      }
+      case 'telegram':
+        return telegramDelivery({
+          updateId: ++this.updateId,
+          chatId: this.chatBase + (message.n % 5),
+          messageId: message.n,
+          text,
+          date: this.baseSeconds,
+          forged,
+          ...(shape === 'edit' ? { field: 'edited_message', editDate: this.baseSeconds + k } : {}),
+        })
+      default:
+        throw new Error(`${message.channel} has no single signed delivery`)
+    }
+  }
+
+  private slack(message: SoakMessage, shape: Shape, k: number, text: string): SignedDelivery {
     const fraction = String(message.n).padStart(6, '0')
-    const ts = `${this.baseSeconds}.${fraction}`
-    const user = `U0SOAK${message.n % 5}`
     const suffix = shape === 'original' ? '' : shape === 'delete' ? 'd' : `${shape[0]}${k}`
     const eventId = `Ev${message.marker.replaceAll('-', '')}${suffix}`
-    message.deliveryIds.add(eventId)
     if (shape === 'delete') message.deleteId = eventId
     // Edits happen k seconds after the message; the delete after every edit.
     const laterTs = `${this.baseSeconds + (shape === 'delete' ? 1_000 : k)}.${fraction}`
-    let body: Record<string, unknown>
-    if (shape === 'edit' || shape === 'delete') {
-      const event =
-        shape === 'edit'
-          ? {
-              type: 'message',
-              subtype: 'message_changed',
-              channel: this.slackChannel,
-              ts: laterTs,
-              event_ts: laterTs,
-              message: { type: 'message', user, text, ts, edited: { user, ts: laterTs } },
-              previous_message: { type: 'message', user, text: message.text(0), ts },
-            }
-          : {
-              type: 'message',
-              subtype: 'message_deleted',
-              channel: this.slackChannel,
-              ts: laterTs,
-              event_ts: laterTs,
-              deleted_ts: ts,
-              previous_message: { type: 'message', user, text: message.text(), ts },
-            }
-      body = {
-        token: 'one-long-verification-token',
-        team_id: TEAM,
-        api_app_id: 'A123ABC456',
-        event,
-        type: 'event_callback',
-        event_id: eventId,
-        event_time: this.baseSeconds,
-      }
-    } else {
-      body = slackMessageEvent({ eventId, ts, text, user, channel: this.slackChannel, team: TEAM })
-    }
-    const secret = message.forged ? { secret: WRONG_SECRET } : {}
-    return (url: string, retry: number, previous?: Outcome) =>
-      slackRequest(`${url}/webhooks/slack`, body, {
-        ...secret,
-        headers:
-          retry > 0
-            ? {
-                'x-slack-retry-num': String(retry),
-                'x-slack-retry-reason': slackRetryReason(previous),
-              }
-            : {},
-      })
+    return slackDelivery({
+      eventId,
+      ts: `${this.baseSeconds}.${fraction}`,
+      text,
+      user: `U0SOAK${message.n % 5}`,
+      channel: this.slackChannel,
+      forged: message.forged,
+      ...(shape === 'edit' ? { editedAt: laterTs, previousText: message.text(0) } : {}),
+      ...(shape === 'delete' ? { deletedAt: laterTs, previousText: message.text() } : {}),
+    })
   }
 
   private readonly twilioSids = new Map<number, string>()
 
-  private twilio(message: SoakMessage, text: string) {
+  private twilioSid(message: SoakMessage): string {
     let sid = this.twilioSids.get(message.n)
     if (!sid) {
-      sid = `SM${randomBytes(16).toString('hex')}`
+      sid = `SM${randomHex(16)}`
       this.twilioSids.set(message.n, sid)
-      message.deliveryIds.add(sid)
     }
-    const phone = `+1401712${String(2660 + (message.n % 5))}`
-    const whatsapp = message.channel === 'whatsapp'
-    const params = twilioParams({
-      messageSid: sid,
-      from: whatsapp ? `whatsapp:${phone}` : phone,
-      to: whatsapp ? 'whatsapp:+15558675310' : '+15558675310',
-      body: text,
-    })
-    const token = message.forged ? { token: WRONG_SECRET } : {}
-    return (url: string) => twilioRequest(`${url}/webhooks/twilio`, params, token)
+    return sid
   }
 
   /** The previous WhatsApp Cloud message of the run, batched again with the next one. */
@@ -298,7 +282,7 @@ export class MessageMaker {
     const status = { id: wamid, status: 'sent', timestamp: '1750030073', recipient_id: '1' }
     const earlier = message.forged || this.lastCloud?.wamid === wamid ? null : this.lastCloud
     if (!message.forged) this.lastCloud = { message: own, number, wamid }
-    const body = waBatch(
+    const post = whatsappCloudPost(
       CLOUD_NUMBERS.map((phoneNumberId) => ({
         phoneNumberId,
         messages: [
@@ -307,25 +291,9 @@ export class MessageMaker {
         ],
         statuses: number === phoneNumberId ? [status] : [],
       })),
+      { forged: message.forged },
     )
-    const secret = message.forged ? WRONG_SECRET : WA_TEST_SECRET
-    return (url: string) => waRequest(`${url}/webhooks/whatsapp-cloud`, body, secret)
-  }
-
-  private telegram(message: SoakMessage, shape: Shape, k: number, text: string) {
-    const updateId = ++this.updateId
-    message.deliveryIds.add(String(updateId))
-    const chatId = this.chatBase + (message.n % 5)
-    const update = telegramUpdate({
-      updateId,
-      chatId,
-      messageId: message.n,
-      text,
-      date: this.baseSeconds,
-      ...(shape === 'edit' ? { field: 'edited_message', editDate: this.baseSeconds + k } : {}),
-    })
-    const secret = message.forged ? WRONG_SECRET : TEST_SECRETS.telegram
-    return async (url: string) => telegramRequest(`${url}/webhooks/telegram`, update, secret)
+    return (url: string) => post.request(url)
   }
 
   private email(message: SoakMessage, text: string): string {
@@ -345,11 +313,4 @@ const CLOUD_NUMBERS = ['106540352242922', '106540352242923']
 /** A handful of senders: some messages share a customer and conversation, some do not. */
 function senderOf(message: SoakMessage): string {
   return `customer${message.n % 5}@customer.example`
-}
-
-/** Slack's `x-slack-retry-reason` for what the previous attempt got. */
-function slackRetryReason(previous: Outcome | undefined): string {
-  if (previous === 'timeout') return 'http_timeout'
-  if (previous === 'refused' || previous === 'network') return 'connection_failed'
-  return 'http_error'
 }

@@ -21,7 +21,6 @@
  * waits for it, so the schedule is the seed's and the wall clock is the machine's.
  * @module
  */
-import { readdirSync, readFileSync } from 'node:fs'
 import { delay } from '../local/processes'
 import type { FaultStack } from '../test/faults/support/fault-stack'
 import type { History } from './history'
@@ -227,100 +226,77 @@ export class Nemesis {
   /** Breaks the piece, waits the fault's duration, heals it (the healing in a finally). */
   private async inject(fault: PlannedFault): Promise<void> {
     const { stack } = this
-    const hold = () => delay(fault.durationMs)
+    const { detail } = fault
+    /** `damage`, then the fault's duration, then `heal`, even when the wait is cut short. */
+    const hold = async (damage: () => unknown, heal: () => unknown) => {
+      await damage()
+      try {
+        await delay(fault.durationMs)
+      } finally {
+        await heal()
+      }
+    }
+    const { redis, balancer } = stack
+    const [a, b] = stack.origins
     switch (fault.kind) {
       case 'redis-kill':
-        await stack.redis.kill()
-        try {
-          await hold()
-        } finally {
-          await stack.redis.start()
-        }
-        return
-      case 'redis-pause': {
-        const pid = redisPid(stack.redis.port)
-        process.kill(pid, 'SIGSTOP')
-        try {
-          await hold()
-        } finally {
-          process.kill(pid, 'SIGCONT')
-        }
-        return
-      }
+        return hold(redis.kill, redis.start)
+      case 'redis-pause':
+        return hold(redis.pause, redis.resume)
       case 'redis-flush':
-        await stack.redis.flushAll()
-        return
+        return redis.flushAll()
       case 'redis-slow':
-        stack.redisLayer.setLatency(Number(fault.detail.latencyMs))
-        try {
-          await hold()
-        } finally {
-          stack.redisLayer.setLatency(0)
-        }
-        return
-      case 'origin-kill': {
-        const [origin] = stack.origins
-        await origin.kill('SIGKILL')
-        try {
-          await hold()
-        } finally {
-          await origin.restart()
-        }
-        return
-      }
-      case 'two-origins-one-killed': {
-        const [a, b] = stack.origins
-        stack.balancer.setBackends([a.url, b.url])
+        return hold(
+          () => stack.redisLayer.setLatency(Number(detail.latencyMs)),
+          () => stack.redisLayer.setLatency(0),
+        )
+      case 'origin-kill':
+        return hold(
+          () => a.kill('SIGKILL'),
+          () => a.restart(),
+        )
+      case 'two-origins-one-killed':
+        balancer.setBackends([a.url, b.url])
         try {
           // A moment of two healthy pods, then one of them dies under the balancer's feet.
           await delay(Math.min(1_000, fault.durationMs / 4))
-          await b.kill('SIGKILL')
-          try {
-            await hold()
-          } finally {
-            await b.restart()
-          }
+          await hold(
+            () => b.kill('SIGKILL'),
+            () => b.restart(),
+          )
         } finally {
-          stack.balancer.setBackends([a.url])
+          balancer.setBackends([a.url])
         }
         return
-      }
       case 'postgres-restart':
-        await stack.postgres.stop(fault.detail.mode === 'fast' ? 'fast' : 'immediate')
-        try {
-          await hold()
-        } finally {
-          await stack.postgres.start()
-        }
-        return
+        return hold(
+          () => stack.postgres.stop(detail.mode === 'fast' ? 'fast' : 'immediate'),
+          stack.postgres.start,
+        )
       case 'neon-drop': {
         const until = Date.now() + fault.durationMs
         while (Date.now() < until) {
           stack.database.dropConnections()
-          await delay(Number(fault.detail.everyMs))
+          await delay(Number(detail.everyMs))
         }
         return
       }
       case 'consumer-fail':
-        stack.balancer.failQueueConsumer(Number(fault.detail.status))
-        try {
-          await hold()
-        } finally {
-          stack.balancer.failQueueConsumer(null)
-        }
-        return
-      case 'poison':
-        stack.balancer.setPoison({
-          marker: poisonTag(Number(fault.detail.tag)),
-          status: Number(fault.detail.status),
+        return hold(
+          () => balancer.failQueueConsumer(Number(detail.status)),
+          () => balancer.failQueueConsumer(null),
+        )
+      case 'poison': {
+        const rule = {
+          marker: poisonTag(Number(detail.tag)),
+          status: Number(detail.status),
           path: '/v1/events',
-        })
-        try {
-          await hold()
-        } finally {
-          stack.balancer.setPoison(null)
         }
-        return
+        return hold(
+          () => balancer.setPoison(rule),
+          () => balancer.setPoison(null),
+        )
+      }
     }
   }
 
@@ -329,32 +305,6 @@ export class Nemesis {
     const { stack } = this
     stack.balancer.setPoison(null)
     stack.balancer.failQueueConsumer(null)
-    try {
-      process.kill(redisPid(stack.redis.port), 'SIGCONT')
-    } catch {
-      // Not running, or not found: start() below brings it back.
-    }
     await stack.heal()
   }
-}
-
-/**
- * The pid of the suite's redis-server on `port`: a child of this process named redis-server
- * whose title names the port (PrivateRedis does not expose its process; SIGSTOP needs it).
- */
-export function redisPid(port: number): number {
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      if (comm !== 'redis-server' || ppid !== process.pid) continue
-      const title = readFileSync(`/proc/${name}/cmdline`, 'utf8')
-      if (title.includes(`:${port}`)) return Number(name)
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  throw new Error(`no redis-server child of this process listens on port ${port}`)
 }

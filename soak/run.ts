@@ -21,13 +21,13 @@
  */
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import type { OriginHandle } from '../local/origin-process'
 import { delay } from '../local/processes'
 import { runId } from '../local/services'
-import { REPO_ROOT, startOrigin } from '../local/stack'
-import { type FaultStack, OriginPod, startFaultStack } from '../test/faults/support/fault-stack'
+import { REPO_ROOT } from '../local/stack'
+import { type FaultStack, startFaultStack } from '../test/faults/support/fault-stack'
 import { type FakeGmail, startFakeGmail } from '../test/support/fake-gmail'
 import { runFailuresCli } from '../test/support/origin'
-import { TEST_SECRETS } from '../test/unit/signed-requests'
 import { type CheckResult, check, judge, refusedTwilio, rowsOf } from './checker'
 import { Load, planEvents } from './generator'
 import { History } from './history'
@@ -72,32 +72,22 @@ export interface SoakStack {
   faults: FaultStack
   gmail: FakeGmail
   /** An origin process polling the fake Gmail mailbox (not behind the balancer). */
-  gmailPod: OriginPod
+  gmailPod: OriginHandle
   spoolChannels?: string
   stop(): Promise<void>
 }
 
 /** The fault suite's stack with the Worker's SPOOL_CHANNELS as given, and a Gmail pod. */
 export async function startSoakStack(options: { spoolChannels?: string } = {}): Promise<SoakStack> {
-  // fault-stack.ts reads it when it starts the Worker.
-  if (options.spoolChannels !== undefined) {
-    process.env.FAULTS_SPOOL_CHANNELS = options.spoolChannels
-  } else delete process.env.FAULTS_SPOOL_CHANNELS
-  const faults = await startFaultStack()
+  const faults = await startFaultStack(options)
   let gmail: FakeGmail | undefined
   try {
     gmail = await startFakeGmail({ mailbox: MAILBOX })
-    const handle = await startOrigin({
+    // Stopped with the stack, before the fake Gmail it polls.
+    const gmailPod = await faults.stack.startOrigin({
       name: 'origin-gmail',
-      env: {
-        ...faults.database.originEnv,
-        ORIGIN_SHARED_SECRET: TEST_SECRETS.origin,
-        LOG_LEVEL: 'warn',
-        ...gmail.env,
-        GMAIL_POLL_INTERVAL_MS: '500',
-      },
+      env: { ...gmail.env, GMAIL_POLL_INTERVAL_MS: '500' },
     })
-    const gmailPod = new OriginPod(handle, faults.watchdog)
     const fake = gmail
     return {
       faults,

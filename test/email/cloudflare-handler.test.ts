@@ -5,32 +5,19 @@
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { REDIS_URL, runId } from '../../local/services'
+import { runId } from '../../local/services'
+import { CUSTOMER, rawEmail, uniqueMessageId } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
-import {
-  CUSTOMER,
-  rawEmail,
-  rawEmailWithAttachments,
-  scanPdf,
-  senderKeyPart,
-  uniqueMessageId,
-} from './support/emails'
-import { type EmailTestbed, startEmailTestbed } from './support/testbed'
-import type { EmailWorker } from './support/worker'
+import { rawEmailWithAttachments, scanPdf, senderKeyPart } from './support/emails'
+import { emailTestbedForFile } from './support/testbed'
 
-let bed: EmailTestbed
-let worker: EmailWorker
-let redis: Redis
+const bed = emailTestbedForFile({ worker: true })
 /** An origin that answers every event with the status named first in its path (`/400/...`). */
 let statusOrigin: Server
 let statusOriginUrl: string
 
 beforeAll(async () => {
-  bed = await startEmailTestbed()
-  worker = await bed.startWorker()
-  redis = new Redis(REDIS_URL)
   statusOrigin = createServer((req, res) => {
     const status = Number(/^\/(\d{3})\//.exec(req.url ?? '')?.[1] ?? 500)
     const code = status === 400 ? 'invalid_event' : 'database_unavailable'
@@ -42,9 +29,7 @@ beforeAll(async () => {
 }, 180_000)
 
 afterAll(async () => {
-  redis?.disconnect()
   if (statusOrigin) await new Promise((resolve) => statusOrigin.close(resolve))
-  await bed?.close()
 })
 
 /** A fresh inbox per test, so row counts are the test's own. */
@@ -55,7 +40,7 @@ const rowsFor = async (mailbox: string) =>
 
 /** The claim of a mail from the fixtures' customer (the From address is part of the key). */
 const claimValue = (mailbox: string, id: string) =>
-  redis.get(`${bed.prefix}dedup:email:${mailbox}:${senderKeyPart()}:${id}`)
+  bed.redis.get(`${bed.prefix}dedup:email:${mailbox}:${senderKeyPart()}:${id}`)
 
 describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
   it('stores an email once, however often it is delivered', async () => {
@@ -63,7 +48,7 @@ describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
     const id = uniqueMessageId()
     const raw = rawEmail({ to, messageId: id })
     for (let i = 0; i < 5; i++) {
-      const answer = await worker.deliverViaHandler(raw, { to })
+      const answer = await bed.worker.deliverViaHandler(raw, { to })
       expect(answer).toEqual({ status: 200, text: 'Worker successfully processed email' })
     }
     const rows = await rowsFor(to)
@@ -79,7 +64,7 @@ describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
     const to = inbox()
     const raw = rawEmail({ to })
     // An attempt that finds another in flight past its wait throws; its sender retries.
-    const sent = await Promise.all(Array.from({ length: 5 }, () => worker.send(raw, { to })))
+    const sent = await Promise.all(Array.from({ length: 5 }, () => bed.worker.send(raw, { to })))
     expect(sent.map((s) => s.final)).toEqual(Array(5).fill('accepted'))
     expect(await rowsFor(to)).toHaveLength(1)
   })
@@ -88,7 +73,7 @@ describe('through the runtime’s own message (/cdn-cgi/handler/email)', () => {
     const to = inbox()
     const sameSecond = { to, date: 'Tue, 27 Aug 2024 08:49:44 -0700', text: 'same text' }
     const sent = await Promise.all(
-      Array.from({ length: 10 }, () => worker.send(rawEmail(sameSecond), { to }, 'handler')),
+      Array.from({ length: 10 }, () => bed.worker.send(rawEmail(sameSecond), { to }, 'handler')),
     )
     expect(sent.map((s) => s.final)).toEqual(Array(10).fill('accepted'))
     expect(await rowsFor(to)).toHaveLength(10)
@@ -99,8 +84,8 @@ describe('keys', () => {
   it('no Message-ID, delivered twice: one row under the content hash', async () => {
     const to = inbox()
     const raw = rawEmail({ to, messageId: null, text: `no id ${runId()}` })
-    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
-    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
     const rows = await rowsFor(to)
     expect(rows).toHaveLength(1)
     expect(rows[0]?.channel_message_id).toMatch(/:content-sha256:[0-9a-f]{32}$/)
@@ -110,7 +95,7 @@ describe('keys', () => {
     const [a, b] = [inbox(), inbox()]
     const raw = rawEmail({ to: `${a}, ${b}` })
     for (const to of [a, b, a, b])
-      expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+      expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
     const { rows } = await bed.db.sql.query(
       `SELECT c.tenant, m.conversation_id::text
          FROM messages m JOIN conversations v ON v.id = m.conversation_id
@@ -128,7 +113,7 @@ describe('keys', () => {
     const forged = rawEmail({ to, messageId: id, from: 'mallory@elsewhere.example', text: 'x' })
     const genuine = rawEmail({ to, messageId: id })
     for (const raw of [forged, genuine, genuine, forged])
-      expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+      expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
     const rows = await rowsFor(to)
     expect(rows.map((r) => r.channel_message_id).sort()).toEqual(
       [
@@ -142,10 +127,10 @@ describe('keys', () => {
   it("a stranger's In-Reply-To of a customer's mail opens the stranger's own conversation", async () => {
     const to = inbox()
     const original = uniqueMessageId('customer.example')
-    await worker.deliver(rawEmail({ to, messageId: original, subject: 'Help' }), { to })
+    await bed.worker.deliver(rawEmail({ to, messageId: original, subject: 'Help' }), { to })
     const reply = { to, subject: 'Re: Help', inReplyTo: original, references: [original] }
-    await worker.deliver(rawEmail({ ...reply, from: 'mallory@elsewhere.example' }), { to })
-    await worker.deliver(rawEmail(reply), { to })
+    await bed.worker.deliver(rawEmail({ ...reply, from: 'mallory@elsewhere.example' }), { to })
+    await bed.worker.deliver(rawEmail(reply), { to })
     const rows = await rowsFor(to)
     expect(rows).toHaveLength(3)
     expect(rows[1]?.conversation_id).not.toBe(rows[0]?.conversation_id)
@@ -156,9 +141,9 @@ describe('keys', () => {
     const to = inbox()
     const original = uniqueMessageId('customer.example')
     const unrelated = uniqueMessageId('customer.example')
-    await worker.deliver(rawEmail({ to, messageId: original, subject: 'Help' }), { to })
-    await worker.deliver(rawEmail({ to, messageId: unrelated, subject: 'Other' }), { to })
-    await worker.deliver(
+    await bed.worker.deliver(rawEmail({ to, messageId: original, subject: 'Help' }), { to })
+    await bed.worker.deliver(rawEmail({ to, messageId: unrelated, subject: 'Other' }), { to })
+    await bed.worker.deliver(
       rawEmail({
         to,
         subject: 'Re: Help',
@@ -188,7 +173,7 @@ describe('what the sending server is told', () => {
 
       // This delivery's env points at a dead origin; the queue consumer runs with the Worker's
       // own env, whose origin is up, as after a recovery.
-      const answer = await worker.deliver(
+      const answer = await bed.worker.deliver(
         raw,
         { to },
         { env: { ORIGIN_URL, ORIGIN_TIMEOUT_MS: '500' } },
@@ -200,7 +185,7 @@ describe('what the sending server is told', () => {
         await new Promise((r) => setTimeout(r, 200))
       }
       expect(await rowsFor(to)).toHaveLength(1)
-      expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+      expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
       expect(await rowsFor(to)).toHaveLength(1)
     },
   )
@@ -216,7 +201,7 @@ describe('what the sending server is told', () => {
       const id = uniqueMessageId()
       const raw = rawEmail({ to, messageId: id, ...(text ? { text } : {}) })
 
-      const answer = await worker.deliver(
+      const answer = await bed.worker.deliver(
         raw,
         { to },
         { env: { ORIGIN_URL: 'http://127.0.0.1:9', ORIGIN_TIMEOUT_MS: '500', ...env } },
@@ -227,7 +212,7 @@ describe('what the sending server is told', () => {
       await new Promise((r) => setTimeout(r, 1_500))
       expect(await rowsFor(to)).toHaveLength(0)
       // The sender's retry, once the origin is back, is taken.
-      expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+      expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
       expect(await rowsFor(to)).toHaveLength(1)
     },
   )
@@ -235,7 +220,7 @@ describe('what the sending server is told', () => {
   it('the origin refuses the event for good (4xx): setReject, claim released', async () => {
     const to = inbox()
     const id = uniqueMessageId()
-    const answer = await worker.deliver(
+    const answer = await bed.worker.deliver(
       rawEmail({ to, messageId: id }),
       { to },
       {
@@ -255,16 +240,16 @@ describe('what the sending server is told', () => {
     ['not an email at all', '\u0000\u0001\u0002', undefined, /no From/],
   ])('%s: setReject, nothing claimed or stored', async (_, raw, rawSize, reason) => {
     const to = inbox()
-    const answer = await worker.deliver(raw, { to }, { rawSize })
+    const answer = await bed.worker.deliver(raw, { to }, { rawSize })
     expect(answer.outcome).toBe('rejected')
     expect(answer.outcome === 'rejected' && answer.reason).toMatch(reason)
     expect(await rowsFor(to)).toHaveLength(0)
-    expect(await redis.keys(`${bed.prefix}dedup:email:${to}:*`)).toEqual([])
+    expect(await bed.redis.keys(`${bed.prefix}dedup:email:${to}:*`)).toEqual([])
   })
 
   it('logs each decision with the SMTP answer the sender got (250, 451, 550), not an HTTP status', async () => {
     const decisions = (to: string) =>
-      worker
+      bed.worker
         .logs()
         .flatMap((line) => {
           try {
@@ -278,15 +263,15 @@ describe('what the sending server is told', () => {
         )
         .map((l) => [l.decision, l.status])
     const accepted = inbox()
-    await worker.deliver(rawEmail({ to: accepted }), { to: accepted })
+    await bed.worker.deliver(rawEmail({ to: accepted }), { to: accepted })
     const refused = inbox()
-    await worker.deliver(
+    await bed.worker.deliver(
       rawEmail({ to: refused }),
       { to: refused },
       { env: { ORIGIN_URL: `${statusOriginUrl}/400` } },
     )
     const later = inbox()
-    await worker.deliver(
+    await bed.worker.deliver(
       rawEmail({ to: later }),
       { to: later },
       {
@@ -301,8 +286,8 @@ describe('what the sending server is told', () => {
   it('logs decisions with keys, never the body or the sender address', async () => {
     const to = inbox()
     const secretText = `private body ${runId()}`
-    await worker.deliver(rawEmail({ to, text: secretText }), { to })
-    const logs = worker.logs()
+    await bed.worker.deliver(rawEmail({ to, text: secretText }), { to })
+    const logs = bed.worker.logs()
     expect(
       logs.some((l) => l.includes('"channel":"email"') && l.includes(`dedup:email:${to}:`)),
     ).toBe(true)
@@ -317,8 +302,8 @@ describe('attachments', () => {
     const to = inbox()
     const pdf = scanPdf('scan-0001.pdf')
     const raw = rawEmailWithAttachments({ to, subject: 'Scan' }, [pdf.fixture])
-    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
-    expect(await worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
+    expect(await bed.worker.deliver(raw, { to })).toEqual({ outcome: 'accepted' })
     const { rows } = await bed.db.sql.query(
       `SELECT body, attachments FROM messages WHERE channel = 'email' AND channel_message_id LIKE $1`,
       [`${to}:%`],

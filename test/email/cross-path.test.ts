@@ -4,37 +4,25 @@
  * Whatever the order, and when both run at once, the email is one message row; a reply that comes
  * the other way joins its conversation.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { runId } from '../../local/services'
+import { rawEmail, uniqueMessageId } from '../../local/vendor-deliveries'
 import type { GmailPoller } from '../../origin/gmail'
 import { counterValue } from '../../origin/gmail/metrics'
 import { type FakeGmail, startFakeGmail } from '../support/fake-gmail'
 import {
   CLOUDFLARE_TRACE_HEADERS,
   GMAIL_TRACE_HEADERS,
-  rawEmail,
   rawEmailWithAttachments,
   scanPdf,
   senderKeyPart,
-  uniqueMessageId,
 } from './support/emails'
-import { type EmailTestbed, startEmailTestbed } from './support/testbed'
-import type { EmailWorker } from './support/worker'
+import { emailTestbedForFile } from './support/testbed'
 
-let bed: EmailTestbed
-let worker: EmailWorker
+const bed = emailTestbedForFile({ worker: true })
 let gmail: FakeGmail
 let poller: GmailPoller
 let mailbox: string
-
-beforeAll(async () => {
-  bed = await startEmailTestbed()
-  worker = await bed.startWorker()
-}, 180_000)
-
-afterAll(async () => {
-  await bed?.close()
-})
 
 /** Each test: its own mailbox (one key scope), fake Gmail and poller, past its first full sync. */
 async function freshMailbox(): Promise<void> {
@@ -63,7 +51,7 @@ describe('the same email both ways', () => {
   it('Cloudflare first, then Gmail: one row; Gmail stops at the Redis claim', async () => {
     await freshMailbox()
     const email = copies()
-    expect(await worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
+    expect(await bed.worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
       outcome: 'accepted',
     })
     gmail.deliver(email.viaGmail)
@@ -81,13 +69,13 @@ describe('the same email both ways', () => {
     const email = copies()
     gmail.deliver(email.viaGmail)
     await poller.pollOnce()
-    expect(await worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
+    expect(await bed.worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
       outcome: 'accepted',
     })
     const stored = await rows()
     expect(stored).toHaveLength(1)
     expect(stored[0]?.first_delivery_key).toMatch(/^gmail:/)
-    const decision = worker
+    const decision = bed.worker
       .logs()
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .find(
@@ -102,7 +90,7 @@ describe('the same email both ways', () => {
     for (const email of emails) gmail.deliver(email.viaGmail)
     // A handler that meets the poller's claim in flight past its wait throws; its sender retries.
     const [sent] = await Promise.all([
-      Promise.all(emails.map((e) => worker.send(e.viaCloudflare, { to: mailbox }))),
+      Promise.all(emails.map((e) => bed.worker.send(e.viaCloudflare, { to: mailbox }))),
       poller.pollOnce(),
     ])
     expect(sent.map((s) => s.final)).toEqual(Array(10).fill('accepted'))
@@ -114,11 +102,11 @@ describe('the same email both ways', () => {
     const email = copies({ messageId: null, text: `no id ${runId()}` })
     gmail.deliver(email.viaGmail)
     const [sent] = await Promise.all([
-      worker.send(email.viaCloudflare, { to: mailbox }),
+      bed.worker.send(email.viaCloudflare, { to: mailbox }),
       poller.pollOnce(),
     ])
     expect(sent.final).toBe('accepted')
-    expect(await worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
+    expect(await bed.worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
       outcome: 'accepted',
     })
     const stored = await rows()
@@ -129,7 +117,7 @@ describe('the same email both ways', () => {
   it('a reply that comes the other way joins the conversation', async () => {
     await freshMailbox()
     const original = uniqueMessageId('customer.example')
-    await worker.deliver(copies({ messageId: original, subject: 'Help' }).viaCloudflare, {
+    await bed.worker.deliver(copies({ messageId: original, subject: 'Help' }).viaCloudflare, {
       to: mailbox,
     })
     gmail.deliver(copies({ subject: 'Re: Help', inReplyTo: original }).viaGmail)
@@ -148,10 +136,10 @@ describe('another sender reusing the Message-ID', () => {
     const email = copies()
     const messageId = /^Message-ID: <(.*)>$/m.exec(email.viaGmail)?.[1]
     const forged = rawEmail({ to: mailbox, messageId, from: mallory, text: 'not the real one' })
-    expect(await worker.deliver(forged, { to: mailbox, from: mallory })).toEqual({
+    expect(await bed.worker.deliver(forged, { to: mailbox, from: mallory })).toEqual({
       outcome: 'accepted',
     })
-    expect(await worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
+    expect(await bed.worker.deliver(email.viaCloudflare, { to: mailbox })).toEqual({
       outcome: 'accepted',
     })
     gmail.deliver(email.viaGmail)
@@ -169,7 +157,7 @@ describe('another sender reusing the Message-ID', () => {
   it("a stranger's reply via Gmail to a customer's Cloudflare mail stays out of its conversation", async () => {
     await freshMailbox()
     const original = uniqueMessageId('customer.example')
-    await worker.deliver(copies({ messageId: original, subject: 'Help' }).viaCloudflare, {
+    await bed.worker.deliver(copies({ messageId: original, subject: 'Help' }).viaCloudflare, {
       to: mailbox,
     })
     gmail.deliver(copies({ subject: 'Re: Help', inReplyTo: original, from: mallory }).viaGmail)
@@ -192,7 +180,9 @@ describe('attachments both ways', () => {
       { ...common, traceHeaders: CLOUDFLARE_TRACE_HEADERS },
       files,
     )
-    expect(await worker.deliver(viaCloudflare, { to: mailbox })).toEqual({ outcome: 'accepted' })
+    expect(await bed.worker.deliver(viaCloudflare, { to: mailbox })).toEqual({
+      outcome: 'accepted',
+    })
     const { rows: stored } = await bed.db.sql.query(
       `SELECT body, attachments FROM messages WHERE channel = 'email' AND channel_message_id LIKE $1`,
       [`${mailbox}:%`],

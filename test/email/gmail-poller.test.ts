@@ -3,8 +3,10 @@
  * (through the Neon proxy) and real Redis (through the Upstash stand-in): full sync, history
  * pages, the 404, labels, OAuth, backoff, leases between pods, and failures that must not stop it.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { runId } from '../../local/services'
+import { rawEmail } from '../../local/vendor-deliveries'
+import type { GmailPoller } from '../../origin/gmail'
 import { counterValue } from '../../origin/gmail/metrics'
 import { SyncState } from '../../origin/gmail/sync-state'
 import { createLogger } from '../../origin/log'
@@ -15,20 +17,13 @@ import {
   startFakeGmail,
 } from '../support/fake-gmail'
 import { runFailuresCli } from '../support/origin'
-import { rawEmail } from './support/emails'
-import { type EmailTestbed, startEmailTestbed } from './support/testbed'
+import { emailTestbedForFile } from './support/testbed'
 
-let bed: EmailTestbed
+const bed = emailTestbedForFile()
 const fakes: FakeGmail[] = []
 
-beforeAll(async () => {
-  bed = await startEmailTestbed()
-})
 afterEach(async () => {
   await Promise.all(fakes.splice(0).map((f) => f.close()))
-})
-afterAll(async () => {
-  await bed?.close()
 })
 
 async function fakeGmail(options: Partial<FakeGmailOptions> = {}): Promise<FakeGmail> {
@@ -52,6 +47,23 @@ async function rowsOf(fake: FakeGmail) {
   return rows.filter((r) => r.channel_message_id.startsWith(`${mailboxOf(fake)}:`))
 }
 
+/** One poll, completed with these counts; then as {@link expectCaughtUp}. */
+async function expectPoll(
+  poller: GmailPoller,
+  fake: FakeGmail,
+  counts: Record<string, unknown>,
+  rows: number,
+): Promise<void> {
+  expect(await poller.pollOnce()).toMatchObject({ status: 'completed', ...counts })
+  await expectCaughtUp(fake, rows)
+}
+
+/** `rows` rows from the mailbox, and its stored historyId is the mailbox's latest. */
+async function expectCaughtUp(fake: FakeGmail, rows: number): Promise<void> {
+  expect(await rowsOf(fake)).toHaveLength(rows)
+  expect(await storedHistoryId(mailboxOf(fake))).toBe(fake.currentHistoryId())
+}
+
 describe('full sync and history', () => {
   it('first run: takes the INBOX, skips SENT and DRAFT, stores the profile historyId', async () => {
     const gmail = await fakeGmail()
@@ -60,16 +72,7 @@ describe('full sync and history', () => {
     gmail.deliver(rawEmail({ subject: 'draft' }), ['DRAFT'])
     const { poller } = bed.poller(gmail)
 
-    const result = await poller.pollOnce()
-
-    expect(result).toMatchObject({
-      status: 'completed',
-      mode: 'full_sync',
-      ingested: 3,
-      skipped: 1,
-    })
-    expect(await rowsOf(gmail)).toHaveLength(3)
-    expect(await storedHistoryId(mailboxOf(gmail))).toBe(gmail.currentHistoryId())
+    await expectPoll(poller, gmail, { mode: 'full_sync', ingested: 3, skipped: 1 }, 3)
     expect(await counterValue(poller.metrics.skipped, { reason: 'label' })).toBe(1)
     expect(await counterValue(poller.metrics.fullSyncs, { reason: 'first_run' })).toBe(1)
     // Every page request named INBOX; the profile was read before the listing.
@@ -100,8 +103,7 @@ describe('full sync and history', () => {
 
     const done = await poller.pollOnce()
     expect(done).toMatchObject({ status: 'completed', mode: 'history', ingested: 7, skipped: 3 })
-    expect(await rowsOf(gmail)).toHaveLength(7)
-    expect(await storedHistoryId(mailboxOf(gmail))).toBe(gmail.currentHistoryId())
+    await expectCaughtUp(gmail, 7)
     const pages = gmail.requests('history').filter((r) => r.status === 200)
     expect(pages.every((r) => r.query.historyTypes === 'messageAdded')).toBe(true)
     expect(pages.at(-1)?.query.pageToken).toBeDefined()
@@ -318,16 +320,7 @@ describe('one message that cannot be fetched or parsed', () => {
       if (fault !== 'no_sender') gmail.breakMessage(bad.id, fault)
       gmail.deliver(rawEmail({ subject: 'after' }))
 
-      const result = await poller.pollOnce()
-
-      expect(result).toMatchObject({
-        status: 'completed',
-        mode: 'history',
-        ingested: 2,
-        failures: 1,
-      })
-      expect(await rowsOf(gmail)).toHaveLength(2)
-      expect(await storedHistoryId(mailboxOf(gmail))).toBe(gmail.currentHistoryId())
+      await expectPoll(poller, gmail, { mode: 'history', ingested: 2, failures: 1 }, 2)
       const failures = await failuresOf(gmail)
       expect(failures).toMatchObject([
         {

@@ -13,6 +13,16 @@ import { AccessTokens } from '../../origin/gmail/oauth'
 import { parseSettings } from '../../worker/config'
 import { type FakeGmail, type MessageFault, startFakeGmail } from '../support/fake-gmail'
 
+/** What `fn` throws; undefined when it returns. */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn()
+  } catch (err) {
+    return err
+  }
+  return undefined
+}
+
 const REQUIRED = {
   GMAIL_CLIENT_ID: 'client',
   GMAIL_CLIENT_SECRET: 'secret',
@@ -38,17 +48,14 @@ describe('configuration', () => {
   })
 
   it('lists every problem of a half or wrong configuration, naming variables, not values', () => {
-    let error: unknown
-    try {
+    const error = thrown(() =>
       loadGmailConfig({
         GMAIL_CLIENT_ID: 'client',
         GMAIL_MAILBOX: 'not-an-address',
         GMAIL_POLL_INTERVAL_MS: 'soon',
         GMAIL_API_BASE_URL: 'ftp://example',
-      })
-    } catch (err) {
-      error = err
-    }
+      }),
+    )
     expect(error).toBeInstanceOf(ConfigError)
     const problems = (error as ConfigError).problems.join('\n')
     expect(problems).toMatch(/GMAIL_CLIENT_SECRET, GMAIL_REFRESH_TOKEN/)

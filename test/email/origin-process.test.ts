@@ -3,26 +3,21 @@
  * shows the poller's counters on /metrics, and stops cleanly; half a Gmail configuration stops it
  * at start-up with the missing variables named.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
+import { startOrigin } from '../../local/origin-process'
 import { runId } from '../../local/services'
+import { rawEmail } from '../../local/vendor-deliveries'
 import { startFakeGmail } from '../support/fake-gmail'
-import { spawnOriginProcess } from '../support/origin'
-import { rawEmail } from './support/emails'
-import { type EmailTestbed, startEmailTestbed } from './support/testbed'
+import { emailTestbedForFile } from './support/testbed'
 
-let bed: EmailTestbed
-
-beforeAll(async () => {
-  bed = await startEmailTestbed()
-})
-afterAll(async () => {
-  await bed?.close()
-})
+const bed = emailTestbedForFile()
 
 it('polls Gmail when GMAIL_* are set, and exposes its metrics', async () => {
   const mailbox = `support-${runId()}@inbound.example`
   const gmail = await startFakeGmail({ mailbox })
-  const origin = await spawnOriginProcess(bed.originEnv(gmail, { pollIntervalMs: 100 }))
+  const origin = await startOrigin({
+    env: { LOG_LEVEL: 'warn', ...bed.originEnv(gmail, { pollIntervalMs: 100 }) },
+  })
   try {
     gmail.deliver(rawEmail({ to: mailbox }))
     const stored = async () =>
@@ -42,7 +37,7 @@ it('polls Gmail when GMAIL_* are set, and exposes its metrics', async () => {
       /inbound_gmail_messages_ingested_total\{outcome="created",decided_by="postgres"\} 1/,
     )
   } finally {
-    expect(await origin.stop()).toEqual({ code: 0, signal: null })
+    expect(await origin.kill('SIGTERM')).toEqual({ code: 0, signal: null })
     await gmail.close()
   }
 })
@@ -54,10 +49,10 @@ it('refuses to start with half a Gmail configuration, naming what is missing', a
     ORIGIN_SHARED_SECRET: bed.db.secret,
     GMAIL_CLIENT_ID: 'client-only',
   }
-  const error = await spawnOriginProcess(env, { startTimeoutMs: 20_000 }).then(
+  const error = await startOrigin({ env, readyTimeoutMs: 20_000 }).then(
     () => null,
     (err: Error) => err,
   )
-  expect(error?.message).toMatch(/"code":2/)
+  expect(error?.message).toMatch(/exited \(code 2\)/)
   expect(error?.message).toMatch(/GMAIL_CLIENT_SECRET, GMAIL_REFRESH_TOKEN, GMAIL_MAILBOX/)
 })

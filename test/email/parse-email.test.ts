@@ -9,10 +9,10 @@ import { EmailParseError, MAX_EMAIL_BYTES, parseEmail, UNKNOWN_DATE } from '../.
 import { messageIdsIn, normalizeMessageId, otherEmailKeyForm } from '../../contract/email-keys'
 import { htmlToText } from '../../contract/email-text'
 import { finalizeEvent, LIMITS, parseInboundEvent } from '../../contract/event'
+import { rawEmail } from '../../local/vendor-deliveries'
 import {
   CLOUDFLARE_TRACE_HEADERS,
   GMAIL_TRACE_HEADERS,
-  rawEmail,
   rawEmailWithAttachments,
   senderKeyPart,
 } from './support/emails'

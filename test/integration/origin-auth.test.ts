@@ -4,25 +4,18 @@
  * bodies over the limit (413). Secret rotation: every configured secret verifies.
  */
 import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { signForward } from '../../contract/forward-signature'
-import { eventFixture, type OriginTestbed, signedPost, startOriginTestbed } from '../support/origin'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture, signedPost } from '../support/origin'
 
 const NEW_SECRET = `new-${randomBytes(8).toString('hex')}`
 const OLD_SECRET = `old-${randomBytes(8).toString('hex')}`
 const MAX_EVENT_BYTES = 4096
 
-let bed: OriginTestbed
-
-beforeAll(async () => {
-  bed = await startOriginTestbed({
-    secret: `${NEW_SECRET},${OLD_SECRET}`,
-    config: { maxEventBytes: MAX_EVENT_BYTES },
-  })
-})
-
-afterAll(async () => {
-  await bed?.close()
+const bed = fileTestbed({
+  secret: `${NEW_SECRET},${OLD_SECRET}`,
+  config: { maxEventBytes: MAX_EVENT_BYTES },
 })
 
 const TABLES = ['customers', 'conversations', 'messages', 'outbox']

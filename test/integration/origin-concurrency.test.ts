@@ -3,21 +3,16 @@
  * one message, in one origin process and across two, and two first messages from a new customer.
  * Postgres decides every race; each test checks the rows, not only the answers.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { InboundEvent, IngestResult } from '../../contract/event'
-import {
-  eventFixture,
-  type OriginTestbed,
-  type ProcessExit,
-  type SpawnedOrigin,
-  signedPost,
-  spawnOriginProcess,
-  startOriginTestbed,
-} from '../support/origin'
+import { type OriginHandle, startOrigin } from '../../local/origin-process'
+import type { ExitInfo } from '../../local/processes'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture, signedPost } from '../support/origin'
 
 const DELIVERIES = 50
 
-let bed: OriginTestbed
+const bed = fileTestbed({ config: { dbConnectTimeoutMs: 5000, originTimeoutMs: 10_000 } })
 
 /**
  * These tests are about races, not budgets: 50 requests at once on a pool of 10, on a shared
@@ -26,14 +21,6 @@ let bed: OriginTestbed
  * (origin-db-faults.test.ts).
  */
 const RACE_POOL_WAIT = { ORIGIN_TIMEOUT_MS: '10000', DB_CONNECT_TIMEOUT_MS: '5000' }
-
-beforeAll(async () => {
-  bed = await startOriginTestbed({ config: { dbConnectTimeoutMs: 5000, originTimeoutMs: 10_000 } })
-})
-
-afterAll(async () => {
-  await bed?.close()
-})
 
 async function deliverAll(urls: string[], event: InboundEvent) {
   return Promise.all(
@@ -96,12 +83,13 @@ describe('many deliveries of one message', () => {
       DATABASE_URL: bed.databaseUrl,
       NEON_WS_PROXY: bed.wsProxy,
       ORIGIN_SHARED_SECRET: bed.secret,
+      LOG_LEVEL: 'warn',
       ...RACE_POOL_WAIT,
     }
-    const pods: SpawnedOrigin[] = []
-    let exits: ProcessExit[] = []
+    const pods: OriginHandle[] = []
+    let exits: ExitInfo[] = []
     try {
-      pods.push(...(await Promise.all([spawnOriginProcess(env), spawnOriginProcess(env)])))
+      pods.push(...(await Promise.all([startOrigin({ env }), startOrigin({ env })])))
       expect(pods[0]?.pid).not.toBe(pods[1]?.pid)
       const event = await eventFixture({
         channel: 'whatsapp',
@@ -114,7 +102,7 @@ describe('many deliveries of one message', () => {
       expectOneWinner(answers)
       await expectStoredOnce(event)
     } finally {
-      exits = await Promise.all(pods.map((p) => p.stop()))
+      exits = await Promise.all(pods.map((p) => p.kill('SIGTERM')))
     }
     // SIGTERM is a clean exit, not a crash.
     expect(exits.map((e) => e.code)).toEqual([0, 0])

@@ -16,32 +16,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { InboundEvent, IngestResult } from '../../contract/event'
 import { signForward } from '../../contract/forward-signature'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
+import { startOrigin } from '../../local/origin-process'
+import { rawEmail } from '../../local/vendor-deliveries'
 import { ConfigError, loadConfig } from '../../origin/config'
 import { createDatabase } from '../../origin/db'
 import { DatabaseUnavailableError } from '../../origin/errors'
 import { createLogger, silentLogger } from '../../origin/log'
 import type { RunningOrigin } from '../../origin/server'
-import { rawEmail } from '../email/support/emails'
 import { startFakeGmail } from '../support/fake-gmail'
-import {
-  eventFixture,
-  type OriginTestbed,
-  signedPost,
-  spawnOriginProcess,
-  startOriginInProcess,
-  startOriginTestbed,
-} from '../support/origin'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture, signedPost, startOriginInProcess } from '../support/origin'
 
-let bed: OriginTestbed
+const bed = fileTestbed()
 let databaseName: string
 
 beforeAll(async () => {
-  bed = await startOriginTestbed()
   databaseName = new URL(bed.databaseUrl).pathname.slice(1)
-})
-
-afterAll(async () => {
-  await bed?.close()
 })
 
 /** Backends of the test database (other than `except`) waiting for a lock right now. */
@@ -139,16 +129,19 @@ describe('a database connection that drops inside a transaction', () => {
     // The Gmail poller and the outbox relay run in the same process and meet the fault too.
     const mailbox = `support-${randomBytes(4).toString('hex')}@inbound.example`
     const gmail = await startFakeGmail({ mailbox })
-    const origin = await spawnOriginProcess({
-      DATABASE_URL: bed.databaseUrl,
-      NEON_WS_PROXY: proxy.wsProxy,
-      ORIGIN_SHARED_SECRET: bed.secret,
-      // Long enough that only the dropped connection can end the lock wait.
-      DB_QUERY_TIMEOUT_MS: '20000',
-      DOWNSTREAM_URL: downstreamUrl,
-      OUTBOX_POLL_INTERVAL_MS: '20',
-      ...gmail.env,
-      GMAIL_POLL_INTERVAL_MS: '50',
+    const origin = await startOrigin({
+      env: {
+        DATABASE_URL: bed.databaseUrl,
+        NEON_WS_PROXY: proxy.wsProxy,
+        ORIGIN_SHARED_SECRET: bed.secret,
+        LOG_LEVEL: 'warn',
+        // Long enough that only the dropped connection can end the lock wait.
+        DB_QUERY_TIMEOUT_MS: '20000',
+        DOWNSTREAM_URL: downstreamUrl,
+        OUTBOX_POLL_INTERVAL_MS: '20',
+        ...gmail.env,
+        GMAIL_POLL_INTERVAL_MS: '50',
+      },
     })
     const event = await eventFrom('U-drop')
     const lock = await lockCustomerOf(origin.url, event, bed.secret)
@@ -165,7 +158,7 @@ describe('a database connection that drops inside a transaction', () => {
         origin.exited.then((exit) => `exited ${JSON.stringify(exit)}`),
         sleep(300).then(() => 'running'),
       ])
-      expect(stillRunning, origin.output().slice(-20).join('\n')).toBe('running')
+      expect(stillRunning, origin.output(20)).toBe('running')
       const health = await fetch(`${origin.url}/healthz`, { signal: AbortSignal.timeout(10_000) })
       expect(health.status).toBe(503)
 
@@ -199,7 +192,7 @@ describe('a database connection that drops inside a transaction', () => {
           )) === 1,
         20_000,
       )
-      expect(origin.output().join('\n')).not.toMatch(/uncaught|unhandled/i)
+      expect(origin.output(200)).not.toMatch(/uncaught|unhandled/i)
     } finally {
       await lock.release().catch(() => {})
       await origin.stop()

@@ -8,22 +8,18 @@
  * `messages` (the edit's, even when it matches no row) sleeps 600 ms after it ran, and the
  * original, which updates nothing, is sent meanwhile and commits.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest'
-import { eventFixture, type OriginTestbed, startOriginTestbed } from '../support/origin'
+import { beforeAll, expect, it } from 'vitest'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture } from '../support/origin'
 
-let bed: OriginTestbed
+const bed = fileTestbed()
 
 beforeAll(async () => {
-  bed = await startOriginTestbed()
   await bed.sql.query(`
     CREATE FUNCTION test_slow_update() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN PERFORM pg_sleep(0.6); RETURN NULL; END $$;
     CREATE TRIGGER test_slow_update AFTER UPDATE ON messages
       FOR EACH STATEMENT EXECUTE FUNCTION test_slow_update();`)
-})
-
-afterAll(async () => {
-  await bed?.close()
 })
 
 it('an edit whose message commits while the edit runs is applied, not taken for a replay', async () => {

@@ -3,25 +3,12 @@
  * (`POST /v1/failures/inbound`, signed like every forward) and `npm run failures` replaying what it
  * recorded through the live ingest path: once, however often it is reported or replayed.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { secretList } from '../../contract/crypto'
-import {
-  eventFixture,
-  type OriginTestbed,
-  runFailuresCli,
-  signedPost,
-  startOriginTestbed,
-} from '../support/origin'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture, runFailuresCli, signedPost } from '../support/origin'
 
-let tb: OriginTestbed
-
-beforeAll(async () => {
-  tb = await startOriginTestbed()
-}, 60_000)
-
-afterAll(async () => {
-  await tb?.close()
-})
+const tb = fileTestbed()
 
 function reportDead(body: unknown, secret = secretList(tb.secret)[0] as string) {
   return signedPost(`${tb.origin.url}/v1/failures/inbound`, JSON.stringify(body), secret)

@@ -3,23 +3,32 @@
  * and deletes updating the row (never a new one), payload mismatches, email threads.
  */
 import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent } from '../../contract/event'
-import { type EmailFixture, rawEmail } from '../email/support/emails'
-import { eventFixture, type OriginTestbed, startOriginTestbed } from '../support/origin'
+import { type EmailFixture, rawEmail } from '../../local/vendor-deliveries'
+import { fileTestbed } from '../support/for-file'
+import { type EventOverrides, eventFixture } from '../support/origin'
 
-let bed: OriginTestbed
-
-beforeAll(async () => {
-  bed = await startOriginTestbed()
-})
-
-afterAll(async () => {
-  await bed?.close()
-})
+const bed = fileTestbed()
 
 const minutesAgo = (n: number) => new Date(Date.now() - n * 60_000).toISOString()
+
+/** An edit or a delete (no text) of `original`, made `minutes` ago, under its keys unless told. */
+function changeOf(
+  original: InboundEvent,
+  kind: 'edit' | 'delete',
+  minutes: number,
+  overrides: EventOverrides = {},
+): Promise<InboundEvent> {
+  return eventFixture({
+    ...original,
+    kind,
+    body: '',
+    occurredAt: minutesAgo(minutes),
+    ...overrides,
+  })
+}
 
 async function messageRow(channel: string, messageKey: string) {
   const { rows } = await bed.sql.query(
@@ -129,12 +138,7 @@ describe('edits', () => {
 
   it('an edit of a message never seen stores it, edited; the late original is a duplicate', async () => {
     const original = await eventFixture({ body: 'before', occurredAt: minutesAgo(3) })
-    const edit = await eventFixture({
-      ...original,
-      kind: 'edit',
-      body: 'after',
-      occurredAt: minutesAgo(1),
-    })
+    const edit = await changeOf(original, 'edit', 1, { body: 'after' })
 
     const fromEdit = await bed.post(edit)
     expect(fromEdit.status).toBe(201)
@@ -225,12 +229,7 @@ describe('deletes', () => {
   it('mark the row deleted; a repeat is a duplicate; an unknown message is ignored', async () => {
     const original = await eventFixture({ occurredAt: minutesAgo(4) })
     const created = await bed.post(original)
-    const del = await eventFixture({
-      ...original,
-      kind: 'delete',
-      body: '',
-      occurredAt: minutesAgo(1),
-    })
+    const del = await changeOf(original, 'delete', 1)
 
     const first = await bed.post(del)
     expect(first.status).toBe(200)
@@ -257,12 +256,8 @@ describe('deletes', () => {
 
   it('a delete that overtook its message (a queued original): the message lands once, deleted', async () => {
     const original = await eventFixture({ channel: 'telegram', occurredAt: minutesAgo(4) })
-    const del = await eventFixture({
-      ...original,
-      kind: 'delete',
-      body: '',
+    const del = await changeOf(original, 'delete', 1, {
       deliveryKey: `${original.deliveryKey}-delete`,
-      occurredAt: minutesAgo(1),
     })
     expect((await bed.post(del)).body.outcome).toBe('ignored')
     expect(await bed.count('messages', 'channel_message_id = $1', [original.messageKey])).toBe(0)

@@ -4,28 +4,15 @@
  */
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
+import { startOrigin } from '../../local/origin-process'
 import { loadConfig } from '../../origin/config'
 import { createLogger } from '../../origin/log'
-import {
-  eventFixture,
-  type OriginTestbed,
-  signedPost,
-  spawnOriginProcess,
-  startOriginInProcess,
-  startOriginTestbed,
-} from '../support/origin'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture, signedPost, startOriginInProcess } from '../support/origin'
 
-let bed: OriginTestbed
-
-beforeAll(async () => {
-  bed = await startOriginTestbed()
-})
-
-afterAll(async () => {
-  await bed?.close()
-})
+const bed = fileTestbed()
 
 async function getJson(url: string) {
   const res = await fetch(url, { signal: AbortSignal.timeout(30_000) })
@@ -135,17 +122,21 @@ describe('configuration', () => {
 
   it('a process with a bad configuration exits 2, names every problem, echoes no secret', async () => {
     const secret = `cfg-secret-${randomBytes(8).toString('hex')}`
-    const started = spawnOriginProcess({
-      DATABASE_URL: `mysql://root:${secret}@127.0.0.1/x`,
-      ORIGIN_SHARED_SECRET: secret,
-      DB_POOL_MAX: 'lots',
-      NEON_WS_PROXY: 'ws://127.0.0.1:1/v2',
+    const started = startOrigin({
+      env: {
+        DATABASE_URL: `mysql://root:${secret}@127.0.0.1/x`,
+        ORIGIN_SHARED_SECRET: secret,
+        DB_POOL_MAX: 'lots',
+        NEON_WS_PROXY: 'ws://127.0.0.1:1/v2',
+      },
+      // What the origin prints itself: the secret must not be in it.
+      showSecrets: true,
     })
     const error = await started.then(
       () => expect.unreachable('the origin started with a bad configuration'),
       (err: Error) => err,
     )
-    expect(error.message).toMatch(/exited before listening.*"code":2/)
+    expect(error.message).toMatch(/exited \(code 2\) before it was ready/)
     expect(error.message).toContain('DATABASE_URL is not a postgres://')
     expect(error.message).toContain('DB_POOL_MAX must be an integer')
     expect(error.message).toContain('NEON_WS_PROXY is host:port/path without a scheme')
@@ -153,7 +144,7 @@ describe('configuration', () => {
   })
 
   it('a missing DATABASE_URL and ORIGIN_SHARED_SECRET are both reported', async () => {
-    const error = await spawnOriginProcess({ DATABASE_URL: '', ORIGIN_SHARED_SECRET: '' }).then(
+    const error = await startOrigin({ env: { DATABASE_URL: '', ORIGIN_SHARED_SECRET: '' } }).then(
       () => expect.unreachable('the origin started without configuration'),
       (err: Error) => err,
     )

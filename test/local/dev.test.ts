@@ -3,41 +3,23 @@
  * REDIS_URL set, on free ports, it creates and migrates the database, brings up the stand-in, the
  * origin and wrangler dev, prints its URLs, serves a webhook, and on SIGINT stops everything.
  */
-import { connect } from 'node:net'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import { freePort, GroupProcess, signalGroup } from '../../local/processes'
-import { ADMIN_DATABASE_URL, deleteRedisPrefix, REDIS_URL, runId } from '../../local/services'
+import {
+  freePort,
+  GroupProcess,
+  isListening as listening,
+  signalGroup,
+} from '../../local/processes'
+import { REDIS_URL, scratch } from '../../local/services'
 import { REPO_ROOT } from '../../local/stack'
+import { telegramDelivery } from '../../local/vendor-deliveries'
+import { send } from '../support/test-stack'
 
-const id = runId()
-const dbName = `inbound_dedup_t_dev_${id}`
-const prefix = `test:dev:${id}:`
-
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
-
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
-  await client.connect()
-  try {
-    return await fn(client)
-  } finally {
-    await client.end()
-  }
-}
+const run = scratch('dev')
 
 afterAll(async () => {
-  await admin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`))
-  await deleteRedisPrefix(prefix)
+  await run.remove()
 })
 
 describe('npm run dev', () => {
@@ -46,9 +28,7 @@ describe('npm run dev', () => {
     for (const name of Object.keys(ports) as Array<keyof typeof ports>) {
       ports[name] = await freePort()
     }
-    const databaseUrl = new URL(ADMIN_DATABASE_URL)
-    databaseUrl.pathname = `/${dbName}`
-    const telegramToken = `dev-test-telegram-${id}`
+    const telegramToken = `dev-test-telegram-${run.databaseName}`
     const dev = new GroupProcess({
       name: 'npm run dev',
       command: process.execPath,
@@ -56,13 +36,13 @@ describe('npm run dev', () => {
       cwd: REPO_ROOT,
       env: {
         ...process.env,
-        DATABASE_URL: databaseUrl.toString(),
+        DATABASE_URL: run.databaseUrl,
         REDIS_URL,
         UPSTASH_PORT: String(ports.UPSTASH_PORT),
         ORIGIN_PORT: String(ports.ORIGIN_PORT),
         WORKER_PORT: String(ports.WORKER_PORT),
         TELEGRAM_SECRET_TOKEN: telegramToken,
-        REDIS_KEY_PREFIX: prefix,
+        REDIS_KEY_PREFIX: run.keyPrefix,
         LOG_LEVEL: 'warn',
       },
       secrets: [telegramToken],
@@ -81,29 +61,13 @@ describe('npm run dev', () => {
       expect(summary).not.toContain(telegramToken)
       expect(summary).not.toMatch(/dev-origin-shared-secret|dev-upstash-token/)
 
-      const update = JSON.stringify({
-        update_id: 5150,
-        message: {
-          message_id: 8,
-          date: 1_764_496_800,
-          chat: { id: 9, type: 'private' },
-          from: { id: 9, is_bot: false, first_name: 'Dev' },
-          text: 'through npm run dev',
-        },
-      })
+      const delivery = telegramDelivery({ secret: telegramToken, text: 'through npm run dev' })
       for (let i = 0; i < 2; i++) {
-        const res = await fetch(`http://127.0.0.1:${ports.WORKER_PORT}/webhooks/telegram`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-telegram-bot-api-secret-token': telegramToken,
-          },
-          body: update,
-          signal: AbortSignal.timeout(30_000),
-        })
-        expect(res.status).toBe(200)
+        expect(await send(await delivery.request(`http://127.0.0.1:${ports.WORKER_PORT}`))).toBe(
+          200,
+        )
       }
-      const dbUrl = databaseUrl.toString()
+      const dbUrl = run.databaseUrl
       const client = new pg.Client({ connectionString: dbUrl })
       await client.connect()
       try {

@@ -75,6 +75,21 @@ async function insertCustomer(q: Pool | Client, externalId: string): Promise<str
   return String(rows[0]?.id)
 }
 
+/**
+ * Connects `client`, opens a transaction and inserts a customer in it; `errored` settles with the
+ * error the client emits when its connection dies.
+ */
+async function inTransaction(
+  client: Client,
+  externalId: string,
+): Promise<{ errored: Promise<Error> }> {
+  await client.connect()
+  const errored = new Promise<Error>((resolve) => client.on('error', resolve))
+  await client.query('BEGIN')
+  await insertCustomer(client, externalId)
+  return { errored }
+}
+
 describe.each([
   ['real Postgres', realPostgres],
   ['embedded PGlite', embeddedPglite],
@@ -93,6 +108,18 @@ describe.each([
     await proxy?.close()
     await target?.stop()
   })
+
+  /** Customers with this external id, read by a fresh pool (bounded: `what` names the wait). */
+  async function customersNamed(externalId: string, what: string): Promise<number> {
+    const pool = new Pool({ connectionString: target.url, max: 1 })
+    try {
+      const query = 'SELECT count(*)::int AS n FROM customers WHERE external_id = $1'
+      const { rows } = await within(10_000, pool.query(query, [externalId]), what)
+      return rows[0]?.n
+    } finally {
+      await within(5_000, pool.end(), 'pool.end()')
+    }
+  }
 
   it('a Client connects, queries with parameters, and end() returns', async () => {
     const client = new Client({ connectionString: target.url })
@@ -249,10 +276,7 @@ describe.each([
     configureNeonForLocalProxy(own.wsProxy)
     const client = new Client({ connectionString: target.url })
     try {
-      await client.connect()
-      const errored = new Promise<Error>((resolve) => client.on('error', resolve))
-      await client.query('BEGIN')
-      await insertCustomer(client, 'never-committed')
+      const { errored } = await inTransaction(client, 'never-committed')
       await within(5_000, own.close(), 'proxy close()')
       expect((await within(5_000, errored, 'client error event')).message).toMatch(/terminated/)
       const next = await client.query('SELECT 1').catch((e: Error) => e)
@@ -264,46 +288,21 @@ describe.each([
       await within(500, client.end(), 'end after error').catch(() => {})
     }
     // The server noticed: the row is gone, and (on PGlite, one shared backend) nobody is blocked.
-    const pool = new Pool({ connectionString: target.url, max: 1 })
-    try {
-      const { rows } = await within(
-        10_000,
-        pool.query(
-          "SELECT count(*)::int AS n FROM customers WHERE external_id = 'never-committed'",
-        ),
-        'query after the dead transaction',
-      )
-      expect(rows[0]?.n).toBe(0)
-    } finally {
-      await within(5_000, pool.end(), 'pool.end()')
-    }
+    expect(await customersNamed('never-committed', 'query after the dead transaction')).toBe(0)
   })
 
   it('dropConnections() cuts a transaction in flight and keeps listening: the next client gets in', async () => {
     const client = new Client({ connectionString: target.url })
     try {
-      await client.connect()
-      const errored = new Promise<Error>((resolve) => client.on('error', resolve))
-      await client.query('BEGIN')
-      await insertCustomer(client, 'cut-mid-transaction')
+      const { errored } = await inTransaction(client, 'cut-mid-transaction')
       expect(proxy.dropConnections()).toBeGreaterThan(0)
       expect((await within(5_000, errored, 'client error event')).message).toMatch(/terminated/)
     } finally {
       await within(500, client.end(), 'end after error').catch(() => {})
     }
-    const pool = new Pool({ connectionString: target.url, max: 1 })
-    try {
-      const { rows } = await within(
-        10_000,
-        pool.query(
-          "SELECT count(*)::int AS n FROM customers WHERE external_id = 'cut-mid-transaction'",
-        ),
-        'query through the same proxy after the cut',
-      )
-      expect(rows[0]?.n).toBe(0)
-    } finally {
-      await within(5_000, pool.end(), 'pool.end()')
-    }
+    expect(
+      await customersNamed('cut-mid-transaction', 'query through the same proxy after the cut'),
+    ).toBe(0)
   })
 
   it('plain HTTP to the proxy is refused with 426', async () => {

@@ -1,53 +1,19 @@
 /**
- * The stack library that `npm run dev`, the e2e tests, the fault suite and the benchmark share:
- * each piece starts on port 0, answers, restarts where it should, and leaves nothing behind.
+ * The stack that `npm run dev`, the e2e and email tests, the fault suite, the soak and the bench
+ * share (local/stack.ts and its pieces): each piece starts on port 0, answers, restarts where it
+ * should, and leaves nothing behind.
  */
-import { connect } from 'node:net'
 import { Redis as Upstash } from '@upstash/redis'
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { signalGroup } from '../../local/processes'
-import { ADMIN_DATABASE_URL, deleteRedisPrefix, REDIS_URL, runId } from '../../local/services'
-import {
-  type DatabaseLayer,
-  ensureDatabase,
-  startDatabaseLayer,
-  startLocalStack,
-  startOrigin,
-  startRedisLayer,
-  startWorkerDev,
-  startWorkerMiniflare,
-} from '../../local/stack'
+import { type DatabaseLayer, ensureDatabase, startDatabaseLayer } from '../../local/database-layer'
+import { startOrigin } from '../../local/origin-process'
+import { isListening as listening, signalGroup } from '../../local/processes'
+import { startRedisLayer } from '../../local/redis-layer'
+import { databaseUrlOf, deleteRedisPrefix, REDIS_URL, runId, scratch } from '../../local/services'
+import { startStack } from '../../local/stack'
+import { startWorkerDev, startWorkerMiniflare } from '../../local/worker-runtime'
 
 const SECRET = `stack-test-secret-${runId()}`
-
-/** True when something accepts TCP connections on the port. */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
-
-async function dropDatabase(name: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
-  await admin.connect()
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
-  } finally {
-    await admin.end()
-  }
-}
-
-function databaseUrl(name: string): string {
-  const url = new URL(ADMIN_DATABASE_URL)
-  url.pathname = `/${name}`
-  return url.toString()
-}
 
 describe('startRedisLayer', () => {
   it.each([
@@ -72,18 +38,18 @@ describe('startRedisLayer', () => {
 
 describe('startDatabaseLayer on real Postgres', () => {
   it('creates the named database when missing, migrates it, and serves it through the proxy', async () => {
-    const name = `inbound_dedup_t_stack_${runId()}`
+    const run = scratch('stack')
     let layer: DatabaseLayer | undefined
     try {
-      layer = await startDatabaseLayer({ databaseUrl: databaseUrl(name) })
+      layer = await startDatabaseLayer({ databaseUrl: run.databaseUrl })
       expect(layer.mode).toBe('postgres')
       expect(layer.migrations).toMatch(/Applied: .*core_tables/)
       expect(layer.originEnv).toEqual({
-        DATABASE_URL: databaseUrl(name),
+        DATABASE_URL: run.databaseUrl,
         NEON_WS_PROXY: layer.neonWsProxy,
       })
       // Second time: exists, nothing to apply.
-      expect(await ensureDatabase(databaseUrl(name))).toBe(false)
+      expect(await ensureDatabase(run.databaseUrl)).toBe(false)
       const { Pool } = await import('@neondatabase/serverless')
       const { configureNeonForLocalProxy } = await import('../../local/neon-local')
       configureNeonForLocalProxy(layer.neonWsProxy)
@@ -96,27 +62,26 @@ describe('startDatabaseLayer on real Postgres', () => {
       }
     } finally {
       await layer?.stop()
-      await dropDatabase(name)
+      await run.remove()
     }
     expect(await listening(Number(layer?.neonWsProxy.split(':')[1]?.split('/')[0]))).toBe(false)
   })
 
   it('refuses a database name it would have to quote', async () => {
-    await expect(ensureDatabase(databaseUrl('bad-name";drop'))).rejects.toThrow(/letters, digits/)
+    await expect(ensureDatabase(databaseUrlOf('bad-name";drop'))).rejects.toThrow(/letters, digits/)
   })
 })
 
 describe('startOrigin', () => {
-  let name: string
+  const run = scratch('stack')
   let database: DatabaseLayer
 
   beforeAll(async () => {
-    name = `inbound_dedup_t_stack_${runId()}`
-    database = await startDatabaseLayer({ databaseUrl: databaseUrl(name) })
+    database = await startDatabaseLayer({ databaseUrl: run.databaseUrl })
   })
   afterAll(async () => {
     await database?.stop()
-    if (name) await dropDatabase(name)
+    await run.remove()
   })
 
   it('starts on port 0, survives a crash by restart on the same port, and stops its whole group', async () => {
@@ -133,6 +98,8 @@ describe('startOrigin', () => {
       const exit = await origin.kill('SIGKILL')
       expect(exit.signal ?? exit.code).toBeTruthy()
       expect(origin.running).toBe(false)
+      // Killed through the handle: down, not crashed.
+      expect(origin.crashed).toBe(false)
       expect(signalGroup(firstPid, 0)).toBe(false)
       expect(await listening(origin.port)).toBe(false)
 
@@ -143,7 +110,15 @@ describe('startOrigin', () => {
       expect(origin.running).toBe(true)
       expect((await fetch(`${origin.url}/healthz`)).status).toBe(200)
 
+      // A death the handle did not cause is a crash.
+      signalGroup(origin.pid, 'SIGKILL')
+      await origin.exited
+      expect(origin.crashed).toBe(true)
+      await origin.restart()
+      expect(origin.crashed).toBe(false)
+
       // SIGTERM is a graceful close: the origin exits 0 by itself, nothing is SIGKILLed.
+      // At once after it is ready too (the listening line comes after its signal handlers).
       expect(await origin.kill('SIGTERM')).toEqual({ code: 0, signal: null })
     } finally {
       await origin.stop()
@@ -209,27 +184,51 @@ describe('the Worker', () => {
   })
 })
 
-describe('startLocalStack', () => {
+describe('startStack', () => {
   it('wires database, Redis and origin together, and stops all of it', async () => {
-    const name = `inbound_dedup_t_stack_${runId()}`
-    const stack = await startLocalStack({
-      databaseUrl: databaseUrl(name),
-      redisUrl: REDIS_URL,
+    const run = scratch('stack')
+    const stack = await startStack({
+      postgres: { url: run.databaseUrl },
+      redis: 'shared',
       upstashToken: SECRET,
-      originSharedSecret: SECRET,
-      worker: 'none',
+      originSecret: SECRET,
+      keyPrefix: run.keyPrefix,
     })
     try {
       expect((await fetch(`${stack.origin.url}/healthz`)).status).toBe(200)
       expect(stack.workerVars).toMatchObject({
         ORIGIN_URL: stack.origin.url,
         UPSTASH_REDIS_REST_URL: stack.redis.url,
+        REDIS_KEY_PREFIX: stack.keyPrefix,
       })
+      expect(stack.originEnv).toMatchObject({ REDIS_KEY_PREFIX: stack.keyPrefix })
+      expect(() => stack.worker).toThrow(/no Worker/)
     } finally {
       await stack.stop()
-      await dropDatabase(name)
+      await run.remove()
     }
     expect(await listening(stack.origin.port)).toBe(false)
     expect(await listening(stack.redis.port)).toBe(false)
+  })
+
+  it('a Redis outage and back: the stand-in comes back on the same port', async () => {
+    const layer = await startRedisLayer({ redisUrl: REDIS_URL, token: SECRET })
+    try {
+      const { port } = layer
+      await layer.stop()
+      expect(await listening(port)).toBe(false)
+      await layer.start()
+      expect(layer.port).toBe(port)
+      const redis = new Upstash({ url: layer.url, token: SECRET, retry: { retries: 0 } })
+      expect(await redis.ping()).toBe('PONG')
+    } finally {
+      await layer.stop()
+    }
+  })
+
+  it('a piece that does not start stops what did, and says which piece it was', async () => {
+    await expect(
+      startStack({ redis: 'embedded', origins: [], worker: { vars: {} } }),
+    ).rejects.toThrow(/needs an origin/)
   })
 })

@@ -22,6 +22,7 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { readBody } from '../../local/http-body'
 
 export type Endpoint = 'token' | 'profile' | 'history' | 'messages.list' | 'messages.get'
 
@@ -149,15 +150,6 @@ export async function startFakeGmail(options: FakeGmailOptions): Promise<FakeGma
     if (!fault || (fault.laterPagesOnly && !query.pageToken)) return null
     queue.shift()
     return fault
-  }
-
-  function readBody(req: IncomingMessage): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = []
-      req.on('data', (chunk: Buffer) => chunks.push(chunk))
-      req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
-      req.on('error', reject)
-    })
   }
 
   function page<T>(items: T[], query: Record<string, string>, fallbackSize: number) {

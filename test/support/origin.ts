@@ -1,11 +1,11 @@
 /**
- * Running the origin from tests and benchmarks: in this process ({@link startOriginInProcess}) or
- * as a separate OS process like a second pod ({@link spawnOriginProcess}); signing requests the way
- * the worker does ({@link signedPost}); event fixtures; and a per-file testbed (fresh database, Neon
- * proxy, origin on port 0) that cleans up after itself.
+ * Running the origin from tests in this process ({@link startOriginInProcess}; as a separate OS
+ * process, a pod, it is local/origin-process.ts `startOrigin`); signing requests the way the worker
+ * does ({@link signedPost}); event fixtures; and a per-file testbed (fresh database, Neon proxy,
+ * origin on port 0) that cleans up after itself.
  * @module
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -21,7 +21,6 @@ import { signForward } from '../../contract/forward-signature'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
 import { createTestDatabase, databasePool } from '../../local/services'
 import { loadConfig, type OriginConfig } from '../../origin/config'
-import { parseListeningLine } from '../../origin/listening-line'
 import { type Logger, silentLogger } from '../../origin/log'
 import { type RunningOrigin, startOrigin } from '../../origin/server'
 
@@ -51,134 +50,6 @@ export function startOriginInProcess(options: InProcessOriginOptions): Promise<R
     ...options.config,
   }
   return startOrigin(config, { logger: options.logger ?? silentLogger, drainTimeoutMs: 2000 })
-}
-
-export interface ProcessExit {
-  code: number | null
-  signal: NodeJS.Signals | null
-}
-
-export interface SpawnedOrigin {
-  url: string
-  port: number
-  /** The origin's own pid (not a wrapper's): SIGKILL really kills the server. */
-  pid: number
-  /** Sends a signal (default SIGTERM) and returns at once. */
-  kill(signal?: NodeJS.Signals): void
-  /** SIGTERM, wait for exit (SIGKILL after `timeoutMs`, default 10 s). Idempotent. */
-  stop(timeoutMs?: number): Promise<ProcessExit>
-  /** Settles when the process has exited, however. */
-  exited: Promise<ProcessExit>
-  /** Its last output lines (stdout and stderr), for assertions and failure messages. */
-  output(): string[]
-}
-
-export interface SpawnOriginOptions {
-  /** How long to wait for the listening line. @default 30000 */
-  startTimeoutMs?: number
-}
-
-const OUTPUT_LINES_KEPT = 500
-
-/**
- * Starts `origin/main.ts` as its own process (like `npm run origin`) and resolves once it prints
- * its listening line. `env` is laid over this process's environment with `ORIGIN_PORT=0` and
- * `LOG_LEVEL=warn` as defaults; pass DATABASE_URL, NEON_WS_PROXY, ORIGIN_SHARED_SECRET.
- *
- * It runs `node --import tsx origin/main.ts` rather than the `tsx` CLI: the CLI is a wrapper
- * process whose pid is not the server's, so killing it (SIGKILL in a crash test) would leave the
- * server running as an orphan.
- */
-export function spawnOriginProcess(
-  env: Record<string, string | undefined>,
-  options: SpawnOriginOptions = {},
-): Promise<SpawnedOrigin> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join('origin', 'main.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, ORIGIN_PORT: '0', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const lines: string[] = []
-  const exited = new Promise<ProcessExit>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }))
-  })
-  return new Promise<SpawnedOrigin>((resolve, reject) => {
-    const fail = (why: string) => {
-      child.kill('SIGKILL')
-      reject(new Error(`origin process ${why}; its output:\n${lines.slice(-40).join('\n')}`))
-    }
-    const timer = setTimeout(
-      () => fail(`printed no listening line in ${options.startTimeoutMs ?? 30_000} ms`),
-      options.startTimeoutMs ?? 30_000,
-    )
-    child.once('error', (err) => {
-      clearTimeout(timer)
-      fail(`could not start (${err.message})`)
-    })
-    exited.then((exit) => {
-      clearTimeout(timer)
-      reject(
-        new Error(
-          `origin process exited before listening (${JSON.stringify(exit)}):\n${lines.slice(-40).join('\n')}`,
-        ),
-      )
-    })
-    const onLine = (line: string) => {
-      lines.push(line)
-      if (lines.length > OUTPUT_LINES_KEPT) lines.shift()
-      const url = parseListeningLine(line)
-      if (url === undefined) return
-      clearTimeout(timer)
-      resolve(spawnedOrigin(child, url, exited, lines))
-    }
-    // Both pipes are read for the whole life of the process: a full pipe would block its writes.
-    readLines(child.stdout, onLine)
-    readLines(child.stderr, onLine)
-  })
-}
-
-function readLines(stream: NodeJS.ReadableStream | null, onLine: (line: string) => void): void {
-  if (!stream) return
-  let pending = ''
-  stream.setEncoding('utf8')
-  stream.on('data', (chunk: string) => {
-    pending += chunk
-    const parts = pending.split('\n')
-    pending = parts.pop() ?? ''
-    for (const part of parts) onLine(part)
-  })
-}
-
-function spawnedOrigin(
-  child: ChildProcess,
-  url: string,
-  exited: Promise<ProcessExit>,
-  lines: string[],
-): SpawnedOrigin {
-  let stopping: Promise<ProcessExit> | undefined
-  const pid = child.pid
-  if (pid === undefined) throw new Error('spawned origin has no pid')
-  return {
-    url,
-    port: Number(new URL(url).port),
-    pid,
-    exited,
-    kill(signal = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
-    },
-    stop(timeoutMs = 10_000) {
-      stopping ??= (async () => {
-        if (child.exitCode !== null || child.signalCode !== null) return exited
-        child.kill('SIGTERM')
-        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
-        const exit = await exited
-        clearTimeout(timer)
-        return exit
-      })()
-      return stopping
-    },
-    output: () => [...lines],
-  }
 }
 
 /**

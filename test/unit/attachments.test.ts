@@ -16,13 +16,13 @@ import {
   LIMITS,
   parseInboundEvent,
 } from '../../contract/event'
+import { slackMessageEvent, TEST_SECRETS, twilioParams } from '../../local/vendor-deliveries'
 import { classifySlack } from '../../worker/channels/slack'
 import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
 import type { Delivery } from '../../worker/channels/types'
 import { MAX_SPOOL_MESSAGE_BYTES, messageBytes, spoolMessage } from '../../worker/spool/message'
 import * as media from './media-payloads'
-import { slackMessageEvent, TEST_SECRETS, twilioParams } from './signed-requests'
 
 const bot = TEST_SECRETS.telegramBotId
 

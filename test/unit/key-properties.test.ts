@@ -5,11 +5,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { finalizeEvent } from '../../contract/event'
-import { classifySlack, parseSlack, verifySlack } from '../../worker/channels/slack'
-import { classifyTelegram, parseTelegram, verifyTelegram } from '../../worker/channels/telegram'
-import { classifyTwilio, parseTwilio, verifyTwilio } from '../../worker/channels/twilio'
-import type { Delivery } from '../../worker/channels/types'
-import { formatDeliveryKey } from '../../worker/channels/types'
 import {
   nowSeconds,
   partsOf,
@@ -20,7 +15,12 @@ import {
   telegramUpdate,
   twilioParams,
   twilioRequest,
-} from './signed-requests'
+} from '../../local/vendor-deliveries'
+import { classifySlack, parseSlack, verifySlack } from '../../worker/channels/slack'
+import { classifyTelegram, parseTelegram, verifyTelegram } from '../../worker/channels/telegram'
+import { classifyTwilio, parseTwilio, verifyTwilio } from '../../worker/channels/twilio'
+import type { Delivery } from '../../worker/channels/types'
+import { formatDeliveryKey } from '../../worker/channels/types'
 
 /** Randomness for one serialization: a permutation source and a header-case source. */
 const shape = fc.record({

@@ -4,6 +4,13 @@
  */
 import { describe, expect, it } from 'vitest'
 import { finalizeEvent } from '../../contract/event'
+import {
+  slackMessageEvent,
+  TEST_ACCOUNT_TAG,
+  TEST_SECRETS,
+  telegramUpdate,
+  twilioParams,
+} from '../../local/vendor-deliveries'
 import { classifySlack, parseSlack, type SlackPayload } from '../../worker/channels/slack'
 import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
@@ -11,13 +18,6 @@ import { accountTag, compactSid, sidFromCompact } from '../../worker/channels/tw
 import type { Delivery } from '../../worker/channels/types'
 import { formatDeliveryKey } from '../../worker/channels/types'
 import { InvalidPayloadError } from '../../worker/errors'
-import {
-  slackMessageEvent,
-  TEST_ACCOUNT_TAG,
-  TEST_SECRETS,
-  telegramUpdate,
-  twilioParams,
-} from './signed-requests'
 
 const json = (body: Record<string, unknown>): SlackPayload => ({ kind: 'json', body })
 
@@ -248,31 +248,26 @@ describe('Twilio keys', () => {
   // In Redis keys: the account's tag (48 bits of its SHA-256), the SID losslessly compact.
   const tag = TEST_ACCOUNT_TAG
   const compact = 'SMASNFZ4mrze8BI0VniavN7w'
+  /** What a forwarded message sums up to: keyed by its account's tag and its SID, in its channel. */
+  const forwarded = (channel: 'whatsapp' | 'sms', sender: string) => ({
+    action: 'forward',
+    deliveryKey: `dedup:${channel === 'whatsapp' ? 'wa' : 'sms'}:${tag}:${compact}`,
+    messageKey: `${account}:${sid}`,
+    kind: 'message',
+    channel,
+    sender,
+  })
 
   it.each([
     [
       'a WhatsApp message',
       twilioParams({ from: 'whatsapp:+14017122661' }),
-      {
-        action: 'forward',
-        deliveryKey: `dedup:wa:${tag}:${compact}`,
-        messageKey: `${account}:${sid}`,
-        kind: 'message',
-        channel: 'whatsapp',
-        sender: 'whatsapp:+14017122661',
-      },
+      forwarded('whatsapp', 'whatsapp:+14017122661'),
     ],
     [
       'an SMS',
       twilioParams({ from: '+14158675310', to: '+18005551212' }),
-      {
-        action: 'forward',
-        deliveryKey: `dedup:sms:${tag}:${compact}`,
-        messageKey: `${account}:${sid}`,
-        kind: 'message',
-        channel: 'sms',
-        sender: '+14158675310',
-      },
+      forwarded('sms', '+14158675310'),
     ],
     [
       'a status callback',
@@ -334,31 +329,26 @@ describe('Twilio keys', () => {
 
 describe('Telegram keys', () => {
   const bot = TEST_SECRETS.telegramBotId
+  /** What a forwarded update sums up to: its keys (update id, chat:message), sender and kind. */
+  const forwarded = (updateId: number, message: string, sender: string, kind = 'message') => ({
+    action: 'forward',
+    deliveryKey: `dedup:telegram:${bot}:${updateId}`,
+    messageKey: `${bot}:${message}`,
+    kind,
+    channel: 'telegram',
+    sender,
+  })
 
   it.each([
     [
       'a private message',
       telegramUpdate({ updateId: 10, chatId: 7, messageId: 42 }),
-      {
-        action: 'forward',
-        deliveryKey: `dedup:telegram:${bot}:10`,
-        messageKey: `${bot}:7:42`,
-        kind: 'message',
-        channel: 'telegram',
-        sender: '7',
-      },
+      forwarded(10, '7:42', '7'),
     ],
     [
       'the same message id in another chat',
       telegramUpdate({ updateId: 11, chatId: 8, messageId: 42 }),
-      {
-        action: 'forward',
-        deliveryKey: `dedup:telegram:${bot}:11`,
-        messageKey: `${bot}:8:42`,
-        kind: 'message',
-        channel: 'telegram',
-        sender: '8',
-      },
+      forwarded(11, '8:42', '8'),
     ],
     [
       'an edit (same message key, kind edit)',
@@ -369,14 +359,7 @@ describe('Telegram keys', () => {
         field: 'edited_message',
         editDate: 1700000100,
       }),
-      {
-        action: 'forward',
-        deliveryKey: `dedup:telegram:${bot}:12`,
-        messageKey: `${bot}:7:42`,
-        kind: 'edit',
-        channel: 'telegram',
-        sender: '7',
-      },
+      forwarded(12, '7:42', '7', 'edit'),
     ],
     [
       'a channel post signed by the channel',
@@ -390,14 +373,7 @@ describe('Telegram keys', () => {
           text: 'x',
         },
       },
-      {
-        action: 'forward',
-        deliveryKey: `dedup:telegram:${bot}:13`,
-        messageKey: `${bot}:-1001:5`,
-        kind: 'message',
-        channel: 'telegram',
-        sender: '-1001',
-      },
+      forwarded(13, '-1001:5', '-1001'),
     ],
     [
       'a callback query',

@@ -1,10 +1,10 @@
 /**
  * Media deliveries shaped like the vendors' documented examples (vendor-protocols-2 §2.3, §3.1,
- * §4): a Telegram photo, a Slack file_share, a Twilio MMS. Sign them with signed-requests.ts's
+ * §4): a Telegram photo, a Slack file_share, a Twilio MMS. Sign them with local/vendor-deliveries.ts's
  * helpers (telegramRequest, slackRequest, twilioRequest) like any other delivery.
  * @module
  */
-import { slackMessageEvent, twilioParams } from './signed-requests'
+import { slackMessageEvent, twilioParams } from '../../local/vendor-deliveries'
 
 export const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest'
+import {
+  partsOf,
+  type SlackRequestOptions,
+  slackRequest,
+  TEST_SECRETS,
+} from '../../local/vendor-deliveries'
 import { slackSignature, verifySlack } from '../../worker/channels/slack'
-import { partsOf, slackRequest, TEST_SECRETS } from './signed-requests'
 import { SLACK_DOCS_VECTOR } from './vendor-vectors'
 
 const DOCS = SLACK_DOCS_VECTOR
@@ -8,13 +13,15 @@ const URL_ = 'https://gateway.example/webhooks/slack'
 const T = 1_700_000_000
 const at = (seconds: number) => ({ nowSeconds: () => seconds })
 
-describe('Slack signature', () => {
-  it('reproduces the documented known-answer vector', async () => {
-    expect(await slackSignature(DOCS.secret, String(DOCS.timestamp), DOCS.body)).toBe(
-      DOCS.signature,
-    )
-  })
+/** An `event_callback` signed at T with the test secret (options on top). */
+const signedAt = (options: SlackRequestOptions = {}) =>
+  slackRequest(URL_, { type: 'event_callback' }, { timestamp: T, ...options })
 
+/** What the verifier says of `request` at `now`, configured with `secrets`. */
+const verdict = async (request: Request, now = T, secrets: string[] = [TEST_SECRETS.slack]) =>
+  verifySlack(await partsOf(request), secrets, at(now))
+
+describe('Slack signature', () => {
   it('accepts the documented request at its own time', async () => {
     const request = await slackRequest(URL_, DOCS.body, {
       timestamp: DOCS.timestamp,
@@ -29,56 +36,36 @@ describe('Slack signature', () => {
   it.each(['x-slack-signature', 'x-slack-request-timestamp'])(
     'rejects a request without %s',
     async (header) => {
-      const request = await slackRequest(URL_, { type: 'event_callback' }, { timestamp: T })
+      const request = await signedAt()
       request.headers.delete(header)
-      expect(await verifySlack(await partsOf(request), [TEST_SECRETS.slack], at(T))).toEqual({
-        ok: false,
-        reason: 'missing_headers',
-      })
+      expect(await verdict(request)).toEqual({ ok: false, reason: 'missing_headers' })
     },
   )
 
   it('rejects a signature made with another secret', async () => {
-    const request = await slackRequest(
-      URL_,
-      { type: 'event_callback' },
-      { timestamp: T, secret: 'other' },
-    )
-    expect(await verifySlack(await partsOf(request), [TEST_SECRETS.slack], at(T))).toEqual({
+    expect(await verdict(await signedAt({ secret: 'other' }))).toEqual({
       ok: false,
       reason: 'signature_mismatch',
     })
   })
 
   it('accepts the old secret while a rotated list still holds it', async () => {
-    const request = await slackRequest(
-      URL_,
-      { type: 'event_callback' },
-      { timestamp: T, secret: 'old' },
-    )
-    const parts = await partsOf(request)
-    expect(await verifySlack(parts, ['new', 'old'], at(T))).toEqual({ ok: true })
-    expect(await verifySlack(parts, ['new'], at(T))).toMatchObject({ ok: false })
+    const request = await signedAt({ secret: 'old' })
+    expect(await verdict(request.clone(), T, ['new', 'old'])).toEqual({ ok: true })
+    expect(await verdict(request, T, ['new'])).toMatchObject({ ok: false })
   })
 
   it.each([
     ['stale', T + 301, 'stale_timestamp'],
     ['future', T - 301, 'future_timestamp'],
   ])('rejects a %s timestamp (more than 5 minutes away)', async (_name, now, reason) => {
-    const request = await slackRequest(URL_, { type: 'event_callback' }, { timestamp: T })
-    expect(await verifySlack(await partsOf(request), [TEST_SECRETS.slack], at(now))).toEqual({
-      ok: false,
-      reason,
-    })
+    expect(await verdict(await signedAt(), now)).toEqual({ ok: false, reason })
   })
 
   it.each([T + 300, T - 300])(
     'accepts a timestamp exactly 5 minutes away (now=%i)',
     async (now) => {
-      const request = await slackRequest(URL_, { type: 'event_callback' }, { timestamp: T })
-      expect(await verifySlack(await partsOf(request), [TEST_SECRETS.slack], at(now))).toEqual({
-        ok: true,
-      })
+      expect(await verdict(await signedAt(), now)).toEqual({ ok: true })
     },
   )
 
@@ -89,21 +76,14 @@ describe('Slack signature', () => {
       headers: signed.headers,
       body: '{"type":"event_callback","n":2}',
     })
-    expect(await verifySlack(await partsOf(tampered), [TEST_SECRETS.slack], at(T))).toEqual({
-      ok: false,
-      reason: 'signature_mismatch',
-    })
+    expect(await verdict(tampered)).toEqual({ ok: false, reason: 'signature_mismatch' })
   })
 
   it.each([
     ['a non-numeric timestamp', { 'x-slack-request-timestamp': '17e8' }, 'malformed_timestamp'],
     ['another signature version', { 'x-slack-signature': 'v1=abc' }, 'unknown_signature_version'],
   ])('rejects %s', async (_name, headers, reason) => {
-    const request = await slackRequest(URL_, { type: 'event_callback' }, { timestamp: T, headers })
-    expect(await verifySlack(await partsOf(request), [TEST_SECRETS.slack], at(T))).toEqual({
-      ok: false,
-      reason,
-    })
+    expect(await verdict(await signedAt({ headers }))).toEqual({ ok: false, reason })
   })
 
   it('verifies the raw bytes, not a re-encoding of them', async () => {
@@ -115,8 +95,6 @@ describe('Slack signature', () => {
       headers: { 'x-slack-request-timestamp': String(T), 'x-slack-signature': signature },
       body: raw,
     })
-    expect(await verifySlack(await partsOf(request), [TEST_SECRETS.slack], at(T))).toEqual({
-      ok: true,
-    })
+    expect(await verdict(request)).toEqual({ ok: true })
   })
 })

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest'
+import {
+  partsOf,
+  TEST_SECRETS,
+  telegramRequest,
+  telegramUpdate,
+} from '../../local/vendor-deliveries'
 import { verifyTelegram } from '../../worker/channels/telegram'
-import { partsOf, TEST_SECRETS, telegramRequest, telegramUpdate } from './signed-requests'
 
 const url = 'https://gateway.example/webhooks/telegram'
 

@@ -1,33 +1,17 @@
 import { describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../contract/crypto'
+import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from '../../local/vendor-deliveries'
 import {
   portVariants,
   signedUrl,
   twilioSignature,
   verifyTwilio,
 } from '../../worker/channels/twilio'
-import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from './signed-requests'
-import {
-  TWILIO_BODY_VECTOR,
-  TWILIO_DOCS_TOKEN,
-  TWILIO_VECTORS,
-  twilioCallParams,
-} from './vendor-vectors'
+import { TWILIO_BODY_VECTOR, TWILIO_DOCS_TOKEN, twilioCallParams } from './vendor-vectors'
 
 const DOCS_TOKEN = TWILIO_DOCS_TOKEN
 
-describe('Twilio signature: known answers', () => {
-  it.each(TWILIO_VECTORS)('reproduces the %s vector', async (_source, url, caller, expected) => {
-    expect(await twilioSignature(DOCS_TOKEN, url, twilioCallParams(caller))).toBe(expected)
-  })
-
-  it('reproduces the bodySHA256 vector (JSON body: the URL alone is signed)', async () => {
-    const hash = await sha256Hex(TWILIO_BODY_VECTOR.body)
-    expect(hash).toBe(TWILIO_BODY_VECTOR.bodySha256)
-    const url = `${TWILIO_BODY_VECTOR.url}&bodySHA256=${hash}`
-    expect(await twilioSignature(DOCS_TOKEN, url, [])).toBe(TWILIO_BODY_VECTOR.signature)
-  })
-
+describe('Twilio signature (its known answers: vendor-vectors.test.ts)', () => {
   it('sorts names in Unix (case-sensitive) order and repeated values like the SDKs', async () => {
     const url = 'https://x.example/h'
     const a = await twilioSignature('t', url, [

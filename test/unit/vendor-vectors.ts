@@ -1,8 +1,11 @@
 /**
- * The vendors' published known-answer vectors (vendor-protocols.md §1.1, §2.1), used by the Node
- * unit tests and again inside workerd.
+ * The vendors' published known-answer vectors (vendor-protocols.md §1.1, §2.1), and
+ * {@link SIGNATURE_VECTORS}, the same cases for the Node unit tests and again inside workerd.
  * @module
  */
+import { sha256Hex } from '../../contract/crypto'
+import { slackSignature } from '../../worker/channels/slack'
+import { twilioSignature } from '../../worker/channels/twilio'
 
 export const SLACK_DOCS_VECTOR = {
   secret: '8f742231b10e8888abcd99yyyzzz85a5',
@@ -63,3 +66,53 @@ export const TWILIO_BODY_VECTOR = {
   url: 'https://mycompany.com/myapp.php?foo=1&bar=2',
   signature: 'a9nBmqA0ju/hNViExpshrM61xv4=',
 } as const
+
+export interface SignatureVector {
+  name: string
+  vendor: 'slack' | 'twilio'
+  /** What our code makes of the vector's inputs. */
+  compute(): Promise<string>
+  /** What the vendor published. */
+  expected: string
+}
+
+/** Every published vector as a case (Node: test/unit/*-verify.test.ts; workerd: vectors.test.ts). */
+export const SIGNATURE_VECTORS: readonly SignatureVector[] = [
+  {
+    name: 'Slack docs',
+    vendor: 'slack',
+    compute: () =>
+      slackSignature(
+        SLACK_DOCS_VECTOR.secret,
+        String(SLACK_DOCS_VECTOR.timestamp),
+        SLACK_DOCS_VECTOR.body,
+      ),
+    expected: SLACK_DOCS_VECTOR.signature,
+  },
+  ...TWILIO_VECTORS.map(
+    ([source, url, caller, expected]): SignatureVector => ({
+      name: `Twilio ${source}`,
+      vendor: 'twilio',
+      compute: () => twilioSignature(TWILIO_DOCS_TOKEN, url, twilioCallParams(caller)),
+      expected,
+    }),
+  ),
+  {
+    name: 'Twilio bodySHA256 (the hash)',
+    vendor: 'twilio',
+    compute: () => sha256Hex(TWILIO_BODY_VECTOR.body),
+    expected: TWILIO_BODY_VECTOR.bodySha256,
+  },
+  {
+    // A JSON body: the URL, which carries the body's hash, is signed alone.
+    name: 'Twilio bodySHA256 (the signature)',
+    vendor: 'twilio',
+    compute: async () =>
+      twilioSignature(
+        TWILIO_DOCS_TOKEN,
+        `${TWILIO_BODY_VECTOR.url}&bodySHA256=${await sha256Hex(TWILIO_BODY_VECTOR.body)}`,
+        [],
+      ),
+    expected: TWILIO_BODY_VECTOR.signature,
+  },
+]

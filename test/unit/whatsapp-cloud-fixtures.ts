@@ -1,10 +1,9 @@
 /**
- * WhatsApp Cloud API fixtures: the signature vectors of vendor-protocols-2.md §1.2 (A is Meta's
- * own SDK vector), Meta's documented example payloads (§1.9), and a builder for signed batches
- * shaped like them. Web APIs only: used by the Node tests and inside workerd.
+ * WhatsApp Cloud API vectors and examples: the signature vectors of vendor-protocols-2.md §1.2 (A
+ * is Meta's own SDK vector) and Meta's documented example payloads (§1.9). Signed batches shaped
+ * like them: local/vendor-deliveries.ts. Web APIs only: used by the Node tests and inside workerd.
  * @module
  */
-import { whatsappSignature } from '../../worker/channels/whatsapp-cloud'
 
 /** Meta's documented text-message example, serialised compactly (vector B's body, 499 bytes). */
 export const META_TEXT_EXAMPLE =
@@ -65,61 +64,4 @@ export const META_SENT_STATUS = {
     origin: { type: 'marketing' },
   },
   pricing: { billable: true, pricing_model: 'PMP', type: 'regular', category: 'marketing' },
-}
-
-export const WA_TEST_SECRET = 'test-whatsapp-app-secret'
-export const WA_VERIFY_TOKEN = 'test-whatsapp-verify-token'
-
-/** A text message as Meta shapes it. */
-export function waText(id: string, text: string, from = '16505551234'): Record<string, unknown> {
-  return { from, id, timestamp: '1749416383', type: 'text', text: { body: text } }
-}
-
-/** One change of a batch: a phone number's messages and statuses. */
-export interface WaChange {
-  phoneNumberId: string
-  messages?: unknown[]
-  statuses?: unknown[]
-}
-
-/** A webhook body with one entry per WABA and one change per phone number, as Meta batches. */
-export function waBatch(changes: WaChange[], waba = '102290129340398'): Record<string, unknown> {
-  return {
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: waba,
-        changes: changes.map((change) => ({
-          field: 'messages',
-          value: {
-            messaging_product: 'whatsapp',
-            metadata: {
-              display_phone_number: '15550783881',
-              phone_number_id: change.phoneNumberId,
-            },
-            contacts: [{ profile: { name: 'Sheena Nelson' }, wa_id: '16505551234' }],
-            ...(change.messages ? { messages: change.messages } : {}),
-            ...(change.statuses ? { statuses: change.statuses } : {}),
-          },
-        })),
-      },
-    ],
-  }
-}
-
-/** A POST signed the way Meta signs it: the exact bytes sent, under the app secret. */
-export async function waRequest(
-  url: string,
-  body: Record<string, unknown> | string,
-  secret = WA_TEST_SECRET,
-): Promise<Request> {
-  const text = typeof body === 'string' ? body : JSON.stringify(body)
-  return new Request(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-hub-signature-256': await whatsappSignature(secret, text),
-    },
-    body: text,
-  })
 }

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { utf8 } from '../../contract/crypto'
+import { partsOf, waBatch, waRequest, waText } from '../../local/vendor-deliveries'
 import type { ChannelDelivery, Classified } from '../../worker/channels/types'
 import {
   classifyWhatsAppCloud,
@@ -15,15 +16,11 @@ import {
 } from '../../worker/channels/whatsapp-cloud'
 import { parseSettings } from '../../worker/config'
 import type { Env } from '../../worker/env'
-import { partsOf } from './signed-requests'
 import {
   META_IMAGE_MESSAGE,
   META_SENT_STATUS,
   META_TEXT_EXAMPLE,
   WA_VECTORS,
-  waBatch,
-  waRequest,
-  waText,
 } from './whatsapp-cloud-fixtures'
 
 const URL_ = 'https://gateway.test/webhooks/whatsapp-cloud'

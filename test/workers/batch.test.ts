@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { InboundEventDraft } from '../../contract/event'
+import { randomId } from '../../local/vendor-deliveries'
 import { httpReply, plainReplies } from '../../worker/channels/replies'
 import { type ChannelDelivery, formatDeliveryKey } from '../../worker/channels/types'
 import { settingsFor } from '../../worker/config'
@@ -13,7 +14,6 @@ import { deliveryContext } from '../../worker/deliver'
 import { deliverAll } from '../../worker/deliver-batch'
 import type { Env } from '../../worker/env'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
-import { uniq } from './support/deliveries'
 import { harness } from './support/harness'
 
 class RecordingQueue<T> {
@@ -45,7 +45,7 @@ function setup() {
   return { h, spool, dead, run }
 }
 
-const tenant = `T${uniq()}`
+const tenant = `T${randomId()}`
 
 const keyOf = (delivery: ChannelDelivery): string =>
   delivery.action === 'ignore' ? '' : formatDeliveryKey(delivery.key)
@@ -73,7 +73,7 @@ function item(id: string, draft: Partial<InboundEventDraft> = {}): ChannelDelive
 describe('batched deliveries in the delivery core', () => {
   it('each item is its own event; replayed, the batch adds nothing', async () => {
     const { h, run } = setup()
-    const batch = [item(`a${uniq()}`), item(`b${uniq()}`), item(`c${uniq()}`)]
+    const batch = [item(`a${randomId()}`), item(`b${randomId()}`), item(`c${randomId()}`)]
     const first = await run(batch)
     expect(first.status).toBe(200)
     expect(first.outcomes.map((o) => o.decision)).toEqual(['forwarded', 'forwarded', 'forwarded'])
@@ -91,8 +91,8 @@ describe('batched deliveries in the delivery core', () => {
 
   it('a batch where one item is already stored forwards only the others', async () => {
     const { h, run } = setup()
-    const a = item(`a${uniq()}`)
-    const b = item(`b${uniq()}`)
+    const a = item(`a${randomId()}`)
+    const b = item(`b${randomId()}`)
     await run([a])
     const { outcomes } = await run([a, b])
     expect(outcomes.map((o) => o.decision)).toEqual(['duplicate', 'forwarded'])
@@ -103,7 +103,7 @@ describe('batched deliveries in the delivery core', () => {
 
   it('20 concurrent copies of a two-item batch: two rows, every copy answered', async () => {
     const { h, run } = setup()
-    const batch = [item(`a${uniq()}`), item(`b${uniq()}`)]
+    const batch = [item(`a${randomId()}`), item(`b${randomId()}`)]
     const results = await Promise.all(Array.from({ length: 20 }, () => run(batch)))
     // A copy that met an attempt still in flight past its wait asks again (503): never a 200
     // that could hide the first attempt's failure. Every item ends taken by someone.
@@ -117,7 +117,7 @@ describe('batched deliveries in the delivery core', () => {
   it('the origin down: every item queued on its own, the request taken', async () => {
     const { h, spool, run } = setup()
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    const batch = [item(`a${uniq()}`), item(`b${uniq()}`)]
+    const batch = [item(`a${randomId()}`), item(`b${randomId()}`)]
     const { outcomes, status } = await run(batch)
     expect(status).toBe(200)
     expect(outcomes.map((o) => o.decision)).toEqual(['spooled', 'spooled'])
@@ -126,8 +126,8 @@ describe('batched deliveries in the delivery core', () => {
 
   it('one item the origin refuses for good is dead-lettered; the others land; the request is taken', async () => {
     const { h, dead, run } = setup()
-    const poisoned = item(`p${uniq()}`)
-    const good = item(`g${uniq()}`)
+    const poisoned = item(`p${randomId()}`)
+    const good = item(`g${randomId()}`)
     const poisonedKey = keyOf(poisoned)
     await h.setOriginMode({ kind: 'poison', deliveryKeys: [poisonedKey], status: 422 })
     const { outcomes, status } = await run([poisoned, good])
@@ -139,8 +139,8 @@ describe('batched deliveries in the delivery core', () => {
 
   it('one item the event schema refuses is dead-lettered, not a 400 for the whole batch', async () => {
     const { h, dead, run } = setup()
-    const bad = item(`x${uniq()}`, { occurredAt: 'not a time' })
-    const good = item(`g${uniq()}`)
+    const bad = item(`x${randomId()}`, { occurredAt: 'not a time' })
+    const good = item(`g${randomId()}`)
     const { outcomes, status } = await run([bad, good])
     expect(status).toBe(200)
     expect(outcomes.map((o) => [o.decision, o.reason])).toEqual([
@@ -154,8 +154,8 @@ describe('batched deliveries in the delivery core', () => {
 
   it('one item not taken (in flight elsewhere) makes the vendor resend; the resend adds only it', async () => {
     const { h, run } = setup()
-    const a = item(`a${uniq()}`)
-    const b = item(`b${uniq()}`)
+    const a = item(`a${randomId()}`)
+    const b = item(`b${randomId()}`)
     const bKey = keyOf(b)
     // Another attempt holds b's claim (a lease that outlives this request's wait).
     await h.redis.set(h.redisKey(bKey), 'inflight|othertoken|0000000000000000', { px: 3_000 })

@@ -6,11 +6,11 @@
 
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
+import { randomId, slackDelivery, telegramDelivery } from '../../local/vendor-deliveries'
 import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
 import type { SpoolMessage } from '../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
-import { slackDelivery, telegramDelivery, uniq } from './support/deliveries'
 import { harness } from './support/harness'
 
 const HOUR = 3_600
@@ -26,7 +26,7 @@ class RecordingQueue<T> {
 /** The Worker's own `queue()` on one spool message, as the runtime would call it. */
 async function consumeOne(env: Env, body: unknown): Promise<void> {
   const batch = createMessageBatch('inbound-dedup-spool', [
-    { id: `m-${uniq()}`, timestamp: new Date(), attempts: 1, body },
+    { id: `m-${randomId()}`, timestamp: new Date(), attempts: 1, body },
   ])
   const ctx = createExecutionContext()
   await worker.queue(batch, env, ctx)
@@ -38,8 +38,8 @@ describe('per-channel dedup TTL', () => {
     const h = harness(slackTtl)
     const slack = slackDelivery()
     const telegram = telegramDelivery()
-    expect((await h.deliver(await slack.make())).status).toBe(200)
-    expect((await h.deliver(await telegram.make())).status).toBe(200)
+    expect((await h.send(slack)).status).toBe(200)
+    expect((await h.send(telegram)).status).toBe(200)
     const slackLeft = await h.redisTtl(slack.deliveryKey)
     expect(slackLeft).toBeGreaterThan(2 * HOUR - 60)
     expect(slackLeft).toBeLessThanOrEqual(2 * HOUR)
@@ -51,7 +51,7 @@ describe('per-channel dedup TTL', () => {
     const h = harness({ ...slackTtl, SPOOL: spool as unknown as Env['SPOOL'] })
     const slack = slackDelivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    expect((await h.deliver(await slack.make())).status).toBe(200)
+    expect((await h.send(slack)).status).toBe(200)
     expect(await h.redisGet(slack.deliveryKey)).toMatch(SPOOLED_VALUE)
     expect(await h.redisTtl(slack.deliveryKey)).toBeLessThanOrEqual(2 * HOUR)
     const [message] = spool.sent as [SpoolMessage]
@@ -72,7 +72,7 @@ describe('per-channel dedup TTL', () => {
     const h = harness({ ...slackTtl, SPOOL: spool as unknown as Env['SPOOL'] })
     const slack = slackDelivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    await h.deliver(await slack.make())
+    await h.send(slack)
     const { ttlSeconds: _, ...old } = spool.sent[0] as SpoolMessage
     await h.redis.del(h.redisKey(slack.deliveryKey))
     await h.setOriginMode({ kind: 'ok' })

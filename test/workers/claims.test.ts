@@ -4,36 +4,30 @@
  */
 import { describe, expect, inject, it } from 'vitest'
 import { settledValue } from '../../claims'
-import { DONE_VALUE } from '../support/claim-values'
 import {
-  slackMessageEvent,
+  randomHex,
+  randomId,
+  type SignedDelivery,
+  slackDelivery,
   slackRequest,
   TEST_SECRETS,
-  telegramRequest,
-  telegramUpdate,
-  twilioDeliveryKey,
-  twilioParams,
-  twilioRequest,
-} from '../unit/signed-requests'
-import {
-  type Delivery,
-  slackDelivery,
   telegramDelivery,
-  uniq,
-  whatsappDelivery,
-} from './support/deliveries'
+  twilioDelivery,
+  twilioDeliveryKey,
+} from '../../local/vendor-deliveries'
+import { DONE_VALUE } from '../support/claim-values'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
 interface ChannelCase {
   name: string
-  /** A fresh delivery; calling `make()` again builds the same delivery (a vendor replay). */
-  delivery(): Delivery
+  /** A fresh delivery; each `request()` of it is the same delivery again (a vendor replay). */
+  delivery(): SignedDelivery
 }
 
 const CHANNELS: ChannelCase[] = [
-  { name: 'slack', delivery: slackDelivery },
-  { name: 'twilio (whatsapp)', delivery: whatsappDelivery },
-  { name: 'telegram', delivery: telegramDelivery },
+  { name: 'slack', delivery: () => slackDelivery() },
+  { name: 'twilio (whatsapp)', delivery: () => twilioDelivery() },
+  { name: 'telegram', delivery: () => telegramDelivery() },
 ]
 
 async function statuses(h: Harness, requests: Array<Promise<Request>>): Promise<number[]> {
@@ -43,20 +37,23 @@ async function statuses(h: Harness, requests: Array<Promise<Request>>): Promise<
 describe.each(CHANNELS)('$name', ({ delivery }) => {
   it('the same delivery 8 times: origin called once, every answer 200, key done', async () => {
     const h = harness()
-    const { make, deliveryKey } = delivery()
+    const d = delivery()
     const answers: number[] = []
-    for (let i = 0; i < 8; i++) answers.push((await h.deliver(await make())).status)
+    for (let i = 0; i < 8; i++) answers.push((await h.send(d)).status)
     expect(answers).toEqual(Array(8).fill(200))
     const { calls } = await h.originCalls()
     expect(calls).toHaveLength(1)
-    expect(await h.redisGet(deliveryKey)).toBe(settledValue('done', calls[0]?.payloadHash ?? ''))
-    expect(await h.redisTtl(deliveryKey)).toBeGreaterThan(86_000)
+    expect(await h.redisGet(d.deliveryKey)).toBe(settledValue('done', calls[0]?.payloadHash ?? ''))
+    expect(await h.redisTtl(d.deliveryKey)).toBeGreaterThan(86_000)
   })
 
   it('30 concurrent copies: origin called once, every answer 200', async () => {
     const h = harness()
-    const { make } = delivery()
-    const answers = await statuses(h, Array.from({ length: 30 }, make))
+    const d = delivery()
+    const answers = await statuses(
+      h,
+      Array.from({ length: 30 }, () => d.request(GATEWAY)),
+    )
     expect(answers).toEqual(Array(30).fill(200))
     expect((await h.originCalls()).calls).toHaveLength(1)
   })
@@ -64,28 +61,24 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
   it('origin failing: claim released, vendor told to retry; the retry after recovery forwards', async () => {
     // The path without the spool (test/workers/spool.test.ts has the spooled one).
     const h = harness({ SPOOL_CHANNELS: 'none' })
-    const { make, deliveryKey } = delivery()
+    const d = delivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    const failed = await h.deliver(await make())
+    const failed = await h.send(d)
     expect(failed.status).toBe(503)
     expect(failed.headers.get('x-slack-no-retry')).toBeNull()
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
 
     await h.setOriginMode({ kind: 'ok' })
-    expect((await h.deliver(await make())).status).toBe(200)
+    expect((await h.send(d)).status).toBe(200)
     const { calls } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([503, 201])
-    expect(await h.redisGet(deliveryKey)).toMatch(DONE_VALUE)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('Redis unreachable: every copy still forwarded (fail open); the origin decides', async () => {
     const h = harness({ UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
-    const { make } = delivery()
-    const answers = [
-      await h.deliver(await make()),
-      await h.deliver(await make()),
-      await h.deliver(await make()),
-    ]
+    const d = delivery()
+    const answers = [await h.send(d), await h.send(d), await h.send(d)]
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200])
     const { calls, rows } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([201, 200, 200])
@@ -96,9 +89,9 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
 describe('Redis slower than its budget', () => {
   it('fails open and still answers Slack inside its 3 s deadline', async () => {
     const h = harness({ UPSTASH_REDIS_REST_URL: inject('slowRedisUrl') })
-    const { make } = CHANNELS[0]?.delivery() ?? ({} as never)
+    const d = CHANNELS[0]?.delivery() ?? ({} as never)
     const started = Date.now()
-    const response = await h.deliver(await make())
+    const response = await h.send(d)
     // Measured before waitUntil work (the best-effort complete) is awaited by deliver().
     const answeredIn = Date.now() - started
     expect(response.status).toBe(200)
@@ -111,73 +104,67 @@ describe('Redis slower than its budget', () => {
 describe('in flight', () => {
   it('a replay while the first attempt is still forwarding waits briefly, then asks to retry', async () => {
     const h = harness({ ORIGIN_TIMEOUT_MS: '2000', INFLIGHT_WAIT_MS: '300' })
-    const { make, deliveryKey } = CHANNELS[0]?.delivery() ?? ({} as never)
+    const d = CHANNELS[0]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'delay', ms: 1_200 })
-    const first = h.deliver(await make())
+    const first = h.send(d)
     await new Promise((r) => setTimeout(r, 150))
-    const replay = await h.deliver(await make())
+    const replay = await h.send(d)
     expect(replay.status).toBe(503)
     expect((await first).status).toBe(200)
     await h.setOriginMode({ kind: 'ok' })
-    expect((await h.deliver(await make())).status).toBe(200)
+    expect((await h.send(d)).status).toBe(200)
     expect((await h.originCalls()).calls).toHaveLength(1)
-    expect(await h.redisGet(deliveryKey)).toMatch(DONE_VALUE)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('a replay takes over when the first attempt fails and releases, and forwards itself', async () => {
     const h = harness({ INFLIGHT_WAIT_MS: '1500', SPOOL_CHANNELS: 'none' })
-    const { make, deliveryKey } = CHANNELS[1]?.delivery() ?? ({} as never)
+    const d = CHANNELS[1]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'fail', status: 500, delayMs: 400 })
-    const first = h.deliver(await make())
+    const first = h.send(d)
     await new Promise((r) => setTimeout(r, 100))
     await h.setOriginMode({ kind: 'ok' })
-    const replay = await h.deliver(await make())
+    const replay = await h.send(d)
     expect((await first).status).toBe(503)
     expect(replay.status).toBe(200)
     expect((await h.originCalls()).calls.map((c) => c.answered)).toEqual([500, 201])
-    expect(await h.redisGet(deliveryKey)).toMatch(DONE_VALUE)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(DONE_VALUE)
   })
 
   it('an origin slower than its timeout: released within Slack budget, retryable answer', async () => {
     const h = harness({ ORIGIN_TIMEOUT_MS: '500', SPOOL_CHANNELS: 'none' })
-    const { make, deliveryKey } = CHANNELS[0]?.delivery() ?? ({} as never)
+    const d = CHANNELS[0]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'delay', ms: 2_000 })
-    const response = await h.deliver(await make())
+    const response = await h.send(d)
     expect(response.status).toBe(503)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 })
 
 describe('origin refuses the event itself', () => {
   it('acknowledges the vendor (no retry loop), releases the claim, logs the rejection', async () => {
     const h = harness()
-    const { make, deliveryKey } = CHANNELS[2]?.delivery() ?? ({} as never)
+    const d = CHANNELS[2]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'reject' })
-    expect((await h.deliver(await make())).status).toBe(200)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect((await h.send(d)).status).toBe(200)
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 
   it('treats a 401 from the origin (our secret is wrong) as retryable, not as a bad event', async () => {
     const h = harness({ ORIGIN_SHARED_SECRET: 'not-the-origins-secret', SPOOL_CHANNELS: 'none' })
-    const { make, deliveryKey } = CHANNELS[2]?.delivery() ?? ({} as never)
-    expect((await h.deliver(await make())).status).toBe(503)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    const d = CHANNELS[2]?.delivery() ?? ({} as never)
+    expect((await h.send(d)).status).toBe(503)
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 })
 
 describe('payload mismatch', () => {
   it('a replay with another payload under the same key: 200, not forwarded, counted', async () => {
     const h = harness()
-    const eventId = `Ev${uniq()}`
-    const url = `${GATEWAY}/webhooks/slack`
-    expect(
-      (await h.deliver(await slackRequest(url, slackMessageEvent({ eventId, text: 'one' }))))
-        .status,
-    ).toBe(200)
-    expect(
-      (await h.deliver(await slackRequest(url, slackMessageEvent({ eventId, text: 'two' }))))
-        .status,
-    ).toBe(200)
+    const eventId = `Ev${randomId()}`
+    for (const text of ['one', 'two']) {
+      expect((await h.send(slackDelivery({ eventId, text }))).status).toBe(200)
+    }
     expect((await h.originCalls()).calls).toHaveLength(1)
     expect(await h.redis.hget(h.redisKey('dedup:stats'), 'payload_mismatch:slack')).toBe('1')
   })
@@ -186,41 +173,35 @@ describe('payload mismatch', () => {
 describe('Twilio status callbacks', () => {
   it('are recorded under their own namespace, never forwarded, never colliding with the message', async () => {
     const h = harness()
-    const sid = `SM${uniq()}${uniq()}`
-    const url = `${GATEWAY}/webhooks/twilio`
-    const inbound = await h.deliver(await twilioRequest(url, twilioParams({ messageSid: sid })))
-    expect(inbound.status).toBe(200)
-    for (const status of ['sent', 'delivered', 'delivered']) {
-      const callback = await h.deliver(
-        await twilioRequest(url, twilioParams({ messageSid: sid, status })),
-      )
-      expect(callback.status).toBe(200)
-      expect(await callback.text()).toContain('<Response/>')
+    const messageSid = `SM${randomHex(16)}`
+    const inbound = twilioDelivery({ messageSid })
+    expect((await h.send(inbound)).status).toBe(200)
+    const callbacks = [
+      twilioDelivery({ messageSid, status: 'sent' }),
+      twilioDelivery({ messageSid, status: 'delivered' }),
+      twilioDelivery({ messageSid, status: 'delivered' }),
+      twilioDelivery({ messageSid, status: 'undelivered', errorCode: '30003' }),
+    ]
+    for (const callback of callbacks) {
+      const answer = await h.send(callback)
+      expect(answer.status).toBe(200)
+      expect(await answer.text()).toContain('<Response/>')
     }
-    const failed = await h.deliver(
-      await twilioRequest(
-        url,
-        twilioParams({ messageSid: sid, status: 'undelivered', errorCode: '30003' }),
-      ),
-    )
-    expect(failed.status).toBe(200)
-    expect((await h.originCalls()).calls.map((c) => c.deliveryKey)).toEqual([
-      twilioDeliveryKey('wa', sid),
-    ])
-    expect(await h.redisGet(twilioDeliveryKey('wa', sid))).toMatch(DONE_VALUE)
+    // The message's key, and each status callback's in its own namespace.
+    const message = twilioDeliveryKey('wa', messageSid)
+    expect((await h.originCalls()).calls.map((c) => c.deliveryKey)).toEqual([message])
+    expect(await h.redisGet(message)).toMatch(DONE_VALUE)
     for (const status of [['sent'], ['delivered'], ['undelivered', '30003']]) {
-      expect(await h.redisGet(twilioDeliveryKey('tw-status', sid, ...status))).toMatch(DONE_VALUE)
+      const key = twilioDeliveryKey('tw-status', messageSid, ...status)
+      expect(await h.redisGet(key)).toMatch(DONE_VALUE)
     }
   })
 
   it('a status callback first does not block the inbound message with the same sid', async () => {
     const h = harness()
-    const sid = `SM${uniq()}${uniq()}`
-    const url = `${GATEWAY}/webhooks/twilio`
-    await h.deliver(await twilioRequest(url, twilioParams({ messageSid: sid, status: 'received' })))
-    expect(
-      (await h.deliver(await twilioRequest(url, twilioParams({ messageSid: sid })))).status,
-    ).toBe(200)
+    const messageSid = `SM${randomHex(16)}`
+    await h.send(twilioDelivery({ messageSid, status: 'received' }))
+    expect((await h.send(twilioDelivery({ messageSid }))).status).toBe(200)
     expect((await h.originCalls()).calls).toHaveLength(1)
   })
 })
@@ -228,17 +209,8 @@ describe('Twilio status callbacks', () => {
 describe('Telegram', () => {
   it('message 42 in two chats: two forwards, two rows', async () => {
     const h = harness()
-    const base = Math.floor(Math.random() * 2 ** 30)
-    const url = `${GATEWAY}/webhooks/telegram`
-    for (const [updateId, chatId] of [
-      [base, 1001],
-      [base + 1, 2002],
-    ] as const) {
-      const response = await h.deliver(
-        telegramRequest(url, telegramUpdate({ updateId, chatId, messageId: 42 })),
-      )
-      expect(response.status).toBe(200)
-    }
+    const chats = [1001, 2002].map((chatId) => telegramDelivery({ chatId, messageId: 42 }))
+    for (const chat of chats) expect((await h.send(chat)).status).toBe(200)
     const { calls, rows } = await h.originCalls()
     const bot = TEST_SECRETS.telegramBotId
     expect(calls.map((c) => c.messageKey)).toEqual([`${bot}:1001:42`, `${bot}:2002:42`])
@@ -247,21 +219,10 @@ describe('Telegram', () => {
 
   it('an edit forwards as kind edit under the same message key', async () => {
     const h = harness()
-    const updateId = Math.floor(Math.random() * 2 ** 30)
-    const url = `${GATEWAY}/webhooks/telegram`
-    await h.deliver(telegramRequest(url, telegramUpdate({ updateId, chatId: 5, messageId: 9 })))
-    await h.deliver(
-      telegramRequest(
-        url,
-        telegramUpdate({
-          updateId: updateId + 1,
-          chatId: 5,
-          messageId: 9,
-          field: 'edited_message',
-          editDate: 1700000500,
-        }),
-      ),
-    )
+    const message = { chatId: 5, messageId: 9 }
+    const edit = { ...message, field: 'edited_message', editDate: 1700000500 } as const
+    await h.send(telegramDelivery(message))
+    await h.send(telegramDelivery(edit))
     expect((await h.originCalls()).calls.map((c) => [c.kind, c.messageKey])).toEqual([
       ['message', `${TEST_SECRETS.telegramBotId}:5:9`],
       ['edit', `${TEST_SECRETS.telegramBotId}:5:9`],
@@ -273,11 +234,8 @@ describe('Slack', () => {
   it('a fresh event_id for the same message is forwarded (Postgres, not Redis, catches it)', async () => {
     const h = harness()
     const ts = `${Date.now() / 1000}`
-    const url = `${GATEWAY}/webhooks/slack`
-    for (const eventId of [`Ev${uniq()}`, `Ev${uniq()}`]) {
-      expect(
-        (await h.deliver(await slackRequest(url, slackMessageEvent({ eventId, ts })))).status,
-      ).toBe(200)
+    for (const delivery of [slackDelivery({ ts }), slackDelivery({ ts })]) {
+      expect((await h.send(delivery)).status).toBe(200)
     }
     const { calls, rows } = await h.originCalls()
     expect(calls.map((c) => c.answered)).toEqual([201, 200])
@@ -286,7 +244,7 @@ describe('Slack', () => {
 
   it('records an interaction under its trigger_id and acknowledges it', async () => {
     const h = harness()
-    const triggerId = `398738663015.${uniq()}`
+    const triggerId = `398738663015.${randomId()}`
     const payload = {
       type: 'block_actions',
       api_app_id: 'A1',

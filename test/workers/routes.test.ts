@@ -4,22 +4,21 @@
  */
 import { SELF } from 'cloudflare:test'
 import { describe, expect, inject, it } from 'vitest'
-import * as media from '../unit/media-payloads'
 import {
+  slackDelivery,
   slackMessageEvent,
   slackRequest,
   TEST_SECRETS,
+  telegramDelivery,
   telegramRequest,
-  telegramUpdate,
-  twilioDeliveryKey,
+  twilioDelivery,
   twilioParams,
   twilioRequest,
-} from '../unit/signed-requests'
-import { GATEWAY, harness } from './support/harness'
+} from '../../local/vendor-deliveries'
+import * as media from '../unit/media-payloads'
+import { GATEWAY, harness, WEBHOOKS } from './support/harness'
 
-const slackUrl = `${GATEWAY}/webhooks/slack`
-const twilioUrl = `${GATEWAY}/webhooks/twilio`
-const telegramUrl = `${GATEWAY}/webhooks/telegram`
+const { slack: slackUrl, twilio: twilioUrl, telegram: telegramUrl } = WEBHOOKS
 
 describe('routes', () => {
   it('serves /healthz without secrets, with Redis answering', async () => {
@@ -97,13 +96,13 @@ describe('routes', () => {
   })
 
   it('forwards a signed Slack message through the configured bindings (SELF)', async () => {
-    const eventId = `Ev${crypto.randomUUID().slice(0, 8)}`
-    const response = await SELF.fetch(await slackRequest(slackUrl, slackMessageEvent({ eventId })))
+    const delivery = slackDelivery()
+    const response = await SELF.fetch(await delivery.request(GATEWAY))
     expect(response.status).toBe(200)
     const calls = await (await fetch(`${inject('originUrl')}/ns/self/calls`)).json()
     expect(calls).toMatchObject({
       calls: expect.arrayContaining([
-        expect.objectContaining({ deliveryKey: `dedup:slack:A123ABC456:${eventId}` }),
+        expect.objectContaining({ deliveryKey: delivery.deliveryKey }),
       ]),
     })
   })
@@ -121,30 +120,19 @@ describe('routes', () => {
   })
 
   describe.each([
-    [
-      'slack',
-      () => slackRequest(slackUrl, slackMessageEvent(), { secret: 'wrong' }),
-      'dedup:slack:A123ABC456:Ev123ABC456',
-    ],
-    [
-      'twilio',
-      () => twilioRequest(twilioUrl, twilioParams(), { token: 'wrong' }),
-      twilioDeliveryKey('wa', 'SM0123456789abcdef0123456789abcdef'),
-    ],
-    [
-      'telegram',
-      async () => telegramRequest(telegramUrl, telegramUpdate(), 'wrong'),
-      `dedup:telegram:${TEST_SECRETS.telegramBotId}:123456789`,
-    ],
-  ])('%s with a bad signature', (_channel, makeRequest, deliveryKey) => {
+    ['slack', () => slackDelivery({ forged: true })],
+    ['twilio', () => twilioDelivery({ forged: true })],
+    ['telegram', () => telegramDelivery({ forged: true })],
+  ])('%s with a bad signature', (_channel, forged) => {
     it('gets an opaque 401; no Redis key, no origin call', async () => {
       const h = harness()
-      const response = await h.deliver(await makeRequest())
+      const delivery = forged()
+      const response = await h.send(delivery)
       expect(response.status).toBe(401)
       expect(await response.json()).toEqual({
         error: { code: 'unauthorized', message: 'unauthorized' },
       })
-      expect(await h.redisGet(deliveryKey)).toBeNull()
+      expect(await h.redisGet(delivery.deliveryKey)).toBeNull()
       expect((await h.originCalls()).calls).toHaveLength(0)
     })
   })
@@ -183,19 +171,17 @@ describe('routes', () => {
 
   it('answers 503 channel_not_configured for a channel without its secret; the others work', async () => {
     const h = harness({ TWILIO_AUTH_TOKEN: '' })
-    const twilio = await h.deliver(await twilioRequest(twilioUrl, twilioParams()))
+    const twilio = await h.send(twilioDelivery())
     expect(twilio.status).toBe(503)
     expect(await twilio.json()).toMatchObject({ error: { code: 'channel_not_configured' } })
-    const slack = await h.deliver(await slackRequest(slackUrl, slackMessageEvent()))
-    expect(slack.status).toBe(200)
-    const telegram = await h.deliver(telegramRequest(telegramUrl, telegramUpdate()))
-    expect(telegram.status).toBe(200)
+    expect((await h.send(slackDelivery())).status).toBe(200)
+    expect((await h.send(telegramDelivery())).status).toBe(200)
     expect((await h.originCalls()).calls.map((c) => c.channel)).toEqual(['slack', 'telegram'])
   })
 
   it('answers Twilio with empty TwiML', async () => {
     const h = harness()
-    const response = await h.deliver(await twilioRequest(twilioUrl, twilioParams()))
+    const response = await h.send(twilioDelivery())
     expect(response.status).toBe(200)
     expect(response.headers.get('content-type')).toMatch(/^text\/xml/)
     expect(await response.text()).toContain('<Response/>')

@@ -11,18 +11,19 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from 'clou
 import { describe, expect, inject, it } from 'vitest'
 import { settledValue } from '../../claims'
 import type { InboundEvent } from '../../contract/event'
+import {
+  randomId,
+  type SignedDelivery,
+  slackDelivery,
+  slackMessageEvent,
+  slackRequest,
+  telegramDelivery,
+  twilioDelivery,
+} from '../../local/vendor-deliveries'
 import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
-import { slackMessageEvent, slackRequest } from '../unit/signed-requests'
-import {
-  type Delivery,
-  slackDelivery,
-  telegramDelivery,
-  uniq,
-  whatsappDelivery,
-} from './support/deliveries'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
 const SPOOL = 'inbound-dedup-spool'
@@ -30,19 +31,19 @@ const SPOOL_DEAD = 'inbound-dedup-spool-dead'
 
 interface ChannelCase {
   name: string
-  delivery(): Delivery
+  delivery(): SignedDelivery
   /** What "ok" looks like to this vendor. */
   okBody: string
 }
 
 const CASES: ChannelCase[] = [
-  { name: 'slack', delivery: slackDelivery, okBody: '' },
+  { name: 'slack', delivery: () => slackDelivery(), okBody: '' },
   {
     name: 'twilio (whatsapp)',
-    delivery: whatsappDelivery,
+    delivery: () => twilioDelivery(),
     okBody: '<?xml version="1.0" encoding="UTF-8"?><Response/>',
   },
-  { name: 'telegram', delivery: telegramDelivery, okBody: '' },
+  { name: 'telegram', delivery: () => telegramDelivery(), okBody: '' },
 ]
 
 /** A producer binding that keeps what it was sent (or refuses, like a queue that is down). */
@@ -69,23 +70,23 @@ function withQueues(overrides: Partial<Env> = {}, refuse = false) {
 describe.each(CASES)('$name with the origin down', ({ delivery, okBody }) => {
   it('answers ok, queues the normalized event, marks the claim spooled; a replay is not forwarded', async () => {
     const { h, spool } = withQueues()
-    const { make, deliveryKey } = delivery()
+    const d = delivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })
 
-    const response = await h.deliver(await make())
+    const response = await h.send(d)
     expect(response.status).toBe(200)
     expect(await response.text()).toBe(okBody)
 
     expect(spool.sent).toHaveLength(1)
     const [message] = spool.sent as [SpoolMessage]
-    expect(message).toMatchObject({ v: 2, claimKey: deliveryKey })
-    expect(message.event.deliveryKey).toBe(deliveryKey)
-    expect(await h.redisGet(deliveryKey)).toBe(
+    expect(message).toMatchObject({ v: 2, claimKey: d.deliveryKey })
+    expect(message.event.deliveryKey).toBe(d.deliveryKey)
+    expect(await h.redisGet(d.deliveryKey)).toBe(
       settledValue('spooled', message.event.payloadHash ?? ''),
     )
-    expect(await h.redisTtl(deliveryKey)).toBeGreaterThan(86_000)
+    expect(await h.redisTtl(d.deliveryKey)).toBeGreaterThan(86_000)
 
-    const replay = await h.deliver(await make())
+    const replay = await h.send(d)
     expect(replay.status).toBe(200)
     expect((await h.originCalls()).calls).toHaveLength(1)
     expect(spool.sent).toHaveLength(1)
@@ -94,7 +95,7 @@ describe.each(CASES)('$name with the origin down', ({ delivery, okBody }) => {
   it('with Redis down too: still ok and queued (the queue does not need Redis)', async () => {
     const { h, spool } = withQueues({ UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    const response = await h.deliver(await delivery().make())
+    const response = await h.send(delivery())
     expect(response.status).toBe(200)
     expect(await response.text()).toBe(okBody)
     expect(spool.sent).toHaveLength(1)
@@ -105,17 +106,17 @@ describe('what cannot be queued gets the retry answer, and the claim is released
   it('the queue refuses the send', async () => {
     const { h } = withQueues({}, true)
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    const { make, deliveryKey } = slackDelivery()
-    const response = await h.deliver(await make())
+    const d = slackDelivery()
+    const response = await h.send(d)
     expect(response.status).toBe(503)
     expect(response.headers.get('x-slack-no-retry')).toBeNull()
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 
   it('an event over the queue message limit (128 KB)', async () => {
     const { h, spool } = withQueues()
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    const eventId = `Ev${uniq()}`
+    const eventId = `Ev${randomId()}`
     // 45,000 three-byte characters: 135 KB of UTF-8, inside the body and event limits.
     const big = slackMessageEvent({ eventId, ts: `${Date.now() / 1000}`, text: '€'.repeat(45_000) })
     expect((await h.deliver(await slackRequest(`${GATEWAY}/webhooks/slack`, big))).status).toBe(503)
@@ -126,18 +127,18 @@ describe('what cannot be queued gets the retry answer, and the claim is released
   it('a channel left out of SPOOL_CHANNELS', async () => {
     const { h, spool } = withQueues({ SPOOL_CHANNELS: 'whatsapp,sms' })
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    const { make, deliveryKey } = slackDelivery()
-    expect((await h.deliver(await make())).status).toBe(503)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    const d = slackDelivery()
+    expect((await h.send(d)).status).toBe(503)
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
     expect(spool.sent).toEqual([])
   })
 
   it('no queue bound at all', async () => {
     const h = harness({ SPOOL: undefined })
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    const { make, deliveryKey } = slackDelivery()
-    expect((await h.deliver(await make())).status).toBe(503)
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    const d = slackDelivery()
+    expect((await h.send(d)).status).toBe(503)
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 })
 
@@ -145,24 +146,24 @@ describe('an event the origin refuses for good on the live path', () => {
   it('the vendor is told ok (its retries cannot help) and the event is recorded as a dead letter', async () => {
     const { h, spool, dead } = withQueues()
     await h.setOriginMode({ kind: 'reject' })
-    const { make, deliveryKey } = slackDelivery()
-    expect((await h.deliver(await make())).status).toBe(200)
+    const d = slackDelivery()
+    expect((await h.send(d)).status).toBe(200)
     expect(spool.sent).toEqual([])
     expect(dead.sent).toHaveLength(1)
     expect(dead.sent[0]).toMatchObject({
-      claimKey: deliveryKey,
-      event: { deliveryKey },
+      claimKey: d.deliveryKey,
+      event: { deliveryKey: d.deliveryKey },
       dead: { attempts: 1, error: 'origin refused it: 400 invalid_event' },
     })
     // The claim was released: once the cause is fixed, a vendor retry could still land it.
-    expect(await h.redisGet(deliveryKey)).toBeNull()
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 })
 
 /** Queues one event per delivery with the origin down; returns the messages as sent. */
 async function queuedMessages(h: Harness, spool: RecordingQueue<SpoolMessage>, n: number) {
   await h.setOriginMode({ kind: 'fail', status: 503 })
-  for (let i = 0; i < n; i++) await h.deliver(await slackDelivery().make())
+  for (let i = 0; i < n; i++) await h.send(slackDelivery())
   expect(spool.sent).toHaveLength(n)
   return spool.sent.splice(0)
 }
@@ -179,7 +180,7 @@ async function consume(
   bodies: unknown[],
   attempts = 1,
 ): Promise<Consumed & { ids: string[] }> {
-  const ids = bodies.map(() => `msg-${uniq()}`)
+  const ids = bodies.map(() => `msg-${randomId()}`)
   const batch = createMessageBatch(
     queue,
     bodies.map((body, i) => ({
@@ -345,19 +346,19 @@ describe('the dead-letter consumer', () => {
 describe('the real queue binding (wrangler.toml), producer to consumer', () => {
   it('origin down, then back: the queued event lands once and the claim becomes done', async () => {
     const h = harness({}, { shared: true })
-    const { make, deliveryKey } = slackDelivery()
+    const d = slackDelivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })
-    expect((await h.deliver(await make())).status).toBe(200)
+    expect((await h.send(d)).status).toBe(200)
     await h.setOriginMode({ kind: 'ok' })
 
     // The consumer runs by itself: within a batch timeout, or after a retry's backoff.
     const deadline = Date.now() + 20_000
-    while (Date.now() < deadline && !DONE_VALUE.test((await h.redisGet(deliveryKey)) ?? '')) {
+    while (Date.now() < deadline && !DONE_VALUE.test((await h.redisGet(d.deliveryKey)) ?? '')) {
       await new Promise((r) => setTimeout(r, 200))
     }
-    expect(await h.redisGet(deliveryKey)).toMatch(DONE_VALUE)
+    expect(await h.redisGet(d.deliveryKey)).toMatch(DONE_VALUE)
     const { calls } = await h.originCalls()
-    const ours = calls.filter((c) => c.deliveryKey === deliveryKey).map((c) => c.answered)
+    const ours = calls.filter((c) => c.deliveryKey === d.deliveryKey).map((c) => c.answered)
     expect(ours).toEqual([503, 201])
   })
 })

@@ -5,21 +5,23 @@
  * single-tenant variables keep working (test/workers/routes.test.ts runs on them).
  */
 import { describe, expect, it } from 'vitest'
-import { DONE_VALUE } from '../support/claim-values'
 import {
+  randomId,
+  slackDelivery,
   slackMessageEvent,
   slackRequest,
+  telegramDelivery,
   telegramRequest,
   telegramUpdate,
+  twilioDelivery,
   twilioParams,
   twilioRequest,
-} from '../unit/signed-requests'
-import { uniq } from './support/deliveries'
-import { GATEWAY, type Harness, harness } from './support/harness'
+} from '../../local/vendor-deliveries'
+import { DONE_VALUE } from '../support/claim-values'
+import { GATEWAY, type Harness, harness, WEBHOOKS } from './support/harness'
 
-const slackUrl = `${GATEWAY}/webhooks/slack`
-const twilioUrl = `${GATEWAY}/webhooks/twilio`
-const telegramUrl = (bot: string) => `${GATEWAY}/webhooks/telegram/${bot}`
+const { slack: slackUrl, twilio: twilioUrl } = WEBHOOKS
+const telegramUrl = (bot: string) => `${WEBHOOKS.telegram}/${bot}`
 
 const SLACK = {
   appA: 'A0TENANTA',
@@ -60,7 +62,7 @@ async function expectRefusedAndNothingWritten(h: Harness, response: Response): P
 }
 
 function slackFor(app: string) {
-  const eventId = `Ev${uniq()}`
+  const eventId = `Ev${randomId()}`
   const payload = slackMessageEvent({ appId: app, eventId, ts: `${Date.now() / 1000}` })
   return { payload, deliveryKey: `dedup:slack:${app}:${eventId}` }
 }
@@ -79,25 +81,19 @@ const CASES: TenantCase[] = [
     name: 'Slack (api_app_id)',
     tenants: { a: SLACK.appA, b: SLACK.appB },
     secrets: { a: [SLACK.a1, SLACK.a2], b: SLACK.b },
-    request: (app, secret) => slackRequest(slackUrl, slackFor(app).payload, { secret }),
+    request: (appId, secret) => slackDelivery({ appId, secret }).request(GATEWAY),
   },
   {
     name: 'Twilio (AccountSid)',
     tenants: { a: TWILIO.accountA, b: TWILIO.accountB },
     secrets: { a: [TWILIO.a1, TWILIO.a2], b: TWILIO.b },
-    request: (accountSid, token) =>
-      twilioRequest(twilioUrl, twilioParams({ accountSid, messageSid: `SM${uniq()}${uniq()}` }), {
-        token,
-      }),
+    request: (accountSid, secret) => twilioDelivery({ accountSid, secret }).request(GATEWAY),
   },
   {
     name: 'Telegram (bot id in the path)',
     tenants: { a: TELEGRAM.botA, b: TELEGRAM.botB },
     secrets: { a: [TELEGRAM.a1, TELEGRAM.a2], b: TELEGRAM.b },
-    request: async (bot, secret) => {
-      const updateId = Math.floor(Math.random() * 2 ** 31)
-      return telegramRequest(telegramUrl(bot), telegramUpdate({ updateId }), secret)
-    },
+    request: (bot, secret) => telegramDelivery({ bot, secret }).request(GATEWAY),
   },
 ]
 
@@ -167,7 +163,7 @@ describe('Slack, secrets per api_app_id', () => {
 })
 
 describe('Twilio, tokens per AccountSid', () => {
-  const sid = () => `SM${uniq()}${uniq()}`
+  const sid = () => `SM${randomId()}${randomId()}`
 
   it('an account that is not configured (or no AccountSid at all): 401', async () => {
     const h = multiTenant()
@@ -232,18 +228,23 @@ describe('Telegram, several bots on one deployment (bot id in the path)', () => 
 })
 
 describe('Telegram updates that are not customer messages, and business messages', () => {
+  /** A Telegram message object in `chat` from user `from`, with `extra` fields. */
+  const message = (id: number, chat: object, from: number, extra: object) => ({
+    message_id: id,
+    date: 1700000000,
+    chat,
+    from: { id: from, is_bot: false, first_name: 'A' },
+    ...extra,
+  })
+
   it('a service message is acknowledged and recorded, never forwarded', async () => {
     const h = harness()
     const id = Math.floor(Math.random() * 2 ** 31)
     const update = {
       update_id: id,
-      message: {
-        message_id: 9,
-        date: 1700000000,
-        chat: { id: -100123, type: 'supergroup', title: 'G' },
-        from: { id: 5, is_bot: false, first_name: 'A' },
+      message: message(9, { id: -100123, type: 'supergroup', title: 'G' }, 5, {
         new_chat_members: [{ id: 6, is_bot: false, first_name: 'B' }],
-      },
+      }),
     }
     const response = await h.deliver(telegramRequest(`${GATEWAY}/webhooks/telegram`, update))
     expect(response.status).toBe(200)
@@ -256,14 +257,10 @@ describe('Telegram updates that are not customer messages, and business messages
     const id = Math.floor(Math.random() * 2 ** 31)
     const update = {
       update_id: id,
-      business_message: {
+      business_message: message(3, { id: 42, type: 'private', first_name: 'C' }, 42, {
         business_connection_id: 'BCabc_123',
-        message_id: 3,
-        date: 1700000000,
-        chat: { id: 42, type: 'private', first_name: 'C' },
-        from: { id: 42, is_bot: false, first_name: 'C' },
         text: 'hello business',
-      },
+      }),
     }
     const response = await h.deliver(telegramRequest(`${GATEWAY}/webhooks/telegram`, update))
     expect(response.status).toBe(200)

@@ -7,21 +7,19 @@
  */
 
 import { describe, expect, it } from 'vitest'
-import { whatsappSignature } from '../../worker/channels/whatsapp-cloud'
-import type { Env } from '../../worker/env'
-import type { SpoolMessage } from '../../worker/spool/message'
-import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
 import {
-  META_IMAGE_MESSAGE,
-  META_SENT_STATUS,
+  randomId,
   WA_TEST_SECRET,
-  WA_VECTORS,
   WA_VERIFY_TOKEN,
   waBatch,
   waRequest,
   waText,
-} from '../unit/whatsapp-cloud-fixtures'
-import { uniq } from './support/deliveries'
+} from '../../local/vendor-deliveries'
+import { whatsappSignature } from '../../worker/channels/whatsapp-cloud'
+import type { Env } from '../../worker/env'
+import type { SpoolMessage } from '../../worker/spool/message'
+import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
+import { META_IMAGE_MESSAGE, META_SENT_STATUS, WA_VECTORS } from '../unit/whatsapp-cloud-fixtures'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
 const URL_ = `${GATEWAY}/webhooks/whatsapp-cloud`
@@ -29,7 +27,14 @@ const WA: Partial<Env> = {
   WHATSAPP_APP_SECRET: WA_TEST_SECRET,
   WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN,
 }
-const wamid = () => `wamid.HBgL${uniq()}${uniq()}AA==`
+const wamid = () => `wamid.HBgL${randomId()}${randomId()}AA==`
+
+/** The origin got `n` events, and holds `n` rows: one per message. */
+async function expectForwarded(h: Harness, n: number): Promise<void> {
+  const { calls, rows } = await h.originCalls()
+  expect(rows).toBe(n)
+  expect(calls).toHaveLength(n)
+}
 
 class RecordingQueue<T> {
   readonly sent: T[] = []
@@ -143,9 +148,7 @@ describe('WhatsApp Cloud: batches', () => {
     const first = waBatch([{ phoneNumberId: '1001', messages: [waText(ids[0], 'one')] }])
     expect((await h.deliver(await waRequest(URL_, first))).status).toBe(200)
     expect((await h.deliver(await waRequest(URL_, body))).status).toBe(200)
-    const { calls, rows } = await h.originCalls()
-    expect(rows).toBe(3)
-    expect(calls).toHaveLength(3)
+    await expectForwarded(h, 3)
   })
 
   it('20 concurrent copies of a two-message batch leave two rows', async () => {
@@ -174,9 +177,7 @@ describe('WhatsApp Cloud: batches', () => {
     expect((await h.originCalls()).rows).toBe(2)
     await h.redis.del(h.redisKey(keys[2] as string))
     expect((await h.deliver(await waRequest(URL_, body))).status).toBe(200)
-    const { calls, rows } = await h.originCalls()
-    expect(rows).toBe(3)
-    expect(calls).toHaveLength(3)
+    await expectForwarded(h, 3)
   })
 
   it('statuses are acknowledged in their own namespace and never forwarded', async () => {

@@ -1,31 +1,11 @@
 /**
- * Raw RFC 822 test emails. Each fixture gets a unique Message-ID unless told otherwise
- * (`messageId: null` leaves the header out, as some real senders do).
+ * What the email tests add to the shared email fixtures (local/vendor-deliveries.ts: `rawEmail`,
+ * `uniqueMessageId`, `CUSTOMER`): the sender part of email keys computed independently of
+ * contract/email.ts, the trace headers two relays add, and multipart mails with attachments.
  * @module
  */
 import { createHash, randomBytes } from 'node:crypto'
-
-export interface EmailFixture {
-  from?: string
-  to?: string
-  subject?: string
-  /** Without angle brackets; null = no Message-ID header. */
-  messageId?: string | null
-  date?: string | null
-  text?: string
-  html?: string
-  inReplyTo?: string
-  references?: string[]
-  /** Extra header lines placed on top, like relays add them (Received, ARC, ...). */
-  traceHeaders?: string[]
-}
-
-export function uniqueMessageId(domain = 'mail.example.com'): string {
-  return `${randomBytes(8).toString('hex')}.${Date.now()}@${domain}`
-}
-
-/** The address the fixtures send from unless told otherwise. */
-export const CUSTOMER = 'ada@customer.example'
+import { CUSTOMER, type EmailFixture, rawEmail } from '../../../local/vendor-deliveries'
 
 /**
  * The sender part of email keys (`from-sha256-` + 32 hex of the lower-cased From address),
@@ -33,33 +13,6 @@ export const CUSTOMER = 'ada@customer.example'
  */
 export function senderKeyPart(address = CUSTOMER): string {
   return `from-sha256-${createHash('sha256').update(address.toLowerCase()).digest('hex').slice(0, 32)}`
-}
-
-/** A raw message with CRLF line ends, as it travels over SMTP. */
-export function rawEmail(fixture: EmailFixture = {}): string {
-  const messageId = fixture.messageId === undefined ? uniqueMessageId() : fixture.messageId
-  const headers = [
-    ...(fixture.traceHeaders ?? []),
-    `From: ${fixture.from ?? `"Ada Customer" <${CUSTOMER}>`}`,
-    `To: ${fixture.to ?? 'support@inbound.example'}`,
-    `Subject: ${fixture.subject ?? 'Order 1234 has not arrived'}`,
-    ...(fixture.date === null
-      ? []
-      : [`Date: ${fixture.date ?? 'Tue, 27 Aug 2024 08:49:44 -0700'}`]),
-    ...(messageId === null ? [] : [`Message-ID: <${messageId}>`]),
-    ...(fixture.inReplyTo ? [`In-Reply-To: <${fixture.inReplyTo}>`] : []),
-    ...(fixture.references
-      ? [`References: ${fixture.references.map((r) => `<${r}>`).join(' ')}`]
-      : []),
-    'MIME-Version: 1.0',
-  ]
-  if (fixture.html !== undefined) {
-    headers.push('Content-Type: text/html; charset="utf-8"')
-    return `${headers.join('\r\n')}\r\n\r\n${fixture.html}\r\n`
-  }
-  headers.push('Content-Type: text/plain; charset="utf-8"')
-  const text = fixture.text ?? 'Hello, my order has not arrived yet.\r\nCan you help?'
-  return `${headers.join('\r\n')}\r\n\r\n${text}\r\n`
 }
 
 /** Trace headers a different relay would add (Gmail's copy carries others than Cloudflare's). */

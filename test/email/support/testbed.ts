@@ -1,14 +1,14 @@
 /**
  * One email test file's stack on the real services: a fresh migrated database behind the Neon
- * proxy with an origin on port 0 (test/support/origin.ts), the Upstash stand-in on the real Redis
- * with a key prefix of its own, the Worker in workerd wired to both, and Gmail pollers started
- * the way `origin/main.ts` starts them (`startGmailPolling` from an environment), against a fake
- * Gmail. Everything is removed on close.
+ * proxy with an origin in this process (test/support/origin.ts: the pollers run here too), the
+ * Upstash stand-in on the real Redis with a key prefix of its own and Workers in workerd wired to
+ * both (local/stack.ts), and Gmail pollers started the way `origin/main.ts` starts them
+ * (`startGmailPolling` from an environment), against a fake Gmail. Everything is removed on close.
  * @module
  */
-import { randomBytes } from 'node:crypto'
-import { deleteRedisPrefix, REDIS_URL, runId } from '../../../local/services'
-import { type RunningUpstashRest, realRedis, startUpstashRest } from '../../../local/upstash-rest'
+import type { Redis } from 'ioredis'
+import { runId } from '../../../local/services'
+import { startStack } from '../../../local/stack'
 import { loadConfig } from '../../../origin/config'
 import {
   type GmailConfig,
@@ -19,6 +19,7 @@ import {
 import type { PollerLimits } from '../../../origin/gmail/poller'
 import { type Logger, silentLogger } from '../../../origin/log'
 import type { FakeGmail } from '../../support/fake-gmail'
+import { forFile } from '../../support/for-file'
 import { type OriginTestbed, startOriginTestbed } from '../../support/origin'
 import { type EmailWorker, startEmailWorker } from './worker'
 
@@ -40,14 +41,16 @@ export interface PollerOptions {
 
 export interface EmailTestbed {
   db: OriginTestbed
-  redis: RunningUpstashRest
-  redisToken: string
+  /** A client of the shared Redis (claims are under {@link EmailTestbed.prefix}). */
+  redis: Redis
   /** This file's Redis key prefix (REDIS_KEY_PREFIX for the worker and the pollers). */
   prefix: string
   /** The origin's environment as a pod would have it, for a given fake Gmail. */
   originEnv(gmail: FakeGmail, options?: PollerOptions): Record<string, string>
-  /** The Worker in workerd, wired to this origin and Redis prefix (stopped on close). */
+  /** A Worker in workerd, wired to this origin and Redis prefix (stopped on close). */
   startWorker(): Promise<EmailWorker>
+  /** The Worker started with the testbed (`{ worker: true }`); throws without one. */
+  readonly worker: EmailWorker
   /** A poller like `origin/main.ts` starts, not polling on its own unless `start()` is called. */
   poller(gmail: FakeGmail, options?: PollerOptions): RunningGmailPoller
   /** Email message rows, by message key when given. */
@@ -62,13 +65,19 @@ export interface EmailTestbed {
   close(): Promise<void>
 }
 
-export async function startEmailTestbed(): Promise<EmailTestbed> {
+export async function startEmailTestbed(options: { worker?: boolean } = {}): Promise<EmailTestbed> {
   const db = await startOriginTestbed()
-  const redisToken = `email-${randomBytes(6).toString('hex')}`
-  const redis = await startUpstashRest({ backend: realRedis(REDIS_URL), token: redisToken })
   const prefix = `test:email:${runId()}:`
+  const stack = await startStack({
+    redis: 'shared',
+    keyPrefix: prefix,
+    originSecret: db.secret,
+    originUrl: db.origin.url,
+  }).catch(async (err) => {
+    await db.close()
+    throw err
+  })
   const pollers: RunningGmailPoller[] = []
-  const workers: EmailWorker[] = []
 
   const originEnv = (gmail: FakeGmail, options: PollerOptions = {}) => ({
     DATABASE_URL: db.databaseUrl,
@@ -79,27 +88,31 @@ export async function startEmailTestbed(): Promise<EmailTestbed> {
     REDIS_KEY_PREFIX: prefix,
     ...(options.withoutRedis
       ? {}
-      : { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: redisToken }),
+      : { UPSTASH_REDIS_REST_URL: stack.redis.url, UPSTASH_REDIS_REST_TOKEN: stack.upstashToken }),
   })
+
+  const startWorker = () =>
+    startEmailWorker(stack, {
+      // Generous: other test files load the same two cores; no test here measures speed.
+      ORIGIN_TIMEOUT_MS: '8000',
+      CLAIM_LEASE_MS: '10000',
+    })
+  const worker = options.worker
+    ? await startWorker().catch(async (err) => {
+        await stack.stop()
+        await db.close()
+        throw err
+      })
+    : undefined
 
   return {
     db,
-    redis,
-    redisToken,
+    redis: stack.redisClient,
     prefix,
     originEnv,
-    async startWorker() {
-      const worker = await startEmailWorker({
-        ORIGIN_URL: db.origin.url,
-        ORIGIN_SHARED_SECRET: db.secret,
-        UPSTASH_REDIS_REST_URL: redis.url,
-        UPSTASH_REDIS_REST_TOKEN: redisToken,
-        REDIS_KEY_PREFIX: prefix,
-        // Generous: other test files load the same two cores; no test here measures speed.
-        ORIGIN_TIMEOUT_MS: '8000',
-        CLAIM_LEASE_MS: '10000',
-      })
-      workers.push(worker)
+    startWorker,
+    get worker() {
+      if (!worker) throw new Error('this testbed was started without a Worker')
       return worker
     },
     poller(gmail, options = {}) {
@@ -126,10 +139,18 @@ export async function startEmailTestbed(): Promise<EmailTestbed> {
       return rows
     },
     async close() {
-      await Promise.all([...pollers.map((p) => p.stop()), ...workers.map((w) => w.close())])
-      await redis.close()
+      await Promise.all(pollers.map((p) => p.stop()))
+      await stack.stop()
       await db.close()
-      await deleteRedisPrefix(prefix)
     },
   }
+}
+
+/** This file's email testbed, started before its tests and closed after them. */
+export function emailTestbedForFile(options: { worker?: boolean } = {}): EmailTestbed {
+  return forFile(
+    () => startEmailTestbed(options),
+    (bed) => bed.close(),
+    180_000,
+  )
 }

@@ -1,6 +1,7 @@
 /**
  * The Worker's `email()` handler in workerd, driven from Node: the deployable bundle
- * (`wrangler deploy --dry-run`) under Miniflare (local/stack.ts), wrapped by a test entry module that
+ * (`wrangler deploy --dry-run`) under Miniflare (local/worker-runtime.ts), started on a stack
+ * (local/stack.ts) and wrapped by a test entry module that
  * imports that bundle unchanged and adds one route, `POST /__email`, which calls
  * `worker.email(message, env, ctx)` with a message built from the request (raw = the body as a
  * ReadableStream, rawSize, setReject recorded), and waits for the handler's `waitUntil` work.
@@ -11,7 +12,7 @@
  * unparseable cases need the direct call. Both run the same bundle in the same workerd.
  * @module
  */
-import { startWorkerMiniflare } from '../../../local/stack'
+import type { Stack } from '../../../local/stack'
 
 export type EmailOutcome =
   | { outcome: 'accepted' }
@@ -97,10 +98,14 @@ export default {
 const SENDER_ATTEMPTS = 5
 const SENDER_PAUSE_MS = 250
 
-export async function startEmailWorker(bindings: Record<string, string>): Promise<EmailWorker> {
+/** A Worker with the test entry on `stack` (wired to it, stopped with it); `vars` on top. */
+export async function startEmailWorker(
+  stack: Stack,
+  vars: Record<string, string>,
+): Promise<EmailWorker> {
   const lines: string[] = []
-  const worker = await startWorkerMiniflare({
-    vars: bindings,
+  const worker = await stack.startWorker({
+    vars,
     entrySource: ENTRY,
     onLine: (line) => lines.push(line),
   })

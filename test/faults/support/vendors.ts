@@ -1,5 +1,5 @@
 /**
- * The vendors, as the gateway meets them: real signed requests (the unit tests' signers), sent
+ * The vendors, as the gateway meets them: real signed requests (local/vendor-deliveries.ts), sent
  * with each vendor's documented retry behaviour, its delays compressed (about one real minute to
  * one test second) while the answer deadlines stay real, because the Worker's budgets are real:
  *
@@ -18,20 +18,19 @@
  * not by the key the gateway computed, so a row filed under a wrong key still counts.
  * @module
  */
-
-import { createHash, randomBytes } from 'node:crypto'
 import { delay } from '../../../local/processes'
-import { compactSid } from '../../../worker/channels/twilio-keys'
 import {
-  slackMessageEvent,
-  slackRequest,
-  TEST_SECRETS,
-  telegramRequest,
-  telegramUpdate,
-  twilioParams,
-  twilioRequest,
-} from '../../unit/signed-requests'
-import { WA_TEST_SECRET, waBatch, waRequest, waText } from '../../unit/whatsapp-cloud-fixtures'
+  emailRequest,
+  MAILBOX,
+  rawEmail,
+  type SignedDelivery,
+  slackDelivery,
+  telegramDelivery,
+  twilioDelivery,
+  waText,
+  whatsappCloudPost,
+} from '../../../local/vendor-deliveries'
+import { senderKeyPart } from '../../email/support/emails'
 
 /** The `messages.channel` a delivery should end up in. */
 export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'email'
@@ -116,10 +115,6 @@ const FORGER: RetryPolicy = { timeoutMs: 15_000, retryDelaysMs: [], retries: () 
 export const vendorOf = (channel: Channel): Vendor =>
   channel === 'whatsapp' || channel === 'sms' ? 'twilio' : channel
 
-const ACCOUNT = 'AC0123456789abcdef0123456789abcdef'
-const MAILBOX = 'support@inbound.example'
-const WRONG_SECRET = 'not-the-configured-secret'
-
 /** Makes logical messages with markers unique to this run and case. */
 export class MessageFactory {
   private n = 0
@@ -150,78 +145,64 @@ export class MessageFactory {
     const base = { marker, channel, vendor: vendorOf(channel), forged, attempts: [] }
     // A handful of senders per channel: some share a customer and conversation, some do not.
     const sender = n % 5
+    if (channel === 'email') {
+      if (forged) throw new Error('an email has no signature to forge')
+      const messageId = `${marker}@faults.example`
+      const from = `customer${sender}@customer.example`
+      const raw = rawEmail({ messageId, text, from: `<${from}>` })
+      return {
+        ...base,
+        messageKey: `${MAILBOX}:${senderKeyPart(from)}:${messageId}`,
+        needle: messageId,
+        request: async (url) => emailRequest(url, raw, { from }),
+      }
+    }
+    const delivery = this.delivery(channel, { n, sender, text, forged, marker })
+    const key = delivery.deliveryKey.replace(/^dedup:/, '')
+    return {
+      ...base,
+      messageKey: delivery.messageKey,
+      // The delivery id (event id, sid); Telegram's with its bot: an update id alone could be
+      // the end of another key.
+      needle: channel === 'telegram' ? key : key.slice(key.lastIndexOf(':') + 1),
+      request: (url, retry, previous) =>
+        delivery.request(url, { retry, reason: slackRetryReason(previous) }),
+    }
+  }
+
+  private delivery(
+    channel: Exclude<Channel, 'email'>,
+    m: { n: number; sender: number; text: string; forged: boolean; marker: string },
+  ): SignedDelivery {
+    const { n, sender, text, forged } = m
     switch (channel) {
       case 'slack': {
         // Unique per case and message: the fraction is the case and message number.
         const fraction = `${String(this.caseNo).padStart(2, '0')}${String(n).padStart(4, '0')}`
         const ts = `${Math.floor(Date.now() / 1000)}.${fraction}`
-        const eventId = `Ev${marker.replaceAll('-', '')}`
-        const body = slackMessageEvent({ eventId, ts, text, user: `U0FAULT${sender}` })
-        return {
-          ...base,
-          messageKey: `T123ABC456:C123ABC456:${ts}`,
-          needle: eventId,
-          request: (url, retry, previous) =>
-            slackRequest(`${url}/webhooks/slack`, body, {
-              ...(forged ? { secret: WRONG_SECRET } : {}),
-              headers:
-                retry > 0
-                  ? {
-                      'x-slack-retry-num': String(retry),
-                      'x-slack-retry-reason': slackRetryReason(previous),
-                    }
-                  : {},
-            }),
-        }
+        const eventId = `Ev${m.marker.replaceAll('-', '')}`
+        return slackDelivery({ eventId, ts, text, user: `U0FAULT${sender}`, forged })
       }
       case 'whatsapp':
       case 'sms': {
-        const sid = `SM${randomBytes(16).toString('hex')}`
         const phone = `+1401712${String(2660 + sender)}`
-        const params = twilioParams({
-          messageSid: sid,
-          from: channel === 'whatsapp' ? `whatsapp:${phone}` : phone,
-          to: channel === 'whatsapp' ? 'whatsapp:+15558675310' : '+15558675310',
+        const whatsapp = channel === 'whatsapp'
+        return twilioDelivery({
+          from: whatsapp ? `whatsapp:${phone}` : phone,
+          to: whatsapp ? 'whatsapp:+15558675310' : '+15558675310',
           body: text,
+          forged,
         })
-        return {
-          ...base,
-          messageKey: `${ACCOUNT}:${sid}`,
-          // The Redis key and the log lines carry the SID in its compact form (twilio-keys.ts).
-          needle: compactSid(sid),
-          request: (url) =>
-            twilioRequest(`${url}/webhooks/twilio`, params, forged ? { token: WRONG_SECRET } : {}),
-        }
       }
       case 'telegram': {
         const updateId = ++MessageFactory.updateId
-        const chatId = this.chatBase + sender
-        const update = telegramUpdate({ updateId, chatId, messageId: n, text })
-        return {
-          ...base,
-          messageKey: `${TEST_SECRETS.telegramBotId}:${chatId}:${n}`,
-          needle: `telegram:${TEST_SECRETS.telegramBotId}:${updateId}`,
-          request: async (url) =>
-            telegramRequest(
-              `${url}/webhooks/telegram`,
-              update,
-              forged ? WRONG_SECRET : TEST_SECRETS.telegram,
-            ),
-        }
-      }
-      case 'email': {
-        if (forged) throw new Error('an email has no signature to forge')
-        const messageId = `${marker}@faults.example`
-        const from = `customer${sender}@customer.example`
-        const raw = rawEmail({ messageId, text, from })
-        const query = new URLSearchParams({ from, to: MAILBOX })
-        return {
-          ...base,
-          messageKey: `${MAILBOX}:${senderKeyPart(from)}:${messageId}`,
-          needle: messageId,
-          request: async (url) =>
-            new Request(`${url}/cdn-cgi/handler/email?${query}`, { method: 'POST', body: raw }),
-        }
+        return telegramDelivery({
+          updateId,
+          chatId: this.chatBase + sender,
+          messageId: n,
+          text,
+          forged,
+        })
       }
     }
   }
@@ -242,15 +223,15 @@ export function metaBatch(factory: MessageFactory, count: number, forged = false
     const text = `${marker} ${forged ? 'forged' : 'hello'} via whatsapp-cloud`
     return { marker, wamid, number: WA_NUMBERS[i % WA_NUMBERS.length] as string, text }
   })
-  const body = waBatch(
+  const post = whatsappCloudPost(
     WA_NUMBERS.map((phoneNumberId) => ({
       phoneNumberId,
       messages: members
         .filter((m) => m.number === phoneNumberId)
         .map((m) => waText(m.wamid, m.text)),
     })),
+    { forged },
   )
-  const secret = forged ? WRONG_SECRET : WA_TEST_SECRET
   const attempts: Attempt[] = []
   return members.map(({ marker, wamid, number }) => ({
     marker,
@@ -260,37 +241,12 @@ export function metaBatch(factory: MessageFactory, count: number, forged = false
     attempts,
     messageKey: `${number}:${wamid}`,
     needle: `wa-cloud:${number}:${wamid}`,
-    request: (url: string) => waRequest(`${url}/webhooks/whatsapp-cloud`, body, secret),
+    request: (url: string) => post.request(url),
   }))
 }
 
-/**
- * contract/email.ts's `emailSenderKeyPart`, synchronously (that one is async, WebCrypto): what
- * the message key holds for the header From address.
- */
-function senderKeyPart(address: string): string {
-  const hex = createHash('sha256').update(address.toLowerCase(), 'utf8').digest('hex')
-  return `from-sha256-${hex.slice(0, 32)}`
-}
-
-/** A plain RFC 822 message with CRLF line ends, as it travels over SMTP. */
-function rawEmail(fields: { messageId: string; from: string; text: string }): string {
-  return [
-    `From: <${fields.from}>`,
-    `To: ${MAILBOX}`,
-    'Subject: Order 1234 has not arrived',
-    'Date: Tue, 27 Aug 2024 08:49:44 -0700',
-    `Message-ID: <${fields.messageId}>`,
-    'MIME-Version: 1.0',
-    'Content-Type: text/plain; charset="utf-8"',
-    '',
-    fields.text,
-    '',
-  ].join('\r\n')
-}
-
 /** Slack's `x-slack-retry-reason` for what the previous attempt got. */
-function slackRetryReason(previous: Outcome | undefined): string {
+export function slackRetryReason(previous: Outcome | undefined): string {
   if (previous === 'timeout') return 'http_timeout'
   if (previous === 'refused' || previous === 'network') return 'connection_failed'
   return 'http_error'

@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { readBody } from '../../../local/http-body'
 
 export type DownstreamMode =
   | { kind: 'ok'; delayMs?: number }
@@ -27,15 +28,6 @@ export interface TestDownstream {
   /** 2xx answers by Idempotency-Key. */
   deliveredByKey(): Map<string, number>
   close(): Promise<void>
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
-    req.on('error', reject)
-  })
 }
 
 export async function startDownstream(): Promise<TestDownstream> {

@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { type InboundEvent, parseInboundEvent } from '../../../contract/event'
 import { verifyForward } from '../../../contract/forward-signature'
+import { readBody } from '../../../local/http-body'
 
 /** How the origin of one namespace answers. */
 export type OriginMode =
@@ -52,15 +53,6 @@ interface Namespace {
 export interface FakeOrigin {
   url: string
   close(): Promise<void>
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
-    req.on('error', reject)
-  })
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

@@ -9,17 +9,26 @@ import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
 import { env } from 'cloudflare:workers'
 import { Redis } from '@upstash/redis/cloudflare'
 import { inject } from 'vitest'
+import type { SignedDelivery } from '../../../local/vendor-deliveries'
 import type { Env } from '../../../worker/env'
 import worker from '../../../worker/index'
 import type { DeadReportCall, OriginCall, OriginMode } from './fake-origin'
 
 export const GATEWAY = 'https://gateway.test'
+/** The webhook routes at {@link GATEWAY}; a Telegram bot of its own has `/{bot id}` after its. */
+export const WEBHOOKS = {
+  slack: `${GATEWAY}/webhooks/slack`,
+  twilio: `${GATEWAY}/webhooks/twilio`,
+  telegram: `${GATEWAY}/webhooks/telegram`,
+} as const
 
 export interface Harness {
   env: Env
   /** Full Redis key of a delivery key (`dedup:...`). */
   redisKey(deliveryKey: string): string
   deliver(request: Request): Promise<Response>
+  /** One attempt of a fixture's delivery (local/vendor-deliveries.ts), to the gateway. */
+  send(delivery: SignedDelivery): Promise<Response>
   originCalls(): Promise<{ calls: OriginCall[]; rows: number; dead: DeadReportCall[] }>
   setOriginMode(mode: OriginMode): Promise<void>
   redisGet(deliveryKey: string): Promise<string | null>
@@ -49,16 +58,18 @@ export function harness(overrides: Partial<Env> = {}, options: { shared?: boolea
     enableAutoPipelining: false,
     enableTelemetry: false,
   })
+  async function deliver(request: Request): Promise<Response> {
+    const ctx = createExecutionContext()
+    const response = await worker.fetch(request, testEnv, ctx)
+    await waitOnExecutionContext(ctx)
+    return response
+  }
   return {
     env: testEnv,
     redis,
     redisKey: (deliveryKey) => `${prefix}${deliveryKey}`,
-    async deliver(request) {
-      const ctx = createExecutionContext()
-      const response = await worker.fetch(request, testEnv, ctx)
-      await waitOnExecutionContext(ctx)
-      return response
-    },
+    deliver,
+    send: async (delivery) => deliver(await delivery.request(GATEWAY)),
     async originCalls() {
       const response = await fetch(`${originNs}/calls`)
       return (await response.json()) as {

@@ -14,7 +14,7 @@
 import { createServer } from 'node:net'
 import { assertServicesUp, deleteRedisPrefix, REDIS_URL, runId } from '../../../local/services'
 import { realRedis, startUpstashRest } from '../../../local/upstash-rest'
-import { TEST_SECRETS } from '../../unit/test-secrets'
+import { TEST_SECRETS } from '../../../local/vendor-deliveries'
 import { startFakeOrigin } from './fake-origin'
 
 /** Far past the Worker's Redis budget and Slack's 3 s deadline. */

@@ -1,5 +1,5 @@
 /**
- * A Postgres cluster of the suite's own: `initdb` into the suite's temporary directory, the
+ * A Postgres cluster of the stack's own: `initdb` into the stack's temporary directory, the
  * postmaster run in the foreground on a free port (loopback, fsync off), so that stopping it is a
  * real Postgres outage for the origins and the Neon proxy in front, while the shared server on
  * 5432 and everyone using it are left alone.
@@ -11,8 +11,7 @@
 import { execFileSync } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { ServerProcess, startOnFreePort } from './server-process'
-import type { Watchdog } from './watchdog'
+import { GroupProcess, type ProcessGuard, startOnFreePort } from './processes'
 
 export interface PrivatePostgres {
   port: number
@@ -58,14 +57,21 @@ function serverUser(): { uid: number; gid: number } | undefined {
   }
 }
 
-export async function startPrivatePostgres(watchdog: Watchdog): Promise<PrivatePostgres> {
+/**
+ * initdb into `<root>/postgres` and starts the postmaster, registered with `guard` while it runs.
+ * As root, `root` itself is given to the `postgres` user too (it must be able to reach its files).
+ */
+export async function startPrivatePostgres(
+  root: string,
+  guard: ProcessGuard,
+): Promise<PrivatePostgres> {
   const bin = postgresBinDir()
   const user = serverUser()
-  const home = join(watchdog.root, 'postgres')
+  const home = join(root, 'postgres')
   const data = join(home, 'data')
   mkdirSync(home, { recursive: true })
   if (user) {
-    chownSync(watchdog.root, user.uid, user.gid)
+    chownSync(root, user.uid, user.gid)
     chownSync(home, user.uid, user.gid)
   }
   execFileSync(
@@ -74,36 +80,27 @@ export async function startPrivatePostgres(watchdog: Watchdog): Promise<PrivateP
     { stdio: 'pipe', cwd: home, ...(user ?? {}) },
   )
 
-  const launch = (port: number) =>
-    ServerProcess.start({
+  const launch = async (port: number) => {
+    const server = new GroupProcess({
       name: 'postgres',
       command: join(bin, 'postgres'),
       args: [
-        '-D',
-        data,
-        '-p',
-        String(port),
-        '-k',
-        home,
-        '-c',
-        'listen_addresses=127.0.0.1',
-        '-c',
-        'fsync=off',
-        '-c',
-        'full_page_writes=off',
-        '-c',
-        'max_connections=200',
+        ...['-D', data, '-p', String(port), '-k', home, '-c', 'listen_addresses=127.0.0.1'],
+        ...['-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
       ],
       user,
       env: { ...process.env, LC_ALL: 'C' },
-      watchdog,
-      cleanupSignal: 'SIGQUIT',
-      ready: (line) => line.includes('ready to accept connections'),
+      guard,
+      // Immediate shutdown: it also frees the shared memory.
+      guardSignal: 'SIGQUIT',
     })
+    await server.ready((line) => line.includes('ready to accept connections') || undefined, 20_000)
+    return server
+  }
 
   const started = await startOnFreePort(launch)
   const port = started.port
-  let server: ServerProcess | undefined = started.server
+  let server: GroupProcess | undefined = started.server
 
   const databaseUrl = (name: string) => `postgres://postgres@127.0.0.1:${port}/${name}`
   return {
@@ -111,14 +108,16 @@ export async function startPrivatePostgres(watchdog: Watchdog): Promise<PrivateP
     adminUrl: databaseUrl('postgres'),
     databaseUrl,
     async stop(mode) {
-      await server?.stop(mode === 'fast' ? 'SIGINT' : 'SIGQUIT')
+      // To the postmaster alone, as pg_ctl does: it tells its backends.
+      const signal = mode === 'fast' ? 'SIGINT' : 'SIGQUIT'
+      await server?.stop({ signal, leaderOnly: true, graceMs: 10_000 })
       server = undefined
     },
     async start() {
       if (!server?.running) server = await launch(port)
     },
     async close() {
-      await server?.stop('SIGINT')
+      await server?.stop({ signal: 'SIGINT', leaderOnly: true, graceMs: 10_000 })
       server = undefined
     },
   }

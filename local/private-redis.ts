@@ -1,14 +1,12 @@
 /**
- * A redis-server of the suite's own on a free port, without persistence, so that stopping it is
+ * A redis-server of the stack's own on a free port, without persistence, so that stopping it is
  * a real Redis outage for the Upstash stand-in on top, and restarting it (same port) brings back
  * an empty Redis, as a crashed cache node does. The shared Redis on 6379 is never touched.
  * @module
  */
 import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import { ServerProcess, startOnFreePort } from './server-process'
-import type { Watchdog } from './watchdog'
+import { GroupProcess, type ProcessGuard, startOnFreePort } from './processes'
 
 export interface PrivateRedis {
   port: number
@@ -17,51 +15,52 @@ export interface PrivateRedis {
   kill(): Promise<void>
   /** Starts again on the same port, empty. */
   start(): Promise<void>
+  /** SIGSTOP: the server holds every connection and answers nothing, until {@link resume}. */
+  pause(): void
+  /** SIGCONT after {@link pause} (harmless when not paused or not running). */
+  resume(): void
   /** FLUSHALL: every key gone while the server keeps running. */
   flushAll(): Promise<void>
   stop(): Promise<void>
 }
 
-export async function startPrivateRedis(watchdog: Watchdog): Promise<PrivateRedis> {
-  const dir = join(watchdog.root, 'redis')
+/** Starts redis-server with its files under `dir`, registered with `guard` while it runs. */
+export async function startPrivateRedis(dir: string, guard: ProcessGuard): Promise<PrivateRedis> {
   mkdirSync(dir, { recursive: true })
-  const launch = (port: number) =>
-    ServerProcess.start({
+  const launch = async (port: number) => {
+    const server = new GroupProcess({
       name: 'redis-server',
       command: 'redis-server',
       args: [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--daemonize',
-        'no',
-        '--dir',
-        dir,
+        ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        ...['--daemonize', 'no', '--dir', dir],
       ],
-      watchdog,
-      ready: (line) => line.includes('Ready to accept connections'),
+      guard,
     })
+    await server.ready((line) => line.includes('Ready to accept connections') || undefined, 20_000)
+    return server
+  }
 
   const started = await startOnFreePort(launch)
   const port = started.port
-  let server: ServerProcess | undefined = started.server
+  let server: GroupProcess | undefined = started.server
   const url = `redis://127.0.0.1:${port}`
+  const signal = (name: NodeJS.Signals) => {
+    if (server?.running) process.kill(server.pid, name)
+  }
 
   return {
     port,
     url,
     async kill() {
-      await server?.stop('SIGKILL')
+      await server?.stop({ signal: 'SIGKILL' })
       server = undefined
     },
     async start() {
       if (!server?.running) server = await launch(port)
     },
+    pause: () => signal('SIGSTOP'),
+    resume: () => signal('SIGCONT'),
     async flushAll() {
       const client = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 3_000 })
       client.on('error', () => {})
@@ -72,7 +71,7 @@ export async function startPrivateRedis(watchdog: Watchdog): Promise<PrivateRedi
       }
     },
     async stop() {
-      await server?.stop('SIGTERM', 5_000)
+      await server?.stop({ signal: 'SIGTERM', graceMs: 5_000 })
       server = undefined
     },
   }

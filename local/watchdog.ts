@@ -1,9 +1,10 @@
 /**
- * The fault suite's last line of cleanup. `afterAll` stops everything, and `process.on('exit')`
- * covers a crash; neither runs when the test process itself is killed (SIGKILL, or a SIGTERM
- * from a runner that gives up on it). Then a detached watcher process, started here, notices that
- * this process is gone, ends every process group registered with it (private redis-server and
- * postgres, origin processes) and removes the suite's temporary directory.
+ * The last line of cleanup of a stack with servers of its own (the fault suite, the soak; see
+ * local/stack.ts). Stopping the stack stops everything, and `process.on('exit')` covers a crash;
+ * neither runs when this process itself is killed (SIGKILL, or a SIGTERM from a test runner that
+ * gives up on it). Then a detached watcher process, started here, notices that this process is
+ * gone, ends every process group registered with it (private redis-server and postgres, origin
+ * processes, workerd) and removes the stack's temporary directory.
  *
  * Registration is one file per process group (or single process: Miniflare's workerd is not a
  * group leader) under `<root>/.groups/`, naming the signal that ends it cleanly (Postgres:
@@ -14,7 +15,7 @@
 import { spawn } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { signalGroup } from '../../../local/processes'
+import { type ProcessGuard, signalGroup } from './processes'
 
 const WATCHER = `
 const { readdirSync, readFileSync, rmSync } = require('node:fs')
@@ -42,7 +43,7 @@ interface Registration {
   group: boolean
 }
 
-export class Watchdog {
+export class Watchdog implements ProcessGuard {
   private readonly groupsDir: string
   private readonly pid: number | undefined
   /** What is registered, by pid. */

@@ -1,0 +1,555 @@
+/**
+ * The one set of vendor delivery fixtures: the payloads Slack, Twilio, Telegram, Meta (WhatsApp
+ * Cloud API batches) and email send, signed the way each vendor signs them (with the gateway's own
+ * signers, worker/channels/*, which the unit tests pin to the vendors' documented vectors), and
+ * fresh signed deliveries that know the keys the gateway must derive from them: the delivery key
+ * it claims in Redis and the message key of the row.
+ *
+ * Used by the Node tests, the tests inside workerd, the fault suite, the soak, the bench and
+ * local/send-webhook.ts. Web APIs only (Request, Web Crypto through the signers and
+ * contract/crypto.ts, crypto.getRandomValues): it runs in workerd as it runs in Node.
+ *
+ * The payload builders ({@link slackMessageEvent}, {@link twilioParams}, {@link telegramUpdate},
+ * {@link rawEmail}) have fixed defaults that the unit tests pin; the fresh deliveries
+ * ({@link slackDelivery}, {@link twilioDelivery}, {@link telegramDelivery}) pick new ids for
+ * whatever they are not given.
+ * @module
+ */
+import { readBoundedBody } from '../contract/body'
+import { toHex } from '../contract/crypto'
+import { slackSignature } from '../worker/channels/slack'
+import { TELEGRAM_SECRET_HEADER } from '../worker/channels/telegram'
+import { twilioSignature } from '../worker/channels/twilio'
+import { compactSid } from '../worker/channels/twilio-keys'
+import type { RequestParts } from '../worker/channels/types'
+import { whatsappSignature } from '../worker/channels/whatsapp-cloud'
+
+/** What a gateway is configured with, and what its deliveries are signed with. */
+export interface VendorSecrets {
+  slack: string
+  twilio: string
+  telegram: string
+  /** The bot of the bare `/webhooks/telegram` path (TELEGRAM_BOT_ID). */
+  telegramBotId: string
+  /** ORIGIN_SHARED_SECRET. */
+  origin: string
+}
+
+/** The tests' secrets (vitest.workers.config.ts writes the same values out: keep them equal). */
+export const TEST_SECRETS = {
+  slack: 'test-slack-signing-secret',
+  twilio: 'test-twilio-auth-token',
+  telegram: 'test-telegram-secret-token',
+  telegramBotId: '424242',
+  origin: 'test-origin-shared-secret',
+} as const satisfies VendorSecrets
+
+/** WHATSAPP_APP_SECRET and WHATSAPP_VERIFY_TOKEN of the tests' gateways (Meta's channel). */
+export const WA_TEST_SECRET = 'test-whatsapp-app-secret'
+export const WA_VERIFY_TOKEN = 'test-whatsapp-verify-token'
+
+/** What a forged delivery is signed with: no gateway is configured with it. */
+export const FORGED_SECRET = 'not-the-configured-secret'
+
+/**
+ * The Worker bindings under which a gateway accepts deliveries signed with `secrets` (the test
+ * secrets: Meta's channel too, with {@link WA_TEST_SECRET}).
+ */
+export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<string, string> {
+  return {
+    SLACK_SIGNING_SECRET: secrets.slack,
+    TWILIO_AUTH_TOKEN: secrets.twilio,
+    TELEGRAM_SECRET_TOKEN: secrets.telegram,
+    TELEGRAM_BOT_ID: secrets.telegramBotId,
+    ...(secrets === TEST_SECRETS
+      ? { WHATSAPP_APP_SECRET: WA_TEST_SECRET, WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN }
+      : {}),
+  }
+}
+
+export const nowSeconds = (): number => Math.floor(Date.now() / 1000)
+
+/** `bytes` random bytes as hex. */
+export function randomHex(bytes: number): string {
+  return toHex(crypto.getRandomValues(new Uint8Array(bytes)))
+}
+
+/** 16 random hex characters: ids unique to a test run. */
+export const randomId = (): string => randomHex(8)
+
+const randomBelow = (n: number) => Math.floor(Math.random() * n)
+
+// ---------------------------------------------------------------------------------------------
+// Slack
+// ---------------------------------------------------------------------------------------------
+
+export const SLACK_TEAM = 'T123ABC456'
+export const SLACK_APP = 'A123ABC456'
+export const SLACK_CHANNEL = 'C123ABC456'
+
+export interface SlackMessageFields {
+  eventId?: string | null
+  appId?: string
+  team?: string
+  channel?: string
+  ts?: string
+  user?: string
+  text?: string
+  /** An edit (`message_changed`) made at this ts, of the message at `ts`. */
+  editedAt?: string
+  /** A delete (`message_deleted`) made at this ts, of the message at `ts`. */
+  deletedAt?: string
+  /** The text before the edit or delete. @default `text` */
+  previousText?: string
+}
+
+/** An Events API `event_callback` carrying a `message` event (an edit or a delete with those fields). */
+export function slackMessageEvent(fields: SlackMessageFields = {}): Record<string, unknown> {
+  const ts = fields.ts ?? '1355517523.000005'
+  const channel = fields.channel ?? SLACK_CHANNEL
+  const user = fields.user ?? 'U123ABC456'
+  const text = fields.text ?? 'Live long and prospect.'
+  const previous = { type: 'message', user, text: fields.previousText ?? text, ts }
+  const at = fields.editedAt ?? fields.deletedAt
+  const event =
+    fields.editedAt !== undefined
+      ? {
+          type: 'message',
+          subtype: 'message_changed',
+          channel,
+          ts: at,
+          event_ts: at,
+          message: { type: 'message', user, text, ts, edited: { user, ts: at } },
+          previous_message: previous,
+        }
+      : fields.deletedAt !== undefined
+        ? {
+            type: 'message',
+            subtype: 'message_deleted',
+            channel,
+            ts: at,
+            event_ts: at,
+            deleted_ts: ts,
+            previous_message: previous,
+          }
+        : { type: 'message', channel, user, text, ts, event_ts: ts, channel_type: 'channel' }
+  const body: Record<string, unknown> = {
+    token: 'one-long-verification-token',
+    team_id: fields.team ?? SLACK_TEAM,
+    api_app_id: fields.appId ?? SLACK_APP,
+    event,
+    type: 'event_callback',
+    event_time: 1355517523,
+  }
+  if (fields.eventId !== null) body.event_id = fields.eventId ?? 'Ev123ABC456'
+  return body
+}
+
+export interface SlackRequestOptions {
+  secret?: string
+  timestamp?: number
+  contentType?: string
+  /** Replaces the computed signature. */
+  signature?: string
+  headers?: Record<string, string>
+}
+
+export async function slackRequest(
+  url: string,
+  payload: Record<string, unknown> | string,
+  options: SlackRequestOptions = {},
+): Promise<Request> {
+  const body = typeof payload === 'string' ? payload : JSON.stringify(payload)
+  const timestamp = String(options.timestamp ?? nowSeconds())
+  const signature =
+    options.signature ??
+    (await slackSignature(options.secret ?? TEST_SECRETS.slack, timestamp, body))
+  return new Request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': options.contentType ?? 'application/json',
+      'x-slack-request-timestamp': timestamp,
+      'x-slack-signature': signature,
+      ...options.headers,
+    },
+    body,
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Twilio
+// ---------------------------------------------------------------------------------------------
+
+export const TWILIO_ACCOUNT = 'AC0123456789abcdef0123456789abcdef'
+/**
+ * The tag of {@link TWILIO_ACCOUNT} in Redis keys (worker/channels/twilio-keys.ts `accountTag`,
+ * written out: Web Crypto digests are asynchronous; keys.test.ts checks it).
+ */
+export const TEST_ACCOUNT_TAG = 's2Ot6E1W'
+
+/**
+ * The Redis delivery key of a Twilio delivery of a tagged account (the test account unless told):
+ * `dedup:{wa|sms|tw-status}:{account tag}:{compact MessageSid}[:{status}…]`.
+ */
+export function twilioDeliveryKey(
+  namespace: 'wa' | 'sms' | 'tw-status',
+  sid: string,
+  ...rest: string[]
+): string {
+  return ['dedup', namespace, TEST_ACCOUNT_TAG, compactSid(sid), ...rest].join(':')
+}
+
+export interface TwilioMessageFields {
+  accountSid?: string
+  messageSid?: string
+  from?: string
+  to?: string
+  body?: string
+  status?: string
+  errorCode?: string
+}
+
+/** An inbound message webhook's parameters (or a status callback's, with `status`). */
+export function twilioParams(fields: TwilioMessageFields = {}): Array<[string, string]> {
+  const messageSid = fields.messageSid ?? 'SM0123456789abcdef0123456789abcdef'
+  const params: Array<[string, string]> = [
+    ['MessageSid', messageSid],
+    ['SmsSid', messageSid],
+    ['SmsMessageSid', messageSid],
+    ['AccountSid', fields.accountSid ?? TWILIO_ACCOUNT],
+    ['From', fields.from ?? 'whatsapp:+14017122661'],
+    ['To', fields.to ?? 'whatsapp:+15558675310'],
+    ['Body', fields.body ?? "Ahoy! Let's build something amazing."],
+    ['NumMedia', '0'],
+    ['NumSegments', '1'],
+  ]
+  if (fields.status) params.push(['MessageStatus', fields.status])
+  if (fields.errorCode) params.push(['ErrorCode', fields.errorCode])
+  return params
+}
+
+export interface TwilioRequestOptions {
+  token?: string
+  /** The URL Twilio signed, when not the request URL (a proxy, PUBLIC_BASE_URL). */
+  signedUrl?: string
+  signature?: string
+}
+
+export async function twilioRequest(
+  url: string,
+  params: Array<[string, string]>,
+  options: TwilioRequestOptions = {},
+): Promise<Request> {
+  const signature =
+    options.signature ??
+    (await twilioSignature(options.token ?? TEST_SECRETS.twilio, options.signedUrl ?? url, params))
+  return new Request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': signature,
+    },
+    body: new URLSearchParams(params).toString(),
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Telegram
+// ---------------------------------------------------------------------------------------------
+
+export interface TelegramMessageFields {
+  updateId?: number
+  chatId?: number
+  messageId?: number
+  fromId?: number
+  text?: string
+  date?: number
+  field?: 'message' | 'edited_message' | 'channel_post' | 'edited_channel_post'
+  editDate?: number
+}
+
+export function telegramUpdate(fields: TelegramMessageFields = {}): Record<string, unknown> {
+  const chatId = fields.chatId ?? 111222333
+  const message: Record<string, unknown> = {
+    message_id: fields.messageId ?? 42,
+    date: fields.date ?? 1700000000,
+    chat: { id: chatId, type: 'private', first_name: 'A' },
+    from: { id: fields.fromId ?? chatId, is_bot: false, first_name: 'A' },
+    text: fields.text ?? 'hi',
+  }
+  if (fields.editDate !== undefined) message.edit_date = fields.editDate
+  return { update_id: fields.updateId ?? 123456789, [fields.field ?? 'message']: message }
+}
+
+export function telegramRequest(
+  url: string,
+  update: Record<string, unknown> | string,
+  secret: string | null = TEST_SECRETS.telegram,
+): Request {
+  return new Request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(secret === null ? {} : { [TELEGRAM_SECRET_HEADER]: secret }),
+    },
+    body: typeof update === 'string' ? update : JSON.stringify(update),
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// WhatsApp Cloud API (Meta): one POST carries a batch
+// ---------------------------------------------------------------------------------------------
+
+/** A text message as Meta shapes it. */
+export function waText(id: string, text: string, from = '16505551234'): Record<string, unknown> {
+  return { from, id, timestamp: '1749416383', type: 'text', text: { body: text } }
+}
+
+/** One change of a batch: a phone number's messages and statuses. */
+export interface WaChange {
+  phoneNumberId: string
+  messages?: unknown[]
+  statuses?: unknown[]
+}
+
+/** A webhook body with one entry per WABA and one change per phone number, as Meta batches. */
+export function waBatch(changes: WaChange[], waba = '102290129340398'): Record<string, unknown> {
+  return {
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: waba,
+        changes: changes.map((change) => ({
+          field: 'messages',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: {
+              display_phone_number: '15550783881',
+              phone_number_id: change.phoneNumberId,
+            },
+            contacts: [{ profile: { name: 'Sheena Nelson' }, wa_id: '16505551234' }],
+            ...(change.messages ? { messages: change.messages } : {}),
+            ...(change.statuses ? { statuses: change.statuses } : {}),
+          },
+        })),
+      },
+    ],
+  }
+}
+
+/** A POST signed the way Meta signs it: the exact bytes sent, under the app secret. */
+export async function waRequest(
+  url: string,
+  body: Record<string, unknown> | string,
+  secret = WA_TEST_SECRET,
+): Promise<Request> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body)
+  return new Request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-hub-signature-256': await whatsappSignature(secret, text),
+    },
+    body: text,
+  })
+}
+
+/**
+ * One Meta POST of `changes` (messages and statuses per phone number), signed with the test app
+ * secret (or forged); every `request` is the same POST again, as Meta resends a whole batch.
+ */
+export function whatsappCloudPost(
+  changes: WaChange[],
+  signing: Signing = {},
+): { request(base: string): Promise<Request> } {
+  const body = waBatch(changes)
+  const secret = signing.forged ? FORGED_SECRET : (signing.secret ?? WA_TEST_SECRET)
+  return { request: (base) => waRequest(`${base}/webhooks/whatsapp-cloud`, body, secret) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Email
+// ---------------------------------------------------------------------------------------------
+
+export interface EmailFixture {
+  from?: string
+  to?: string
+  subject?: string
+  /** Without angle brackets; null = no Message-ID header. */
+  messageId?: string | null
+  date?: string | null
+  text?: string
+  html?: string
+  inReplyTo?: string
+  references?: string[]
+  /** Extra header lines placed on top, like relays add them (Received, ARC, ...). */
+  traceHeaders?: string[]
+}
+
+/** The address the email fixtures send from unless told otherwise. */
+export const CUSTOMER = 'ada@customer.example'
+/** The mailbox they are sent to unless told otherwise. */
+export const MAILBOX = 'support@inbound.example'
+
+export function uniqueMessageId(domain = 'mail.example.com'): string {
+  return `${randomHex(8)}.${Date.now()}@${domain}`
+}
+
+/** A raw RFC 5322 message with CRLF line ends, as it travels over SMTP; a unique Message-ID unless told. */
+export function rawEmail(fixture: EmailFixture = {}): string {
+  const messageId = fixture.messageId === undefined ? uniqueMessageId() : fixture.messageId
+  const headers = [
+    ...(fixture.traceHeaders ?? []),
+    `From: ${fixture.from ?? `"Ada Customer" <${CUSTOMER}>`}`,
+    `To: ${fixture.to ?? MAILBOX}`,
+    `Subject: ${fixture.subject ?? 'Order 1234 has not arrived'}`,
+    ...(fixture.date === null
+      ? []
+      : [`Date: ${fixture.date ?? 'Tue, 27 Aug 2024 08:49:44 -0700'}`]),
+    ...(messageId === null ? [] : [`Message-ID: <${messageId}>`]),
+    ...(fixture.inReplyTo ? [`In-Reply-To: <${fixture.inReplyTo}>`] : []),
+    ...(fixture.references
+      ? [`References: ${fixture.references.map((r) => `<${r}>`).join(' ')}`]
+      : []),
+    'MIME-Version: 1.0',
+  ]
+  if (fixture.html !== undefined) {
+    headers.push('Content-Type: text/html; charset="utf-8"')
+    return `${headers.join('\r\n')}\r\n\r\n${fixture.html}\r\n`
+  }
+  headers.push('Content-Type: text/plain; charset="utf-8"')
+  const text = fixture.text ?? 'Hello, my order has not arrived yet.\r\nCan you help?'
+  return `${headers.join('\r\n')}\r\n\r\n${text}\r\n`
+}
+
+/**
+ * The mail handed to the Worker's `email()` handler through Miniflare's `/cdn-cgi/handler/email`
+ * (the runtime's own message object; it needs a Message-ID and a From).
+ */
+export function emailRequest(base: string, raw: string, envelope: { from: string; to?: string }) {
+  const query = new URLSearchParams({ from: envelope.from, to: envelope.to ?? MAILBOX })
+  return new Request(`${base}/cdn-cgi/handler/email?${query}`, { method: 'POST', body: raw })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fresh signed deliveries
+// ---------------------------------------------------------------------------------------------
+
+/** One vendor delivery and the keys the gateway must derive from it. */
+export interface SignedDelivery {
+  /** `messages.channel` of its row. */
+  channel: 'slack' | 'whatsapp' | 'sms' | 'telegram'
+  /** `messages.channel_message_id` of its row. */
+  messageKey: string
+  /** The Redis claim key (without REDIS_KEY_PREFIX). */
+  deliveryKey: string
+  /**
+   * One attempt at the gateway at `base`, signed now: every call is the same delivery again (a
+   * vendor retry); a Slack retry carries `x-slack-retry-num` and `x-slack-retry-reason`.
+   */
+  request(base: string, attempt?: { retry: number; reason: string }): Promise<Request>
+}
+
+/** How a fresh delivery is signed. */
+export interface Signing {
+  /** The vendor secret it is signed with. @default the test secret of its vendor */
+  secret?: string
+  /** Signed with {@link FORGED_SECRET}: the gateway must refuse it. */
+  forged?: boolean
+}
+
+/** A Slack message (or its edit or delete), with a fresh `event_id` and `ts` unless given. */
+export function slackDelivery(fields: SlackMessageFields & Signing = {}): SignedDelivery {
+  const eventId = fields.eventId ?? `Ev${randomId()}`
+  const ts = fields.ts ?? `${nowSeconds()}.${String(randomBelow(1e6)).padStart(6, '0')}`
+  const body = slackMessageEvent({ ...fields, eventId, ts })
+  const secret = fields.forged ? FORGED_SECRET : (fields.secret ?? TEST_SECRETS.slack)
+  return {
+    channel: 'slack',
+    messageKey: `${fields.team ?? SLACK_TEAM}:${fields.channel ?? SLACK_CHANNEL}:${ts}`,
+    deliveryKey: `dedup:slack:${fields.appId ?? SLACK_APP}:${eventId}`,
+    request: (base, attempt) =>
+      slackRequest(`${base}/webhooks/slack`, body, {
+        secret,
+        ...(attempt && attempt.retry > 0
+          ? {
+              headers: {
+                'x-slack-retry-num': String(attempt.retry),
+                'x-slack-retry-reason': attempt.reason,
+              },
+            }
+          : {}),
+      }),
+  }
+}
+
+/**
+ * A Twilio message (WhatsApp unless `from` is a plain number) or, with `status`, a status
+ * callback, with a fresh `MessageSid` unless given.
+ */
+export function twilioDelivery(
+  fields: TwilioMessageFields &
+    Signing & {
+      /** Twilio signs the public URL: PUBLIC_BASE_URL of the gateway, when it has one. */
+      publicBaseUrl?: string
+    } = {},
+): SignedDelivery {
+  const sid = fields.messageSid ?? `SM${randomHex(16)}`
+  const account = fields.accountSid ?? TWILIO_ACCOUNT
+  const params = twilioParams({ ...fields, messageSid: sid, accountSid: account })
+  const channel = (fields.from ?? 'whatsapp:').startsWith('whatsapp:') ? 'whatsapp' : 'sms'
+  const token = fields.forged ? FORGED_SECRET : (fields.secret ?? TEST_SECRETS.twilio)
+  return {
+    channel,
+    messageKey: `${account}:${sid}`,
+    get deliveryKey() {
+      // Another account's tag is a SHA-256 away (asynchronous); no caller needs it yet.
+      if (account !== TWILIO_ACCOUNT) throw new Error('delivery keys are known for TWILIO_ACCOUNT')
+      if (!fields.status) return twilioDeliveryKey(channel === 'whatsapp' ? 'wa' : 'sms', sid)
+      const errorCode = fields.errorCode ? [fields.errorCode] : []
+      return twilioDeliveryKey('tw-status', sid, fields.status, ...errorCode)
+    },
+    request: (base) => {
+      const path = '/webhooks/twilio'
+      const signedUrl = fields.publicBaseUrl ? `${fields.publicBaseUrl}${path}` : undefined
+      return twilioRequest(`${base}${path}`, params, { token, signedUrl })
+    },
+  }
+}
+
+/**
+ * A Telegram message (or its edit, with `editDate` and `field: 'edited_message'`), with a fresh
+ * `update_id` and chat unless given, to the bot of the bare path unless `bot` names another.
+ */
+export function telegramDelivery(
+  fields: TelegramMessageFields &
+    Signing & {
+      /** A bot of its own path `/webhooks/telegram/{bot}`. */
+      bot?: string
+      /** The bot of the bare path. @default TEST_SECRETS.telegramBotId */
+      botId?: string
+    } = {},
+): SignedDelivery {
+  const updateId = fields.updateId ?? randomBelow(2 ** 31)
+  const chatId = fields.chatId ?? randomBelow(2 ** 40)
+  const messageId = fields.messageId ?? 42
+  const update = telegramUpdate({ ...fields, updateId, chatId, messageId })
+  const bot = fields.bot ?? fields.botId ?? TEST_SECRETS.telegramBotId
+  const secret = fields.forged ? FORGED_SECRET : (fields.secret ?? TEST_SECRETS.telegram)
+  const path = fields.bot === undefined ? '/webhooks/telegram' : `/webhooks/telegram/${fields.bot}`
+  return {
+    channel: 'telegram',
+    messageKey: `${bot}:${chatId}:${messageId}`,
+    deliveryKey: `dedup:telegram:${bot}:${updateId}`,
+    request: async (base) => telegramRequest(`${base}${path}`, update, secret),
+  }
+}
+
+/** What a verifier sees of a request (the body read the way the gateway reads it). */
+export async function partsOf(request: Request): Promise<RequestParts> {
+  return {
+    url: request.url,
+    headers: request.headers,
+    body: await readBoundedBody(request, 1024 * 1024),
+  }
+}

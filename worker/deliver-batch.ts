@@ -48,7 +48,7 @@ async function deliverItem(
     const channel = item.action === 'forward' ? item.draft.channel : undefined
     if (err instanceof InvalidPayloadError && item.action === 'forward') {
       // A single request would be answered 400; in a batch that would send every item again.
-      await recordRefused(ctx, item.key, item.draft, `invalid event: ${err.detail}`)
+      await recordRefused(ctx, item.key, item.draft, err.detail)
       return { channel, deliveryKey, decision: 'rejected', decidedBy: 'gateway', reason: err.code }
     }
     // Not the item's fault (a bug, a runtime limit): ask again; the taken items are duplicates then.

@@ -9,6 +9,7 @@ import { partsOf, waBatch, waRequest, waText } from '../../local/vendor-deliveri
 import type { ChannelDelivery, Classified } from '../../worker/channels/types'
 import {
   classifyWhatsAppCloud,
+  MAX_BATCH_ITEMS,
   verifyHandshake,
   verifyWhatsAppCloud,
   whatsappCloud,
@@ -330,5 +331,25 @@ describe('classify', () => {
       action: 'ignore',
       reason: 'wa_no_messages',
     })
+  })
+})
+
+describe('the batch bound', () => {
+  it(`over ${MAX_BATCH_ITEMS} keyed items is no Meta batch (400); ignored changes do not count`, () => {
+    const messages = (n: number) =>
+      Array.from({ length: n }, (_, i) => waText(`wamid.bound${i}`, `m${i}`))
+    const full = classifyWhatsAppCloud(
+      waBatch([{ phoneNumberId: '1001', messages: messages(MAX_BATCH_ITEMS) }]),
+    )
+    expect(items(full)).toHaveLength(MAX_BATCH_ITEMS)
+    const over = waBatch([{ phoneNumberId: '1001', messages: messages(MAX_BATCH_ITEMS + 1) }])
+    expect(() => classifyWhatsAppCloud(over)).toThrow('whatsapp batch too large')
+    // A batch of one message and many changes of other fields: one keyed item, not refused.
+    const other = { field: 'account_update', value: {} }
+    const noisy = waBatch([{ phoneNumberId: '1001', messages: messages(1) }])
+    const entry = (noisy.entry as Array<{ changes: unknown[] }>)[0]
+    entry?.changes.push(...Array.from({ length: MAX_BATCH_ITEMS + 5 }, () => other))
+    const kept = items(classifyWhatsAppCloud(noisy)).filter((i) => i.action !== 'ignore')
+    expect(kept).toHaveLength(1)
   })
 })

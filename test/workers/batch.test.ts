@@ -148,7 +148,7 @@ describe('batched deliveries in the delivery core', () => {
       ['forwarded', undefined],
     ])
     expect(dead.sent).toHaveLength(1)
-    expect(dead.sent[0]?.dead.error).toMatch(/^invalid event: invalid event: occurredAt/)
+    expect(dead.sent[0]?.dead.error).toMatch(/^invalid event: occurredAt/)
     expect((await h.originCalls()).rows).toBe(1)
   })
 

@@ -18,11 +18,11 @@ export type GatewayDecision =
   | 'recorded'
   /** Verified, nothing to do (bot echo, other event types). */
   | 'ignored'
-  /** Slack url_verification answered. */
+  /** A handshake answered (Slack's url_verification, Meta's GET hub.challenge). */
   | 'challenge'
   /** The vendor was asked to retry (origin failed, or another attempt still in flight). */
   | 'retry'
-  /** The origin failed; the event was kept in the spool for the cron drain, the vendor told ok. */
+  /** The origin failed; the event went on the spool queue (Cloudflare Queues), the vendor told ok. */
   | 'spooled'
   /** The origin refused the event as invalid: acknowledged so the vendor stops, logged loudly. */
   | 'rejected'
@@ -39,7 +39,6 @@ export interface DecisionLog {
   deliveryKey?: string
   messageKey?: string
   decision: Decision
-  /** Which layer decided: Redis (claim state), Postgres (the origin), or the gateway itself. */
   /**
    * Which layer decided: Redis (claim state), Postgres (the origin), the gateway itself, or the
    * isolate's memo of keys it saw settled (SETTLED_MEMO_ENTRIES; Redis was not asked).

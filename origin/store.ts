@@ -184,10 +184,9 @@ export async function applyEdit(db: Queryable, event: InboundEvent): Promise<Sto
   return toStoredMessage(rows[0])
 }
 
-/** Marks the message deleted (soft: the row stays for audit); null if unknown or already deleted. */
 /**
  * A delete of a message not stored (yet): remembered, so that the message, when it lands after
- * all, is stored deleted ({@link insertMessageWithOutbox}). The first delete's time is kept.
+ * all, is stored deleted (ingest_message() reads the tombstone). The first delete's time is kept.
  */
 export async function rememberDelete(db: Queryable, event: InboundEvent): Promise<void> {
   await db.query(
@@ -198,6 +197,7 @@ export async function rememberDelete(db: Queryable, event: InboundEvent): Promis
   )
 }
 
+/** Marks the message deleted (soft: the row stays for audit); null if unknown or already deleted. */
 export async function applyDelete(
   db: Queryable,
   event: InboundEvent,

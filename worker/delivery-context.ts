@@ -26,7 +26,7 @@ type OutcomeFields = Omit<WorkerDecisionLog, 'channel' | 'decision' | 'status' |
   channel?: string
 }
 export interface DeliveryContext {
-  /** Log label of the front door: slack | twilio | telegram | email. */
+  /** Log label of the front door: slack | twilio | telegram | whatsapp-cloud | email. */
   channel: string
   settings: Settings
   origin: OriginConfig

@@ -35,8 +35,10 @@ import {
   type Channel,
   type Outcome,
   slackRetryReason,
+  twilioParties,
   type Vendor,
   vendorOf,
+  WA_NUMBERS,
 } from '../test/faults/support/vendors'
 
 /**
@@ -213,18 +215,14 @@ export class MessageMaker {
       case 'slack':
         return this.slack(message, shape, k, text)
       case 'whatsapp':
-      case 'sms': {
-        const phone = `+1401712${String(2660 + (message.n % 5))}`
-        const whatsapp = message.channel === 'whatsapp'
+      case 'sms':
         return twilioDelivery({
           // Twilio has no delivery id apart from the message's: every shape is the same SID.
           messageSid: this.twilioSid(message),
-          from: whatsapp ? `whatsapp:${phone}` : phone,
-          to: whatsapp ? 'whatsapp:+15558675310' : '+15558675310',
+          ...twilioParties(message.channel, message.n % 5),
           body: text,
           forged,
         })
-      }
       case 'telegram':
         return telegramDelivery({
           updateId: ++this.updateId,
@@ -277,13 +275,13 @@ export class MessageMaker {
   private whatsappCloud(message: SoakMessage, text: string) {
     const wamid = `wamid.${message.marker.replaceAll('-', '')}`
     message.deliveryIds.add(wamid)
-    const number = CLOUD_NUMBERS[message.n % 2] as string
+    const number = WA_NUMBERS[message.n % 2] as string
     const own = waText(wamid, text, `1650555${String(1000 + (message.n % 5))}`)
     const status = { id: wamid, status: 'sent', timestamp: '1750030073', recipient_id: '1' }
     const earlier = message.forged || this.lastCloud?.wamid === wamid ? null : this.lastCloud
     if (!message.forged) this.lastCloud = { message: own, number, wamid }
     const post = whatsappCloudPost(
-      CLOUD_NUMBERS.map((phoneNumberId) => ({
+      WA_NUMBERS.map((phoneNumberId) => ({
         phoneNumberId,
         messages: [
           ...(number === phoneNumberId ? [own] : []),
@@ -306,9 +304,6 @@ export class MessageMaker {
     })
   }
 }
-
-/** The business numbers (phone_number_id) the soak's WhatsApp Cloud batches are for. */
-const CLOUD_NUMBERS = ['106540352242922', '106540352242923']
 
 /** A handful of senders: some messages share a customer and conversation, some do not. */
 function senderOf(message: SoakMessage): string {

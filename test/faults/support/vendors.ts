@@ -184,16 +184,8 @@ export class MessageFactory {
         return slackDelivery({ eventId, ts, text, user: `U0FAULT${sender}`, forged })
       }
       case 'whatsapp':
-      case 'sms': {
-        const phone = `+1401712${String(2660 + sender)}`
-        const whatsapp = channel === 'whatsapp'
-        return twilioDelivery({
-          from: whatsapp ? `whatsapp:${phone}` : phone,
-          to: whatsapp ? 'whatsapp:+15558675310' : '+15558675310',
-          body: text,
-          forged,
-        })
-      }
+      case 'sms':
+        return twilioDelivery({ ...twilioParties(channel, sender), body: text, forged })
       case 'telegram': {
         const updateId = ++MessageFactory.updateId
         return telegramDelivery({
@@ -208,8 +200,18 @@ export class MessageFactory {
   }
 }
 
+/** Twilio's From / To for one of a handful of senders, WhatsApp (`whatsapp:` prefixed) or SMS. */
+export function twilioParties(
+  channel: 'whatsapp' | 'sms',
+  sender: number,
+): { from: string; to: string } {
+  const phone = `+1401712${String(2660 + sender)}`
+  const prefix = channel === 'whatsapp' ? 'whatsapp:' : ''
+  return { from: `${prefix}${phone}`, to: `${prefix}+15558675310` }
+}
+
 /** The business numbers of the WhatsApp Cloud batches (phone_number_id). */
-const WA_NUMBERS = ['106540352242922', '106540352242923']
+export const WA_NUMBERS = ['106540352242922', '106540352242923']
 
 /**
  * Logical messages delivered as one WhatsApp Cloud POST (`count` messages over the two numbers):

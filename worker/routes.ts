@@ -1,9 +1,9 @@
 /**
  * The vendor webhook routes: every channel of the registry (worker/channels/index.ts), each path
- * of it (and a GET handshake where the channel has one), the same steps: config → bounded body → verify → parse → classify (gateway.ts and the
- * channel object), then the shared delivery core (deliver.ts; a batch item by item,
- * deliver-batch.ts), whose outcomes become the channel's HTTP reply and one decision log line
- * each.
+ * of it (and a GET handshake where the channel has one), the same steps: config → bounded body →
+ * verify → parse → classify (gateway.ts and the channel object), then the shared delivery core
+ * (deliver.ts; a batch item by item, deliver-batch.ts), whose outcomes become the channel's HTTP
+ * reply and one decision log line each.
  * @module
  */
 import { Hono } from 'hono'

@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import { groupPids } from '../local/proc'
+import { childrenOf, groupPids, readStat } from '../local/proc'
 import { assertServicesUp, createTestDatabase, databasePool, REDIS_URL } from '../local/services'
 import { REPO_ROOT } from '../local/stack'
 import { claimSignals } from './cleanup'
@@ -110,6 +110,14 @@ async function openRun(run: BenchRun): Promise<RunState> {
   machine.wrangler = packageVersion('wrangler')
   machine.miniflare = packageVersion('miniflare')
   const redisPid = Number(/process_id:(\d+)/.exec(serverInfo)?.[1] ?? 0)
+  // The bench's own backend's parent. Postgres on this machine only: elsewhere it reads as none.
+  let postmaster: number | null | undefined
+  const postmasterPid = async (): Promise<number | null> => {
+    if (postmaster !== undefined) return postmaster
+    const backend = (await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]
+    postmaster = backend ? (readStat(backend.pid)?.ppid ?? null) : null
+    return postmaster
+  }
 
   // The sampler reads `state.dev` when it samples, after `state` exists.
   const sampler = new CpuSampler([
@@ -117,14 +125,16 @@ async function openRun(run: BenchRun): Promise<RunState> {
     { name: 'wrangler dev', pids: () => (state.dev ? groupPids(state.dev.pid) : []) },
     { name: 'origin', pids: () => (stack.origin.running ? groupPids(stack.origin.pid) : []) },
     { name: 'raw insert server', pids: () => [stack.rawInsert.pid] },
+    // Every process of the Postgres server, and through its postmaster the backends that exited
+    // during a step: a client that hangs up mid-statement has its connection cut (origin/db/pool.ts
+    // lease), so a step's end takes backends with it, and their CPU with them.
     {
       name: 'postgres',
-      pids: async () =>
-        (
-          await sql.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [
-            db.name,
-          ])
-        ).rows.map((r) => r.pid),
+      pids: async () => {
+        const postmaster = await postmasterPid()
+        return postmaster ? [postmaster, ...childrenOf(postmaster)] : []
+      },
+      reaper: () => postmasterPid(),
     },
     { name: 'redis-server', pids: () => (redisPid ? [redisPid] : []) },
     { name: 'bench (stand-in, neon proxy)', pids: () => [process.pid] },

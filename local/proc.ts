@@ -13,6 +13,8 @@ export interface ProcStat {
   comm: string
   /** utime + stime, clock ticks. */
   ticks: number
+  /** cutime + cstime: the CPU of children that exited and were waited for, clock ticks. */
+  reapedTicks: number
 }
 
 export function readStat(pid: number): ProcStat | null {
@@ -22,13 +24,14 @@ export function readStat(pid: number): ProcStat | null {
     const close = text.lastIndexOf(')')
     const comm = text.slice(text.indexOf('(') + 1, close)
     const fields = text.slice(close + 2).split(' ')
-    // fields[0] = state (field 3); ppid 4, pgrp 5, utime 14, stime 15.
+    // fields[0] = state (field 3); ppid 4, pgrp 5, utime 14, stime 15, cutime 16, cstime 17.
     return {
       pid,
       comm,
       ppid: Number(fields[1]),
       pgrp: Number(fields[2]),
       ticks: Number(fields[11]) + Number(fields[12]),
+      reapedTicks: Number(fields[13]) + Number(fields[14]),
     }
   } catch {
     return null
@@ -50,6 +53,13 @@ export function listProcesses(): ProcStat[] {
     if (stat) out.push(stat)
   }
   return out
+}
+
+/** Pids of the processes whose parent is `ppid` (Postgres's backends: children of its postmaster). */
+export function childrenOf(ppid: number): number[] {
+  return listProcesses()
+    .filter((p) => p.ppid === ppid)
+    .map((p) => p.pid)
 }
 
 /** Pids of the processes in a process group (a GroupProcess and everything it started). */

@@ -4,9 +4,9 @@
  * means the origin took responsibility for the event; a duplicate is a 200, never an error.
  * @module
  */
-import { type Context, Hono } from 'hono'
-import { bodyLimit } from 'hono/body-limit'
+import { type Context, Hono, type HonoRequest } from 'hono'
 import * as v from 'valibot'
+import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import { DECISION_MSG, type DecisionLog, decisionLevel } from '../contract/decision-log'
 import { type InboundEvent, type IngestResult, parseInboundEvent } from '../contract/event'
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyForward } from '../contract/forward-signature'
@@ -45,17 +45,9 @@ export function createOriginApp(deps: OriginDeps): Hono {
   const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000))
   const app = new Hono()
 
-  // Content-Length is checked before reading; a chunked body is counted while it streams.
-  const limit = bodyLimit({
-    maxSize: deps.maxEventBytes,
-    onError: () => {
-      throw new BodyTooLargeError(deps.maxEventBytes)
-    },
-  })
-
   /** The exact bytes, verified first: nothing is parsed for an unauthenticated caller. */
   async function signedBody(c: Context): Promise<string> {
-    const raw = await c.req.text()
+    const raw = await boundedText(c.req, deps.maxEventBytes)
     const verdict = await verifyForward(
       deps.secrets,
       raw,
@@ -69,7 +61,7 @@ export function createOriginApp(deps: OriginDeps): Hono {
     return raw
   }
 
-  app.post('/v1/events', limit, async (c) => {
+  app.post('/v1/events', async (c) => {
     const event = parseEvent(await signedBody(c))
     const started = performance.now()
     // The Worker hangs up at its forward budget; from then on nobody waits for this work.
@@ -80,7 +72,7 @@ export function createOriginApp(deps: OriginDeps): Hono {
   })
 
   // The Worker's dead-letter consumer: an event the spool queue gave up on, kept for replay.
-  app.post('/v1/failures/inbound', limit, async (c) => {
+  app.post('/v1/failures/inbound', async (c) => {
     const report = parseDeadEvent(await signedBody(c))
     const id = await recordInboundFailure(db, { ...report, source: 'queue' })
     metrics.inboundDead.labels(report.channel).inc()
@@ -130,6 +122,16 @@ export function createOriginApp(deps: OriginDeps): Hono {
   })
 
   return app
+}
+
+/** The body as text, at most `maxBytes` (contract/body.ts); over it, a 413. */
+async function boundedText(req: HonoRequest, maxBytes: number): Promise<string> {
+  try {
+    return (await readBoundedBody(req.raw, maxBytes)).text
+  } catch (err) {
+    if (err instanceof BodyOverLimitError) throw new BodyTooLargeError(maxBytes)
+    throw err
+  }
 }
 
 function parseJson(raw: string): unknown {

@@ -154,6 +154,22 @@ describe('body size', () => {
     expect(res.status).toBe(413)
     expect(await rowsWritten()).toBe(0)
   })
+
+  it('a chunked body within MAX_EVENT_BYTES is read whole and verified: 201', async () => {
+    const body = JSON.stringify(await eventFixture())
+    const bytes = new TextEncoder().encode(body)
+    const half = Math.floor(bytes.length / 2)
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.slice(0, half))
+        controller.enqueue(bytes.slice(half))
+        controller.close()
+      },
+    })
+    const res = await post(stream, await signForward(NEW_SECRET, body))
+    expect(res.status).toBe(201)
+    expect(await bed.count('messages')).toBe(1)
+  })
 })
 
 describe('secret rotation', () => {

@@ -1,10 +1,26 @@
 /**
- * Web Crypto helpers shared by the Worker (workerd) and the origin (Node 20). Both runtimes have
- * `crypto.subtle`, so no Node-only `createHmac`/`Buffer` appears here.
+ * Hash and HMAC helpers shared by the Worker (workerd) and the origin (Node 20). Both runtimes have
+ * Web Crypto (`crypto.subtle`), and the Worker uses it. On Node the same functions use Node's own
+ * `createHash` / `createHmac`: Node runs each Web Crypto call as a thread-pool job, about 30 µs for
+ * a 1 KB HMAC against 5 µs (workerd's Web Crypto is synchronous native code). Same algorithms, same
+ * bytes: the official test vectors run on both.
  * @module
  */
+import type * as NodeCrypto from 'node:crypto'
 
 const encoder = new TextEncoder()
+
+/** Node's crypto module when running on Node (not workerd, whose nodejs_compat also has one). */
+const runtime = (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent
+const nodeCrypto: typeof NodeCrypto | undefined =
+  runtime === 'Cloudflare-Workers' || typeof process === 'undefined'
+    ? undefined
+    : process.getBuiltinModule?.('node:crypto')
+
+/** Which implementation this runtime uses (the vector tests check each runtime runs its own). */
+export const CRYPTO_BACKEND: 'node:crypto' | 'web-crypto' = nodeCrypto
+  ? 'node:crypto'
+  : 'web-crypto'
 
 export type Bytes = Uint8Array<ArrayBuffer>
 
@@ -27,11 +43,14 @@ export function toBase64(bytes: ArrayBuffer | Uint8Array): string {
 }
 
 export async function sha256Hex(data: string | Bytes): Promise<string> {
+  if (nodeCrypto) return nodeCrypto.createHash('sha256').update(data).digest('hex')
   const bytes = typeof data === 'string' ? utf8(data) : data
   return toHex(await crypto.subtle.digest('SHA-256', bytes))
 }
 
 type HmacHash = 'SHA-1' | 'SHA-256'
+
+const NODE_HASH: Record<HmacHash, string> = { 'SHA-1': 'sha1', 'SHA-256': 'sha256' }
 
 /**
  * Imported HMAC keys, by hash and secret. Importing a key costs more than the HMAC itself, so each
@@ -56,6 +75,10 @@ export async function hmac(
   hash: HmacHash,
   message: string | Bytes,
 ): Promise<Bytes> {
+  if (nodeCrypto) {
+    const mac = nodeCrypto.createHmac(NODE_HASH[hash], secret).update(message).digest()
+    return new Uint8Array(mac) as Bytes
+  }
   const key = await hmacKey(secret, hash)
   const data = typeof message === 'string' ? utf8(message) : message
   return new Uint8Array(await crypto.subtle.sign('HMAC', key, data)) as Bytes

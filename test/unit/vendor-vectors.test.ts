@@ -1,6 +1,11 @@
 /** The vendors' published known-answer vectors in Node (test/workers/vectors.test.ts: in workerd). */
 import { expect, it } from 'vitest'
+import { CRYPTO_BACKEND } from '../../contract/crypto'
 import { SIGNATURE_VECTORS } from './vendor-vectors'
+
+it("runs on Node's own crypto (workerd's Web Crypto in test/workers/vectors.test.ts)", () => {
+  expect(CRYPTO_BACKEND).toBe('node:crypto')
+})
 
 it.each(SIGNATURE_VECTORS)('reproduces the $name vector', async ({ compute, expected }) => {
   expect(await compute()).toBe(expected)

@@ -61,6 +61,14 @@ export interface TenantIdRule {
   hint: string
 }
 
+/** The values a per-tenant variable lists for each tenant. */
+export interface TenantValues {
+  /** What each value is, in the warnings. @default 'secret' */
+  noun?: string
+  /** Whether the vendor would accept a value (a warning when not). @default any */
+  isValid?: (value: string) => boolean
+}
+
 /**
  * Parses a per-tenant variable. Null when unset or blank; otherwise the valid entries (possibly
  * none), each problem a warning.
@@ -70,8 +78,9 @@ export function parseTenantSecrets(
   raw: string | undefined,
   rule: TenantIdRule,
   warnings: string[],
-  isValidSecret: (secret: string) => boolean = () => true,
+  values: TenantValues = {},
 ): Map<string, string[]> | null {
+  const { noun = 'secret', isValid = () => true } = values
   if (raw === undefined || raw.trim() === '') return null
   const byTenant = new Map<string, string[]>()
   const entries = raw.split(',').map((entry) => entry.trim())
@@ -81,7 +90,7 @@ export function parseTenantSecrets(
     const equals = entry.indexOf('=')
     const id = equals < 0 ? '' : entry.slice(0, equals).trim()
     if (equals < 0 || !rule.test(id)) {
-      warnings.push(`${where} is not TENANT=secret1|secret2 with TENANT ${rule.hint}; skipped`)
+      warnings.push(`${where} is not TENANT=${noun}1|${noun}2 with TENANT ${rule.hint}; skipped`)
       return
     }
     const secrets = entry
@@ -90,12 +99,12 @@ export function parseTenantSecrets(
       .map((secret) => secret.trim())
       .filter((secret) => secret !== '')
     if (secrets.length === 0) {
-      warnings.push(`${where} (${id}) has no secret; skipped`)
+      warnings.push(`${where} (${id}) has no ${noun}; skipped`)
     } else if (byTenant.has(id)) {
       warnings.push(`${where}: ${id} is listed twice; the first entry is used`)
     } else {
-      if (!secrets.every(isValidSecret)) {
-        warnings.push(`${where} (${id}) has a secret the vendor would not accept`)
+      if (!secrets.every(isValid)) {
+        warnings.push(`${where} (${id}) has a ${noun} the vendor would not accept`)
       }
       byTenant.set(id, secrets)
     }

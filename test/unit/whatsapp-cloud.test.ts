@@ -136,6 +136,16 @@ describe('settings', () => {
     expect(ready['whatsapp-cloud']).toMatchObject({ ok: true })
   })
 
+  it('warns about a bad phone number list in its own words (phone_number_ids, not secrets)', () => {
+    const byApp = { ...base, WHATSAPP_APP_SECRETS_BY_APP: '111=s', WHATSAPP_VERIFY_TOKEN: 'v' }
+    const s = parseSettings({ ...byApp, WHATSAPP_PHONE_NUMBERS_BY_APP: '1001,111=,111=x1|1002' })
+    expect(s.warnings.filter((w) => w.startsWith('WHATSAPP_PHONE_NUMBERS_BY_APP'))).toEqual([
+      'WHATSAPP_PHONE_NUMBERS_BY_APP entry 1 is not TENANT=phone_number_id1|phone_number_id2 with TENANT a numeric Meta id; skipped',
+      'WHATSAPP_PHONE_NUMBERS_BY_APP entry 2 (111) has no phone_number_id; skipped',
+      'WHATSAPP_PHONE_NUMBERS_BY_APP entry 3 (111) has a phone_number_id the vendor would not accept',
+    ])
+  })
+
   it("its dedup TTL covers Meta's 7 days of retries, and its own variable overrides it", () => {
     expect(parseSettings(base).dedupTtlByChannel['whatsapp-cloud']).toBe(8 * 86_400)
     expect(whatsappCloud.dedupTtl.horizonSeconds).toBeGreaterThan(7 * 86_400)

@@ -96,7 +96,7 @@ function telegramConfig(env: StringEnv, warnings: string[]): ChannelConfig<Teleg
       rawValue(env, TOKENS_BY_BOT.name),
       { test: (id) => TELEGRAM_BOT_ID_PATTERN.test(id), hint: 'a numeric bot id' },
       warnings,
-      (token) => TELEGRAM_TOKEN_PATTERN.test(token),
+      { isValid: (token) => TELEGRAM_TOKEN_PATTERN.test(token) },
     ) ?? new Map<string, string[]>()
   const tokens = secretList(rawValue(env, SECRET_TOKEN.name))
   const botId = present(env, BOT_ID.name)

@@ -90,7 +90,10 @@ function whatsappCloudConfig(
   const rawNumbers = rawValue(env, PHONE_NUMBERS_BY_APP.name)
   const numbers =
     (apps.length > 0 &&
-      parseTenantSecrets(PHONE_NUMBERS_BY_APP.name, rawNumbers, APP_ID, warnings, APP_ID.test)) ||
+      parseTenantSecrets(PHONE_NUMBERS_BY_APP.name, rawNumbers, APP_ID, warnings, {
+        noun: 'phone_number_id',
+        isValid: APP_ID.test,
+      })) ||
     new Map<string, string[]>()
   const missing = [
     ...(secrets.ok ? [] : secrets.missing),

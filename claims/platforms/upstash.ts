@@ -7,10 +7,11 @@
  * Not `@upstash/redis`: on the duplicate path (one command per replay) its command objects,
  * header merging, base64 response encoding and decoding cost more Worker CPU than the fetch itself
  * (bench profile: about 9% of a replay beyond the fetch). Ours are short ASCII strings, so the
- * plain JSON reply is exact. Every call is bounded: one attempt, no retries, and a fresh
- * `AbortSignal.timeout` per call.
+ * plain JSON reply is exact. Every call is bounded: one attempt, no retries, a fresh
+ * `AbortSignal.timeout` per call, and a reply of at most {@link MAX_REPLY_BYTES}.
  * @module
  */
+import { readBoundedBody } from '../../contract/body'
 import type { RedisPort } from '../port'
 import type { RedisConfig } from '../settings'
 
@@ -28,6 +29,12 @@ export class UpstashReplyError extends Error {
 
 type Arg = string | number
 
+/**
+ * Our commands' replies are a value of ours, OK, a number or an error line: tens of bytes. A larger
+ * reply is not Upstash answering these commands, and is not read past this.
+ */
+export const MAX_REPLY_BYTES = 64 * 1024
+
 function isSyntaxError(err: unknown): boolean {
   return err instanceof UpstashReplyError && /syntax error/i.test(err.message)
 }
@@ -43,7 +50,7 @@ export function upstashPort(config: RedisConfig, timeoutMs: number): RedisPort {
       body: JSON.stringify(command),
       signal: AbortSignal.timeout(timeoutMs),
     })
-    const text = await response.text()
+    const { text } = await readBoundedBody(response, MAX_REPLY_BYTES)
     let reply: { result?: T; error?: string }
     try {
       reply = JSON.parse(text) as typeof reply

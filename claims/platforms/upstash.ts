@@ -4,11 +4,12 @@
  * (https://upstash.com/docs/redis/features/restapi). Runs in workerd and in Node alike (the Worker
  * and the origin's Gmail poller use this one).
  *
- * Not `@upstash/redis`: on the duplicate path (one command per replay) its command objects,
- * header merging, base64 response encoding and decoding cost more Worker CPU than the fetch itself
- * (bench profile: about 9% of a replay beyond the fetch). Ours are short ASCII strings, so the
- * plain JSON reply is exact. Every call is bounded: one attempt, no retries, a fresh
- * `AbortSignal.timeout` per call, and a reply of at most {@link MAX_REPLY_BYTES}.
+ * Not `@upstash/redis`: a profile of the duplicate path put its command objects, header merging
+ * and base64 reply decoding near a quarter of a replay, but before/after bench runs did not
+ * measure a gain (README, Benchmark, per lever). It is kept for its bounds and for having nothing
+ * between the command and the fetch: one attempt, no retries, a fresh `AbortSignal.timeout` per
+ * call, a reply of at most {@link MAX_REPLY_BYTES}. Our values are short ASCII strings, so the
+ * plain JSON reply is exact.
  * @module
  */
 import { readBoundedBody } from '../../contract/body'

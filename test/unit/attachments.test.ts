@@ -331,6 +331,43 @@ describe('Twilio media', () => {
     expect(draft.attachments).toMatchObject([{ kind: 'audio', mimeType: 'audio/ogg' }])
   })
 
+  it('a WhatsApp location (Latitude, Longitude, Address, Label; empty Body): a location attachment', async () => {
+    const params = new Map(twilioParams({ body: '' }))
+    params.set('Latitude', '37.7879277')
+    params.set('Longitude', '-122.4075519')
+    params.set('Address', '375 Beale St, San Francisco, CA 94105')
+    params.set('Label', 'Twilio HQ')
+    const draft = draftOf(await classifyTwilio(params))
+    expect(draft.body).toBe('')
+    expect(draft.attachments).toEqual([
+      {
+        kind: 'location',
+        content: {
+          latitude: 37.7879277,
+          longitude: -122.4075519,
+          name: 'Twilio HQ',
+          address: '375 Beale St, San Francisco, CA 94105',
+        },
+      },
+    ])
+    await expectValid(draft)
+  })
+
+  it('coordinates that are not decimal degrees in range are no location', async () => {
+    for (const [latitude, longitude] of [
+      ['91', '0'],
+      ['0', '-180.5'],
+      ['1e2', '0'],
+      ['', '0'],
+      ['north', 'west'],
+    ] as const) {
+      const params = new Map(twilioParams())
+      params.set('Latitude', latitude)
+      params.set('Longitude', longitude)
+      expect(draftOf(await classifyTwilio(params))).not.toHaveProperty('attachments')
+    }
+  })
+
   it('NumMedia=0 (the common case): no attachments field; a forged NumMedia costs nothing', async () => {
     expect(draftOf(await classifyTwilio(new Map(twilioParams())))).not.toHaveProperty('attachments')
     const forged = new Map(twilioParams())

@@ -1,8 +1,9 @@
 /**
  * Where the CPU goes during a step, per component (workerd, origin, every process of the Postgres
- * server, those that exited during the step included, Redis, this process with the Upstash stand-in and the Neon proxy, the load generator):
- * user + system time read from /proc before and after. On a 2-core machine this says more about
- * the bottleneck than any single profile. Linux only; elsewhere every reading is empty.
+ * server, those that exited during the step included, Redis, this process with the Upstash
+ * stand-in and the Neon proxy, the load generator): user + system time read from /proc before and
+ * after. On a 2-core machine this says more about the bottleneck than any single profile. Linux
+ * only; elsewhere every reading is empty.
  * @module
  */
 import { execFileSync } from 'node:child_process'

@@ -1,7 +1,7 @@
 /**
  * The Upstash REST client's bounds against a real HTTP server that is not Upstash: a reply larger
- * than any of our commands' is refused unread past the bound (the caller then fails open), and a
- * normal reply still reads.
+ * than any of our commands' is refused, unread past the bound (an error like any other from Redis:
+ * the claim store fails open on it), and a normal reply still reads.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -11,7 +11,7 @@ import { BodyOverLimitError } from '../../contract/body'
 
 let server: Server
 let url = ''
-/** What the server answers next: this many bytes of padding around the result, its length declared or not. */
+/** What the server answers next: this much padding around the result; its length declared or not. */
 let padBytes = 0
 let declared = true
 

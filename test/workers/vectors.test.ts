@@ -1,4 +1,4 @@
-/** The vendors' official vectors again, inside workerd: Web Crypto there must agree with Node's crypto. */
+/** The vendors' official vectors again, inside workerd: Web Crypto there must agree with Node's. */
 import { describe, expect, it } from 'vitest'
 import { CRYPTO_BACKEND } from '../../contract/crypto'
 import { SIGNATURE_VECTORS } from '../unit/vendor-vectors'

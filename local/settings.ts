@@ -2,7 +2,7 @@
  * `npm run dev`'s routing of variables, by the settings tables: each wing gets the variables of
  * its own table (worker/settings.ts, origin/settings.ts) and the stack keeps its own (below),
  * so a channel's new variable reaches the Worker, and the Gmail OAuth secrets never do, without
- * a list here. test/local/settings-docs.test.ts checks README's "Local stack" table against
+ * a list here. test/local/settings-docs.test.ts checks docs/configuration.md's "Local stack" table against
  * {@link LOCAL_SETTINGS}.
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * The settings tables (worker/settings.ts, origin/settings.ts, local/settings.ts) against what
- * documents them: README's "Configuration" tables (every variable has a row, no row names a
+ * documents them: docs/configuration.md's tables (every variable has a row, no row names a
  * variable nobody reads, the defaults agree), `.dev.vars.example` (every Worker secret, nothing
  * unknown) and wrangler.toml's [vars] (vars only, defaults agree). Plus `npm run dev`'s routing.
  */
@@ -15,7 +15,7 @@ import { ORIGIN_SETTINGS } from '../../origin/settings'
 import { WORKER_SETTINGS } from '../../worker/settings'
 
 const ROOT = join(import.meta.dirname, '..', '..')
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
+const CONFIGURATION = readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8')
 
 interface DocRow {
   names: string[]
@@ -24,12 +24,11 @@ interface DocRow {
   cell: string
 }
 
-/** The rows of the first table under `### {heading}` in the Configuration section. */
+/** The rows of the first table under `## {heading}` in docs/configuration.md. */
 function readmeTable(heading: string): DocRow[] {
-  const section = README.split('\n## Configuration\n')[1]?.split('\n## ')[0] ?? ''
-  const start = section.indexOf(`\n### ${heading}`)
-  expect(start, `README Configuration has a "### ${heading}" table`).toBeGreaterThan(-1)
-  const lines = section.slice(start).split('\n').slice(2)
+  const start = CONFIGURATION.indexOf(`\n## ${heading}`)
+  expect(start, `docs/configuration.md has a "## ${heading}" table`).toBeGreaterThan(-1)
+  const lines = CONFIGURATION.slice(start + 1).split('\n').slice(1)
   const table = lines.slice(
     0,
     lines.findIndex((line) => !line.startsWith('|')),
@@ -56,11 +55,11 @@ function checkAgainst(heading: string, rows: readonly SettingRow[]) {
   const documented = doc.flatMap((row) => row.names)
   expect(
     documented.filter((name) => !byName.has(name)),
-    'README rows nobody reads',
+    'docs/configuration.md rows nobody reads',
   ).toEqual([])
   expect(
     rows.map((row) => row.name).filter((name) => !documented.includes(name)),
-    'variables without a README row',
+    'variables without a docs/configuration.md row',
   ).toEqual([])
   expect(documented.length, 'a variable documented twice').toBe(new Set(documented).size)
   for (const { names, defaults, cell } of doc) {
@@ -76,7 +75,7 @@ function checkAgainst(heading: string, rows: readonly SettingRow[]) {
         continue
       }
       const stated = settings.filter(hasDefault).map((row) => `${row.name}=${row.default}`)
-      expect(stated, `README states no default for ${names.join(', ')}`).toEqual([])
+      expect(stated, `docs/configuration.md states no default for ${names.join(', ')}`).toEqual([])
       continue
     }
     expect(defaults.length, `one default per variable in ${names.join(', ')}`).toBe(names.length)
@@ -84,7 +83,7 @@ function checkAgainst(heading: string, rows: readonly SettingRow[]) {
   }
 }
 
-describe('settings tables against the README', () => {
+describe('settings tables against docs/configuration.md', () => {
   it('Worker', () => checkAgainst('Worker', WORKER_SETTINGS))
   it('Origin', () => checkAgainst('Origin', ORIGIN_SETTINGS))
   it('Local stack', () => checkAgainst('Local stack', LOCAL_SETTINGS))

@@ -3,7 +3,15 @@
  * `#anchor` names a heading of the target, slugged as GitHub does. A moved section or a renamed
  * heading fails here instead of in a reader's browser.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
@@ -30,7 +38,7 @@ function prose(markdown: string): string[] {
 }
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
-export function headingAnchors(markdown: string): Set<string> {
+function headingAnchors(markdown: string): Set<string> {
   const anchors = new Set<string>()
   const seen = new Map<string, number>()
   for (const line of prose(markdown)) {
@@ -102,9 +110,17 @@ describe('documentation links', () => {
     ])
   })
 
-  it('finds a broken link (the check can fail)', () => {
-    expect(relativeLinks('see [x](docs/nowhere.md#here) and `[y](not-a-link)`')).toEqual([
-      { target: 'docs/nowhere.md#here', line: 1 },
+  it('finds a missing file and a missing heading, not links in code (the check can fail)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'docs-links-'))
+    writeFileSync(join(dir, 'other.md'), '# Here\n')
+    const file = join(dir, 'README.md')
+    writeFileSync(
+      file,
+      '[a](other.md#here) [b](nowhere.md) [c](other.md#gone) `[d](not-a-link)`\n```\n[e](nor.md)\n```\n',
+    )
+    expect(brokenLinks(file).map((line) => line.replace(/^.*→ /, ''))).toEqual([
+      'nowhere.md (no such file)',
+      'other.md#gone (no such heading)',
     ])
   })
 

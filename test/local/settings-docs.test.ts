@@ -28,7 +28,9 @@ interface DocRow {
 function readmeTable(heading: string): DocRow[] {
   const start = CONFIGURATION.indexOf(`\n## ${heading}`)
   expect(start, `docs/configuration.md has a "## ${heading}" table`).toBeGreaterThan(-1)
-  const lines = CONFIGURATION.slice(start + 1).split('\n').slice(1)
+  const lines = CONFIGURATION.slice(start + 1)
+    .split('\n')
+    .slice(1)
   const table = lines.slice(
     0,
     lines.findIndex((line) => !line.startsWith('|')),

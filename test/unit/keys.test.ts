@@ -153,6 +153,29 @@ describe('Slack keys', () => {
       { action: 'ignore', reason: 'slack_bot_message' },
     ],
     [
+      'a Slackbot notice (user USLACKBOT, no bot_id)',
+      withEvent({
+        type: 'message',
+        channel: 'D1',
+        channel_type: 'im',
+        user: 'USLACKBOT',
+        ts: '1.1',
+        text: 'You have been removed from #testing by <@U1>',
+      }),
+      { action: 'ignore', reason: 'slack_slackbot' },
+    ],
+    [
+      'an edit of a Slackbot notice',
+      withEvent({
+        type: 'message',
+        subtype: 'message_changed',
+        channel: 'D1',
+        ts: '2.2',
+        message: { ts: '1.1', user: 'USLACKBOT', text: 'x' },
+      }),
+      { action: 'ignore', reason: 'slack_slackbot' },
+    ],
+    [
       'a channel_join notice',
       withEvent({ type: 'message', subtype: 'channel_join', channel: 'C1', user: 'U1', ts: '1.1' }),
       { action: 'ignore', reason: 'slack_subtype_channel_join' },

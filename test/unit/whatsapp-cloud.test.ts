@@ -326,6 +326,64 @@ describe('classify', () => {
     ])
   })
 
+  it('no `from` (a username user): the sender is the business-scoped user id, as Meta sends it', () => {
+    const body = {
+      object: 'whatsapp_business_account',
+      entry: [
+        {
+          id: '102290129340398',
+          changes: [
+            {
+              field: 'messages',
+              value: {
+                messaging_product: 'whatsapp',
+                metadata: { display_phone_number: '15550783881', phone_number_id: '1001' },
+                contacts: [
+                  {
+                    profile: { name: 'Sheena Nelson', username: '@realsheenanelson' },
+                    user_id: 'US.13491208655302741918',
+                    parent_user_id: 'US.ENT.11815799212886844830',
+                  },
+                ],
+                messages: [
+                  {
+                    from_user_id: 'US.13491208655302741918',
+                    from_parent_user_id: 'US.ENT.11815799212886844830',
+                    id: 'wamid.B1',
+                    timestamp: '1749416383',
+                    type: 'text',
+                    text: { body: 'Does it come in another color?' },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      ],
+    }
+    expect(items(classifyWhatsAppCloud(body))[0]).toMatchObject({
+      action: 'forward',
+      draft: {
+        messageKey: '1001:wamid.B1',
+        sender: { externalId: 'US.13491208655302741918', displayName: 'Sheena Nelson' },
+        body: 'Does it come in another color?',
+      },
+    })
+    // With both, the phone number: the id the customer's earlier messages were filed under.
+    const both = { ...waText('wamid.B2', 'hi'), from_user_id: 'US.13491208655302741918' }
+    expect(one(both)).toMatchObject({ draft: { sender: { externalId: '16505551234' } } })
+    // Neither a phone number nor a BSUID of Meta's shape: nobody to file it under.
+    for (const from_user_id of [
+      undefined,
+      '16505551234',
+      'US.with:colon',
+      `US.${'1'.repeat(200)}`,
+    ]) {
+      const message = { ...waText('wamid.B3', 'x'), from: undefined, from_user_id }
+      expect(one(message)).toEqual({ action: 'ignore', reason: 'wa_message_without_sender' })
+    }
+  })
+
   it('what cannot be keyed is acknowledged, not guessed at; other objects and fields are ignored', () => {
     expect(
       one({

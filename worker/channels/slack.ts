@@ -181,14 +181,15 @@ function messageDraft(
   const channel = str(event.channel)
   const subtype = str(event.subtype)
   if (!channel) return { ignore: 'slack_no_channel' }
-  // Bots (ours included) post with bot_id, with or without subtype bot_message.
-  if (str(event.bot_id) || subtype === 'bot_message') return { ignore: 'slack_bot_message' }
+  const robot = notAPerson(event)
+  if (robot) return { ignore: robot }
 
   if (subtype === 'message_changed') {
     const message = obj(event.message)
     const ts = str(message?.ts)
     if (!message || !ts) return { ignore: 'slack_edit_without_message' }
-    if (str(message.bot_id)) return { ignore: 'slack_bot_message' }
+    const editedRobot = notAPerson(message)
+    if (editedRobot) return { ignore: editedRobot }
     const user = str(message.user)
     if (!user) return { ignore: 'slack_no_sender' }
     const edited = obj(message.edited)
@@ -234,6 +235,16 @@ function messageDraft(
     occurredAt: isoFromUnixSeconds(ts) ?? '',
     ...slackFiles(event),
   }
+}
+
+/**
+ * Why a message is no person's: bots (ours included) post with bot_id, with or without subtype
+ * bot_message; Slackbot posts workspace notices ("You have been removed from #…") as the user
+ * USLACKBOT with no bot_id.
+ */
+function notAPerson(message: Record<string, unknown>): string | null {
+  if (str(message.bot_id) || str(message.subtype) === 'bot_message') return 'slack_bot_message'
+  return str(message.user) === 'USLACKBOT' ? 'slack_slackbot' : null
 }
 
 /** Slack's recommended stand-in for a missing event_id: sha256(team|type|channel|event_ts|ts). */

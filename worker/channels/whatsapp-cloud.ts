@@ -179,9 +179,10 @@ function changeDeliveries(change: Json | null): ChannelDelivery[] {
   }
   const names = new Map<string, string>()
   for (const contact of list(value.contacts)) {
-    const waId = str(obj(contact)?.wa_id)
     const name = str(obj(obj(contact)?.profile)?.name)
-    if (waId && name) names.set(waId, name.slice(0, LIMITS.name))
+    for (const id of [str(obj(contact)?.wa_id), str(obj(contact)?.user_id)]) {
+      if (id && name) names.set(id, name.slice(0, LIMITS.name))
+    }
   }
   return [
     ...list(value.messages).map((m) => messageDelivery(phoneNumberId, obj(m), names)),
@@ -197,9 +198,9 @@ type Names = ReadonlyMap<string, string>
 
 function messageDelivery(numberId: string, message: Json | null, names: Names): ChannelDelivery {
   const wamid = str(message?.id)
-  const from = str(message?.from)
-  if (!message || !isWamid(wamid) || !from)
-    return { action: 'ignore', reason: 'wa_message_without_id' }
+  if (!message || !isWamid(wamid)) return { action: 'ignore', reason: 'wa_message_without_id' }
+  const from = senderOf(message)
+  if (!from) return { action: 'ignore', reason: 'wa_message_without_sender' }
   const content = contentOf(message)
   if ('ignore' in content) return { action: 'ignore', reason: content.ignore }
   const key = { namespace: 'wa-cloud', scope: numberId, id: wamid }
@@ -220,6 +221,19 @@ function messageDelivery(numberId: string, message: Json | null, names: Names): 
       ...(attachments ? { attachments } : {}),
     },
   }
+}
+
+/** A business-scoped user id: country code, dot, alphanumerics (`US.1349…`, `US.ENT.1181…`). */
+const BSUID = /^[A-Z]{2}(\.[A-Za-z0-9]{1,128}){1,2}$/
+
+/**
+ * Who sent it: the phone number (`from`: what the customer's earlier messages were filed under),
+ * else the business-scoped user id (`from_user_id`) Meta sends instead for a user whose username
+ * hides the number. A BSUID is never all digits, so it cannot be mistaken for a phone number.
+ */
+function senderOf(message: Json): string | null {
+  const bsuid = str(message.from_user_id)
+  return str(message.from) ?? (bsuid !== null && BSUID.test(bsuid) ? bsuid : null)
 }
 
 /** What a message says; `target`: the wamid an edit or a revoke is about. */

@@ -19,6 +19,9 @@ export type EmailOutcome =
   | { outcome: 'rejected'; reason: string }
   | { outcome: 'threw'; error: string }
 
+/** A raw message: text, or its exact bytes (8-bit parts in a legacy charset). */
+export type Raw = string | Uint8Array
+
 export interface Envelope {
   /** RCPT TO: the receiving mailbox. */
   to: string
@@ -36,15 +39,15 @@ export interface DirectOptions {
 export interface EmailWorker {
   url: string
   /** Calls the handler directly inside workerd. */
-  deliver(raw: string, envelope: Envelope, options?: DirectOptions): Promise<EmailOutcome>
+  deliver(raw: Raw, envelope: Envelope, options?: DirectOptions): Promise<EmailOutcome>
   /** Miniflare's `/cdn-cgi/handler/email` (the runtime's own message object). */
-  deliverViaHandler(raw: string, envelope: Envelope): Promise<{ status: number; text: string }>
+  deliverViaHandler(raw: Raw, envelope: Envelope): Promise<{ status: number; text: string }>
   /**
    * Like a sending mail server: delivers, and repeats after a temporary failure (a throw), at
    * most `SENDER_ATTEMPTS` times; a reject is final. Where the test's point is the end state.
    */
   send(
-    raw: string,
+    raw: Raw,
     envelope: Envelope,
     via?: 'direct' | 'handler',
   ): Promise<{ final: 'accepted' | 'rejected' | 'gave_up'; attempts: number }>

@@ -1,0 +1,171 @@
+/**
+ * What every payload of the shared corpus (shared/corpus/, sources in its SOURCES.md) must leave
+ * in Postgres when delivered once under fresh ids (test/corpus/corpus.test.ts); a replay, or
+ * concurrent copies, must leave exactly the same.
+ *
+ * - `row`: one new message row (`body` is contained in its text, `attachments` its count).
+ * - `edit`: one row stored as edited (an edit whose original was never seen is stored as the
+ *   message, already edited).
+ * - `delete`: no row, one tombstone (a delete whose message was never seen: remembered, so that
+ *   the message, should it land later, is stored deleted).
+ * - `nothing`: acknowledged (200, or the email accepted), nothing written; with `rejected`, the
+ *   email is bounced instead.
+ * @module
+ */
+
+export interface Expectation {
+  expect: 'row' | 'edit' | 'delete' | 'nothing'
+  /** Contained in the row's body ('' where the body must be empty). */
+  body?: string
+  attachments?: number
+  /** The row's sender_external_id. */
+  sender?: string
+  /** The mail is refused (a bounce: its sender learns it was not taken). */
+  rejected?: true
+  /** Why, where it is not plain from the file's name. */
+  why?: string
+}
+
+const row = (body: string, attachments = 0, why?: string): Expectation => ({
+  expect: 'row',
+  body,
+  attachments,
+  ...(why ? { why } : {}),
+})
+const nothing = (why: string): Expectation => ({ expect: 'nothing', why })
+
+export const CORPUS: Record<string, Expectation> = {
+  // Slack: Events API bodies.
+  'slack/app-mention.json': row('for an honorable mention', 0, 'the mention is the message'),
+  'slack/app-rate-limited.json': nothing('Slack telling the app it is rate limited'),
+  'slack/bot-id-in-thread.json': nothing('a bot (bot_id): never a customer'),
+  'slack/bot-message-subtype.json': nothing('subtype bot_message'),
+  'slack/channel-join.json': nothing('subtype channel_join: a system notice'),
+  'slack/email-app-file-share.json': nothing("the Email app's post: Slackbot with a bot_id"),
+  'slack/file-share-slack-connect.json': row('message message message', 1),
+  'slack/file-share.json': row('message message message', 1),
+  'slack/forwarded-message.json': row('', 0, 'a forward: its text is in legacy attachments'),
+  'slack/me-message.json': row('is doing that thing'),
+  'slack/message-changed.json': {
+    expect: 'edit',
+    body: '<https://jadeapptesting.slack.com/archives/C043YJGBY49/p1663966292304369>',
+    attachments: 0,
+  },
+  'slack/message-channel.json': row('dgsfklsdgf'),
+  'slack/message-deleted.json': { expect: 'delete' },
+  'slack/message-im.json': { ...row('test'), sender: 'U043H11ES4V' },
+  'slack/message-replied.json': nothing('message_replied: a thread notice, the reply comes alone'),
+  'slack/message-rich-text.json': row('text text text'),
+  'slack/reaction-added-no-event-id.json': nothing('a reaction is not a message'),
+  'slack/share-with-message.json': row('hello check that out!'),
+  'slack/slackbot-im.json': nothing('Slackbot (USLACKBOT, no bot_id): a workspace notice'),
+  'slack/thread-broadcast.json': row('broadcasting this reply'),
+  'slack/url-verification.json': nothing('the URL handshake: answered with the challenge'),
+
+  // Telegram: Update objects (`msg-*`: Message objects, sent as an update's `message`).
+  'telegram/audio-caption.json': row('New Amharic song', 1),
+  'telegram/callback-query.json': nothing('a button press, not a message'),
+  'telegram/channel-post.json': row('uuuuuu'),
+  'telegram/contact-reply.json': row('', 1, 'the contact card is its attachment'),
+  'telegram/document-png.json': row('', 1),
+  'telegram/edited-channel-post.json': { expect: 'edit', body: 'hello, boter #Edited' },
+  'telegram/edited-message.json': { expect: 'edit', body: 'new message haha, #Edited' },
+  'telegram/inline-query.json': nothing('an inline query, not a message'),
+  'telegram/message-text.json': row('new message haha'),
+  'telegram/msg-anonymous-admin-forward.json': row('text'),
+  'telegram/msg-empty.json': row('', 0, 'a message of a kind the Bot API does not describe'),
+  'telegram/msg-forum-topic-closed.json': nothing('a service message'),
+  'telegram/msg-forum-topic-created.json': nothing('a service message'),
+  'telegram/msg-forum-topic-reply.json': row('blah'),
+  'telegram/msg-forward-origin-user.json': row('test'),
+  'telegram/msg-location.json': row('', 1),
+  'telegram/msg-media-group-video.json': row('', 1),
+  'telegram/msg-migrate-from-chat.json': nothing('a service message'),
+  'telegram/msg-migrate-to-chat.json': nothing('a service message'),
+  'telegram/msg-photo-caption.json': row('www.example.com', 1),
+  'telegram/msg-photo-no-caption.json': row('', 1),
+  'telegram/msg-poll.json': row('', 0, 'a poll: stored as a message, its question not kept'),
+  'telegram/msg-sticker-animated.json': row('', 1),
+  'telegram/msg-text-cyrillic-emoji.json': row('Лол кек 😂'),
+  'telegram/msg-venue.json': row('', 1, 'the venue is its location attachment'),
+  'telegram/msg-video-chat-started.json': nothing('a service message'),
+  'telegram/msg-video-forwarded.json': row('', 1),
+  'telegram/start-command.json': row('/start'),
+  'telegram/update-chat-boost.json': nothing('a boost, not a message'),
+  'telegram/update-dice.json': row('', 0, 'a dice throw: stored as a message'),
+  'telegram/update-message-reaction-anonymous.json': nothing('a reaction'),
+  'telegram/update-message-reaction-count.json': nothing('a reaction count'),
+  'telegram/update-message-reaction-user.json': nothing('a reaction'),
+  'telegram/update-my-chat-member-kicked.json': nothing("the bot's own membership"),
+  'telegram/update-pinned-message.json': nothing('a service message'),
+  'telegram/update-removed-chat-boost.json': nothing('a boost, not a message'),
+  'telegram/update-reply-bot-command.json': row('/report'),
+  'telegram/update-story.json': row('', 0, 'a shared story: stored as a message'),
+  'telegram/update-text-link-preview.json': row('hello there'),
+  'telegram/update-text-private.json': row('4'),
+  'telegram/voice.json': row('', 1),
+
+  // Twilio: form bodies (Programmable Messaging, SMS and WhatsApp).
+  'twilio/mms-plugin-webhook.form': row('This is MMS type sample', 1),
+  'twilio/sms-plugin-webhook.form': row('Ahoy'),
+  'twilio/sms-quebec-twilio-rails.form': row('Hello!'),
+  'twilio/sms-status-delivered-twilio-rails.form': nothing('a status callback'),
+  'twilio/wa-button-call-permission.form': row('VOICE_CALL_REQUEST', 0, "the customer's tap"),
+  'twilio/wa-image-media-only.form': row('', 1),
+  'twilio/wa-location.form': row('', 1),
+  'twilio/wa-status-delivered.form': nothing('a status callback'),
+  'twilio/wa-status-sent.form': nothing('a status callback'),
+  'twilio/wa-text.form': row('test'),
+
+  // WhatsApp Cloud API (Meta): webhook bodies.
+  'whatsapp-cloud/account-update-banned.json': nothing('field account_update, not messages'),
+  'whatsapp-cloud/audio-voice.json': row('', 1),
+  'whatsapp-cloud/button-template-reply.json': row('No'),
+  'whatsapp-cloud/contacts.json': row('', 1),
+  'whatsapp-cloud/document-caption.json': row('RESTFB ANNIVERSARY', 1),
+  'whatsapp-cloud/image-caption.json': row('Some awesome image', 1),
+  'whatsapp-cloud/interactive-button-reply.json': row('button-text'),
+  'whatsapp-cloud/interactive-list-reply.json': row('list_reply_title'),
+  'whatsapp-cloud/location.json': row('', 1),
+  'whatsapp-cloud/reaction.json': nothing('a reaction'),
+  'whatsapp-cloud/status-failed-errors.json': nothing('a status: recorded, never a row'),
+  'whatsapp-cloud/status-sent-pricing.json': nothing('a status: recorded, never a row'),
+  'whatsapp-cloud/sticker.json': row('', 1),
+  'whatsapp-cloud/system-user-changed-number.json': nothing('a system notice'),
+  'whatsapp-cloud/text-bsuid-username-group.json': {
+    ...row('Does it come in another color?', 0, 'no `from`: its business-scoped user id is'),
+    sender: 'US.13491208655302741918',
+  },
+  'whatsapp-cloud/text-click-to-whatsapp-ad.json': row('Test'),
+  'whatsapp-cloud/text-meta-docs-compact.json': {
+    ...row('Does it come in another color?'),
+    sender: '16505551234',
+  },
+  'whatsapp-cloud/text.json': row('Test'),
+  'whatsapp-cloud/unknown-type-error.json': nothing('type unknown to Meta (error 131051)'),
+  'whatsapp-cloud/unsupported.json': nothing('type unsupported'),
+  'whatsapp-cloud/video-caption.json': row('Video', 1),
+
+  // Email: raw messages through the Worker's email handler.
+  'email/cloudflare-docs-html-only-windows-1252.eml': row('Hi there', 0, 'HTML only: its text'),
+  'email/hunnysoft-m0001-iso-8859-1-8bit.eml': row('Die Hasen und die Frösche'),
+  'email/hunnysoft-m0010-windows-1252-qp-rfc2047.eml': row('mißliche Lage'),
+  'email/hunnysoft-m4001-pgp-signed-8bit.eml': row('ärger als der Tod', 1, 'the signature'),
+  'email/lore-outlook-folded-message-id-patch.eml': row('Add i2c devices for the CV180x'),
+  'email/mailparser-base64-attachment-root.eml': row('', 1, 'the whole message is a file'),
+  'email/mailparser-delivery-status-bounce.eml': row('An error occurred while trying', 2),
+  'email/mailparser-nested-no-message-id.eml': row('Good evening.'),
+  'email/mikel-attachment-nonascii-filename.eml': row('This is the first part.', 1),
+  'email/mikel-attachment-rfc2231-iso-2022-jp-name-fwd.eml': row('Forwarded message', 1),
+  'email/mikel-euc-kr-base64-bad-date-mbox-line.eml': row('제 이름은 Jamis입니다.'),
+  'email/mikel-iso-2022-jp-no-message-id.eml': row('すみません。'),
+  'email/mikel-ks-c-5601-1987-8bit.eml': row('스티해'),
+  'email/mikel-partially-encoded-subject-euc-kr.eml': row('제 이름은 Jamis입니다.'),
+  'email/mikel-raw-email-reply-in-reply-to.eml': row('Message body'),
+  'email/postal-mime-arf-abuse-report.eml': row('This is an email abuse report', 2),
+  'email/postal-mime-mixed-no-from.eml': {
+    expect: 'nothing',
+    rejected: true,
+    why: 'no From header: no customer to file it under, so bounced (never dropped silently)',
+  },
+}

@@ -26,18 +26,18 @@ export type Vendor = 'slack' | 'telegram' | 'twilio' | 'whatsapp-cloud' | 'email
 const VENDORS: readonly Vendor[] = ['slack', 'telegram', 'twilio', 'whatsapp-cloud', 'email']
 
 /**
- * shared/ lies beside the checkout (CI: a fresh clone with shared/ beside it); a worktree one level
- * deeper finds it a level up. CORPUS_DIR overrides both.
+ * The corpus is kept in the repository (test/corpus/payloads/, a copy of the workplace's
+ * shared/corpus/ with its SOURCES.md), so a clone tests it anywhere. CORPUS_DIR points at another
+ * copy (a newer shared/corpus/) to run that instead.
  */
 export function corpusDir(): string {
   const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
   const candidates = [
     process.env.CORPUS_DIR,
-    join(repo, '../shared/corpus'),
-    join(repo, '../../shared/corpus'),
+    join(repo, 'test/corpus/payloads'),
   ].filter((dir): dir is string => typeof dir === 'string')
   const found = candidates.find((dir) => existsSync(join(dir, 'SOURCES.md')))
-  if (!found) throw new Error(`no corpus (shared/corpus/SOURCES.md) at ${candidates.join(', ')}`)
+  if (!found) throw new Error(`no corpus (SOURCES.md) at ${candidates.join(', ')}`)
   return found
 }
 

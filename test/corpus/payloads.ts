@@ -32,10 +32,9 @@ const VENDORS: readonly Vendor[] = ['slack', 'telegram', 'twilio', 'whatsapp-clo
  */
 export function corpusDir(): string {
   const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
-  const candidates = [
-    process.env.CORPUS_DIR,
-    join(repo, 'test/corpus/payloads'),
-  ].filter((dir): dir is string => typeof dir === 'string')
+  const candidates = [process.env.CORPUS_DIR, join(repo, 'test/corpus/payloads')].filter(
+    (dir): dir is string => typeof dir === 'string',
+  )
   const found = candidates.find((dir) => existsSync(join(dir, 'SOURCES.md')))
   if (!found) throw new Error(`no corpus (SOURCES.md) at ${candidates.join(', ')}`)
   return found

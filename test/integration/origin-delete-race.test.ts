@@ -15,6 +15,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import type { InboundEvent } from '../../contract/event'
 import { fileTestbed } from '../support/for-file'
 import { eventFixture } from '../support/origin'
+import { eventually } from '../support/test-stack'
 
 const bed = fileTestbed()
 
@@ -58,14 +59,6 @@ async function waiting(): Promise<{ gates: string[]; advisory: number }> {
   }
 }
 
-async function until(what: string, condition: () => Promise<boolean> | boolean): Promise<void> {
-  const deadline = Date.now() + 10_000
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
 /** A POST whose answer can be awaited later, and asked meanwhile whether it came. */
 function inFlight(event: InboundEvent) {
   const request = { answered: false, answer: bed.post(event) }
@@ -105,16 +98,11 @@ describe('a delete racing its message’s first insert', () => {
     const { original, del } = await messageWithDelete()
     const openMessageGate = await closeGate(MESSAGE_GATE)
     const inserting = inFlight(original)
-    await until('the insert waits at its gate', async () =>
-      (await waiting()).gates.includes(MESSAGE_GATE),
-    )
+    await eventually(async () => (await waiting()).gates.includes(MESSAGE_GATE))
 
     const deleting = inFlight(del)
     // Unlocked, the delete answers now (nothing seen); locked, it waits for the insert's key.
-    await until(
-      'the delete answered or waits on the message key',
-      async () => deleting.answered || (await waiting()).advisory > 0,
-    )
+    await eventually(async () => deleting.answered || (await waiting()).advisory > 0)
     await openMessageGate()
 
     expect((await inserting.answer).status).toBe(201)
@@ -128,14 +116,12 @@ describe('a delete racing its message’s first insert', () => {
     const { original, del } = await messageWithDelete()
     const openTombstoneGate = await closeGate(TOMBSTONE_GATE)
     const deleting = inFlight(del)
-    await until('the delete waits at its gate', async () =>
-      (await waiting()).gates.includes(TOMBSTONE_GATE),
-    )
+    await eventually(async () => (await waiting()).gates.includes(TOMBSTONE_GATE))
 
     const openMessageGate = await closeGate(MESSAGE_GATE)
     const inserting = inFlight(original)
     // Unlocked, the insert runs (no tombstone visible) to its gate; locked, it waits for the key.
-    await until('the insert waits at its gate or on the message key', async () => {
+    await eventually(async () => {
       const now = await waiting()
       return now.gates.includes(MESSAGE_GATE) || now.advisory > 0
     })
@@ -176,10 +162,7 @@ describe('a delete racing its message’s first insert', () => {
       ])
       expect((await bed.post(other.original)).status).toBe(201)
       const blocked = inFlight(held.original)
-      await until(
-        'the same key’s insert waits on its lock',
-        async () => (await waiting()).advisory > 0,
-      )
+      await eventually(async () => (await waiting()).advisory > 0)
       expect(blocked.answered).toBe(false)
       await holder.query('COMMIT')
       expect((await blocked.answer).status).toBe(201)

@@ -7,6 +7,9 @@
 -- connection per relay and, on PGlite, the local default, stall every other connection). A relay
 -- that dies mid hand-off leaves a lease that simply runs out; another relay takes the row then,
 -- with the same Idempotency-Key. Adding a nullable column without a default rewrites nothing.
+-- A long transaction on the table makes this wait, and every write queue behind it: give up
+-- after 2 s instead (npm run migrate retries; see local/migrate.ts).
+SET LOCAL lock_timeout = '2s';
 ALTER TABLE outbox ADD COLUMN relay_lease_until timestamptz;
 
 -- At most one downstream failure row per outbox row: replays update it, never add a second.

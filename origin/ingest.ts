@@ -16,6 +16,7 @@ import {
   applyEdit,
   findMessage,
   ingestNewMessage,
+  lockMessageKey,
   rememberDelete,
   type StoredMessage,
 } from './store'
@@ -96,9 +97,14 @@ async function ingestDelete(db: Database, event: InboundEvent): Promise<IngestRe
   const known = await findMessage(db, event)
   if (known) return resultFor('duplicate', known)
   // The delete overtook its message (a queued original, a vendor's own reordering): remember it,
-  // then look once more, for a message that committed in between.
-  await rememberDelete(db, event)
-  const late = await applyDelete(db, event)
+  // then look once more, for a message that committed in between. Under the key's lock, which an
+  // insert of the message holds until it commits: the insert sees the tombstone, or this look
+  // sees the insert's row.
+  const late = await db.transaction(async (tx) => {
+    await lockMessageKey(tx, event)
+    await rememberDelete(tx, event)
+    return applyDelete(tx, event)
+  })
   return late ? resultFor('updated', late) : IGNORED
 }
 

@@ -185,6 +185,14 @@ export async function applyEdit(db: Queryable, event: InboundEvent): Promise<Sto
 }
 
 /**
+ * Holds the message key's lock until the transaction ends; ingest_message() takes the same lock
+ * before it inserts (migration 20261202000001_message_key_lock.sql says why).
+ */
+export async function lockMessageKey(tx: Queryable, event: InboundEvent): Promise<void> {
+  await tx.query('SELECT lock_message_key($1, $2)', [event.channel, event.messageKey])
+}
+
+/**
  * A delete of a message not stored (yet): remembered, so that the message, when it lands after
  * all, is stored deleted (ingest_message() reads the tombstone). The first delete's time is kept.
  */

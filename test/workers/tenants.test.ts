@@ -300,10 +300,16 @@ describe("WhatsApp Cloud and Telegram: tenant A's edit or delete of tenant B's m
       { secret: WA.b },
     )
     expect((await h.deliver(await own.request(GATEWAY))).status).toBe(200)
-    const edit = { ...waText(`wamid.${randomId()}`, ''), type: 'edit' }
+    const change = (fields: object): Record<string, unknown> => ({
+      ...waText(`wamid.${randomId()}`, ''),
+      ...fields,
+    })
     const forged = [
-      { ...edit, edit: { original_message_id: original, message: waText(original, 'forged') } },
-      { ...edit, type: 'revoke', revoke: { original_message_id: original } },
+      change({
+        type: 'edit',
+        edit: { original_message_id: original, message: waText(original, 'x') },
+      }),
+      change({ type: 'revoke', revoke: { original_message_id: original } }),
     ]
     for (const message of forged) {
       const post = whatsappCloudPost([{ phoneNumberId: WA.numberB, messages: [message] }], {

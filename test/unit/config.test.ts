@@ -151,6 +151,11 @@ describe('settings', () => {
         SLACK_TEAMS_BY_APP: '',
       })
       expect(one.slack).toMatchObject({ ok: true, value: { teams: null } })
+      const shared = parseSettings({ ...complete, SLACK_TEAMS_BY_APP: `${appA}=T0AAAA` })
+      expect(shared.slack).toMatchObject({ ok: true, value: { teams: null } })
+      expect(shared.warnings).toContain(
+        'SLACK_TEAMS_BY_APP is ignored without SLACK_SIGNING_SECRETS_BY_APP',
+      )
     })
 
     it('an app SLACK_TEAMS_BY_APP does not list writes for no workspace, and is warned about', () => {

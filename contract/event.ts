@@ -74,7 +74,7 @@ export type Attachment = v.InferOutput<typeof AttachmentSchema>
 const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key))
 const IsoTime = v.pipe(v.string(), v.isoTimestamp())
 
-export const InboundEventSchema = v.strictObject({
+const EventFields = v.strictObject({
   /** Schema version; bump when a field changes meaning. */
   v: v.literal(1),
   kind: v.picklist(EVENT_KINDS),
@@ -111,7 +111,19 @@ export const InboundEventSchema = v.strictObject({
   payloadHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16,64}$/)),
 })
 
-export type InboundEvent = v.InferOutput<typeof InboundEventSchema>
+export type InboundEvent = v.InferOutput<typeof EventFields>
+
+/**
+ * Every message key starts with its tenant (`{tenant}:…`, README's key table): an event naming a
+ * key of another tenant is no event of its tenant, whatever signed it.
+ */
+const isKeyOfTenant = (event: InboundEvent): boolean =>
+  event.messageKey.startsWith(`${event.tenant}:`)
+
+export const InboundEventSchema = v.pipe(
+  EventFields,
+  v.forward(v.check(isKeyOfTenant, 'message key of another tenant'), ['messageKey']),
+)
 export type InboundEventDraft = Omit<InboundEvent, 'v' | 'payloadHash'>
 
 /**

@@ -44,6 +44,7 @@ const SECRET_NAMES = [
   'TELEGRAM_SECRET_TOKEN',
   'TELEGRAM_BOT_ID',
   'SLACK_SIGNING_SECRETS_BY_APP',
+  'SLACK_TEAMS_BY_APP',
   'TWILIO_AUTH_TOKENS_BY_ACCOUNT',
   'TELEGRAM_SECRET_TOKENS_BY_BOT',
   'PUBLIC_BASE_URL',
@@ -83,6 +84,13 @@ function signer(
   return { tenant: chosen, secret }
 }
 
+/** The first workspace SLACK_TEAMS_BY_APP lists for `app` (the gateway refuses others), else T0LOCAL. */
+function slackTeamOf(vars: Record<string, string>, app: string | undefined): string {
+  const any = { test: () => true, hint: '' }
+  const teams = parseTenantSecrets('SLACK_TEAMS_BY_APP', vars.SLACK_TEAMS_BY_APP, any, [])
+  return (app === undefined ? undefined : teams?.get(app)?.[0]) ?? 'T0LOCAL'
+}
+
 const tenantOption = (o: Options) => (typeof o.tenant === 'string' ? o.tenant : undefined)
 
 /** An option's value, when it was given. */
@@ -104,7 +112,7 @@ function buildSlack(base: string, vars: Record<string, string>, o: Options): Pro
   const delivery = slackDelivery({
     eventId: given(o, 'id'),
     ts: given(o, 'ts'),
-    team: 'T0LOCAL',
+    team: slackTeamOf(vars, signed.tenant),
     appId: signed.tenant ?? 'A0LOCAL',
     channel: given(o, 'channel') ?? 'C0LOCAL',
     user: given(o, 'user') ?? 'U0LOCAL',

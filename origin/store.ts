@@ -55,12 +55,22 @@ async function selectStoredMessage(
   return toStoredMessage(rows[0])
 }
 
-/** The row that holds this logical message, if any (the winner of any race, once committed). */
+/**
+ * The row's tenant is its customer's. Edits, deletes and look-ups match within the event's tenant
+ * only (`param`: the tenant's placeholder; SQL over `c`): the Worker vouches for the event's
+ * tenant, and a key with that tenant's prefix may still be another tenant's (Telegram: a bot and
+ * its business accounts, `{bot}:` and `{bot}:biz:{id}:`).
+ */
+const ofTenant = (param: string) =>
+  `EXISTS (SELECT 1 FROM customers cu WHERE cu.id = c.customer_id AND cu.tenant = ${param})`
+
+/** The row that holds this logical message for its tenant, if any (the winner of any race). */
 export function findMessage(db: Queryable, event: InboundEvent): Promise<StoredMessage | null> {
-  return selectStoredMessage(db, 'm.channel = $1 AND m.channel_message_id = $2', [
-    event.channel,
-    event.messageKey,
-  ])
+  return selectStoredMessage(
+    db,
+    `m.channel = $1 AND m.channel_message_id = $2 AND ${ofTenant('$3')}`,
+    [event.channel, event.messageKey, event.tenant],
+  )
 }
 
 /** What `ingest_message()` found or did (migrations/20261201000007_ingest_function.sql). */
@@ -175,11 +185,20 @@ export async function applyEdit(db: Queryable, event: InboundEvent): Promise<Sto
             attachments = COALESCE($6::jsonb, m.attachments)
        FROM conversations c
       WHERE c.id = m.conversation_id AND m.channel = $1 AND m.channel_message_id = $2
+        AND ${ofTenant('$7')}
         AND (m.edited_at IS NULL OR m.edited_at < $4
              OR (m.edited_at = $4 AND $5::bigint IS NOT NULL
                  AND (m.edit_seq IS NULL OR m.edit_seq < $5)))
       RETURNING ${STORED_MESSAGE_COLUMNS}`,
-    [event.channel, event.messageKey, event.body, event.occurredAt, event.editSeq ?? null, media],
+    [
+      event.channel,
+      event.messageKey,
+      event.body,
+      event.occurredAt,
+      event.editSeq ?? null,
+      media,
+      event.tenant,
+    ],
   )
   return toStoredMessage(rows[0])
 }
@@ -215,9 +234,9 @@ export async function applyDelete(
         SET deleted_at = $3, updated_at = now()
        FROM conversations c
       WHERE c.id = m.conversation_id AND m.channel = $1 AND m.channel_message_id = $2
-        AND m.deleted_at IS NULL
+        AND ${ofTenant('$4')} AND m.deleted_at IS NULL
       RETURNING ${STORED_MESSAGE_COLUMNS}`,
-    [event.channel, event.messageKey, event.occurredAt],
+    [event.channel, event.messageKey, event.occurredAt, event.tenant],
   )
   return toStoredMessage(rows[0])
 }

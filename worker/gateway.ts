@@ -31,6 +31,11 @@ export interface VerifiedRequest<T> {
    * app verifies, its phone numbers scope the keys); absent: the tenant is the scope.
    */
   scopes?: ReadonlySet<string>
+  /**
+   * The event tenants (row owners) the tenant may write for, when its config restricts them (a
+   * Slack app, its workspaces); absent: the key scope check says it all.
+   */
+  writesFor?: ReadonlySet<string>
 }
 
 /**
@@ -66,13 +71,16 @@ export async function verifiedRequest<T>(
     tenant: verdict.tenant,
     handshakeOnly: verdict.handshakeOnly === true,
     ...(verdict.scopes ? { scopes: verdict.scopes } : {}),
+    ...(verdict.writesFor ? { writesFor: verdict.writesFor } : {}),
   }
 }
 
 /**
  * A delivery may only be claimed or forwarded under the tenant whose secrets verified it. The
- * channels read the tenant the same way before and after verification, so this holds by
- * construction; checked anyway, because a drift here would let one tenant write as another.
+ * channels read the tenant the same way before and after verification, so its key scope holds by
+ * construction; checked anyway, because a drift here would let one tenant write as another. The
+ * rows' owner is checked here only: a Slack body names its workspace besides its app, and an
+ * app's signature vouches only for the workspaces SLACK_TEAMS_BY_APP lists for it.
  */
 export function assertVerifiedTenant(
   channel: string,
@@ -88,6 +96,10 @@ export function assertVerifiedTenant(
     if (request.tenant !== null && !allowed) {
       // One item of a batch naming another tenant refuses the whole request: nothing is written.
       throw new UnauthorizedError(`${channel}: verified tenant differs from the delivery's`)
+    }
+    // The rows' owner, named by the body (a Slack team_id), must be one the tenant writes for.
+    if (delivery.action === 'forward' && !(request.writesFor?.has(delivery.draft.tenant) ?? true)) {
+      throw new UnauthorizedError(`${channel}: the delivery's tenant is not the verified tenant's`)
     }
   }
 }

@@ -28,6 +28,11 @@ export type TenantVerdict =
       handshakeOnly?: boolean
       /** The key scopes this tenant may write, when they are not the tenant id itself. */
       scopes?: ReadonlySet<string>
+      /**
+       * The event tenants (the owners of the rows: Slack workspaces) this tenant may write for,
+       * when the channel's config restricts them; absent: its key scopes say it all.
+       */
+      writesFor?: ReadonlySet<string>
     }
   | { ok: false; reason: string }
 
@@ -111,6 +116,28 @@ export function parseTenantSecrets(
   })
   if (byTenant.size === 0) warnings.push(`${name} has no valid entry: the channel is disabled`)
   return byTenant
+}
+
+/**
+ * A per-tenant list of the ids each tenant writes for (`APP=id1|id2,OTHER=id3`: a WhatsApp app's
+ * phone numbers, a Slack app's workspaces), parsed like the secrets. Null when unset; each of
+ * `tenants` the variable does not list is warned about: it writes for none.
+ */
+export function tenantIds(
+  name: string,
+  raw: string | undefined,
+  tenants: readonly string[],
+  rule: TenantIdRule,
+  values: Required<TenantValues>,
+  warnings: string[],
+): Map<string, ReadonlySet<string>> | null {
+  const byTenant = parseTenantSecrets(name, raw, rule, warnings, values)
+  if (byTenant === null) return null
+  const unlisted = tenants.filter((tenant) => !byTenant.has(tenant))
+  if (byTenant.size > 0 && unlisted.length > 0) {
+    warnings.push(`${name} lists no ${values.noun} of ${unlisted}`)
+  }
+  return new Map([...byTenant].map(([tenant, ids]) => [tenant, new Set(ids)]))
 }
 
 /** Where a channel's tenant secrets are set: a per-tenant variable, or a shared one. */

@@ -42,8 +42,9 @@ async function messageRow(channel: string, messageKey: string) {
 describe('message keys', () => {
   it('the same channel_message_id on two channels is two messages', async () => {
     const messageKey = 'ACshared:SM0000000000000000000000000000abcd'
-    const sms = await bed.post(await eventFixture({ channel: 'sms', messageKey }))
-    const whatsapp = await bed.post(await eventFixture({ channel: 'whatsapp', messageKey }))
+    const tenant = 'ACshared'
+    const sms = await bed.post(await eventFixture({ channel: 'sms', tenant, messageKey }))
+    const whatsapp = await bed.post(await eventFixture({ channel: 'whatsapp', tenant, messageKey }))
     expect([sms.status, whatsapp.status]).toEqual([201, 201])
     expect(sms.body.messageId).not.toBe(whatsapp.body.messageId)
     expect(await bed.count('messages', 'channel_message_id = $1', [messageKey])).toBe(2)
@@ -54,7 +55,7 @@ describe('message keys', () => {
       eventFixture({
         channel: 'telegram',
         tenant: '123456',
-        messageKey: `${chat}:42`,
+        messageKey: `123456:${chat}:42`,
         sender: { externalId: `user-in-${chat}` },
       })
     const a = await bed.post(await inChat('chatA'))
@@ -63,7 +64,7 @@ describe('message keys', () => {
     expect(
       await bed.count(
         'messages',
-        "channel = 'telegram' AND channel_message_id IN ('chatA:42', 'chatB:42')",
+        "channel = 'telegram' AND channel_message_id IN ('123456:chatA:42', '123456:chatB:42')",
       ),
     ).toBe(2)
   })

@@ -25,7 +25,7 @@ describe('health and metrics', () => {
   })
 
   it('/metrics counts decisions by channel and outcome, in Prometheus text', async () => {
-    const event = await eventFixture({ channel: 'sms', messageKey: 'AC1:SMmetrics' })
+    const event = await eventFixture({ channel: 'sms', tenant: 'AC1', messageKey: 'AC1:SMmetrics' })
     expect((await bed.post(event)).status).toBe(201)
     expect((await bed.post(event)).status).toBe(200)
     expect((await signedPost(bed.origin.url, event, 'wrong-secret')).status).toBe(401)
@@ -69,7 +69,12 @@ describe('logs', () => {
     })
     try {
       const body = `private text ${randomBytes(8).toString('hex')}`
-      const event = await eventFixture({ channel: 'telegram', messageKey: 'chat9:7', body })
+      const event = await eventFixture({
+        channel: 'telegram',
+        tenant: '4242',
+        messageKey: '4242:9:7',
+        body,
+      })
       const res = await signedPost(origin.url, event, secret)
       expect(res.status).toBe(201)
       const { messageId } = (await res.json()) as { messageId: string }
@@ -85,7 +90,7 @@ describe('logs', () => {
         decision: 'created',
         decidedBy: 'postgres',
         deliveryKey: event.deliveryKey,
-        messageKey: 'chat9:7',
+        messageKey: '4242:9:7',
         messageId,
       })
       expect(typeof decisions[0]?.ms).toBe('number')

@@ -82,15 +82,19 @@ export type EventOverrides = Partial<Omit<InboundEventDraft, 'sender'>> & {
   sender?: InboundEventDraft['sender']
 }
 
-/** A valid, finalized event (payload hash included); unique keys unless overridden. */
+/**
+ * A valid, finalized event (payload hash included); unique keys unless overridden, the message
+ * key under the event's tenant.
+ */
 export function eventFixture(overrides: EventOverrides = {}): Promise<InboundEvent> {
   const id = randomBytes(6).toString('hex')
+  const tenant = overrides.tenant ?? 'T0001'
   return finalizeEvent({
     kind: 'message',
     channel: 'slack',
-    tenant: 'T0001',
+    tenant,
     deliveryKey: `Ev${id}`,
-    messageKey: `T0001:C0001:${id}`,
+    messageKey: `${tenant}:C0001:${id}`,
     sender: { externalId: 'U0001' },
     body: 'hello from a fixture',
     occurredAt: new Date().toISOString(),

@@ -47,7 +47,7 @@ describe('settings', () => {
     const s = parseSettings({ ...complete, SLACK_SIGNING_SECRET: 'new, old' })
     expect(s.slack).toEqual({
       ok: true,
-      value: { signingSecrets: { kind: 'shared', secrets: ['new', 'old'] } },
+      value: { signingSecrets: { kind: 'shared', secrets: ['new', 'old'] }, teams: null },
     })
     expect(s.telegram).toEqual({
       ok: true,
@@ -64,6 +64,7 @@ describe('settings', () => {
     const perTenant: Env = {
       ...complete,
       SLACK_SIGNING_SECRETS_BY_APP: ` ${appA}=s-a1 | s-a2 , A0BBBB=s-b,`,
+      SLACK_TEAMS_BY_APP: `${appA}=T0AAAA|E0GRID,A0BBBB=T0BBBB`,
       TWILIO_AUTH_TOKENS_BY_ACCOUNT: `${accountA}=t-a`,
       TELEGRAM_SECRET_TOKENS_BY_BOT: '777=tok_7|tok-7b,888=tok8',
     }
@@ -80,6 +81,10 @@ describe('settings', () => {
               ['A0BBBB', ['s-b']],
             ]),
           },
+          teams: new Map([
+            [appA, new Set(['T0AAAA', 'E0GRID'])],
+            ['A0BBBB', new Set(['T0BBBB'])],
+          ]),
         },
       })
       expect(s.twilio).toMatchObject({
@@ -132,6 +137,38 @@ describe('settings', () => {
       expect(s.slack).toEqual({ ok: false, missing: ['SLACK_SIGNING_SECRETS_BY_APP'] })
       expect(s.warnings).toContain(
         'SLACK_SIGNING_SECRETS_BY_APP has no valid entry: the channel is disabled',
+      )
+    })
+
+    it('several Slack apps need SLACK_TEAMS_BY_APP (503 without it); one app writes for any workspace', () => {
+      const none = parseSettings({ ...perTenant, SLACK_TEAMS_BY_APP: '' })
+      expect(none.slack).toEqual({ ok: false, missing: ['SLACK_TEAMS_BY_APP'] })
+      const garbage = parseSettings({ ...perTenant, SLACK_TEAMS_BY_APP: 'garbage' })
+      expect(garbage.slack).toEqual({ ok: false, missing: ['SLACK_TEAMS_BY_APP'] })
+      const one = parseSettings({
+        ...perTenant,
+        SLACK_SIGNING_SECRETS_BY_APP: `${appA}=s-a1`,
+        SLACK_TEAMS_BY_APP: '',
+      })
+      expect(one.slack).toMatchObject({ ok: true, value: { teams: null } })
+      const shared = parseSettings({ ...complete, SLACK_TEAMS_BY_APP: `${appA}=T0AAAA` })
+      expect(shared.slack).toMatchObject({ ok: true, value: { teams: null } })
+      expect(shared.warnings).toContain(
+        'SLACK_TEAMS_BY_APP is ignored without SLACK_SIGNING_SECRETS_BY_APP',
+      )
+    })
+
+    it('an app SLACK_TEAMS_BY_APP does not list writes for no workspace, and is warned about', () => {
+      const s = parseSettings({ ...perTenant, SLACK_TEAMS_BY_APP: `${appA}=T0AAAA|nope` })
+      expect(s.slack).toMatchObject({
+        ok: true,
+        value: { teams: new Map([[appA, new Set(['T0AAAA', 'nope'])]]) },
+      })
+      expect(s.warnings).toEqual(
+        expect.arrayContaining([
+          `SLACK_TEAMS_BY_APP entry 1 (${appA}) has a team_id the vendor would not accept`,
+          'SLACK_TEAMS_BY_APP lists no team_id of A0BBBB',
+        ]),
       )
     })
 

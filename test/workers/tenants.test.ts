@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import {
+  nowSeconds,
   randomId,
   slackDelivery,
   slackMessageEvent,
@@ -16,6 +17,8 @@ import {
   twilioDelivery,
   twilioParams,
   twilioRequest,
+  waText,
+  whatsappCloudPost,
 } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
 import { GATEWAY, type Harness, harness, WEBHOOKS } from './support/harness'
@@ -26,6 +29,10 @@ const telegramUrl = (bot: string) => `${WEBHOOKS.telegram}/${bot}`
 const SLACK = {
   appA: 'A0TENANTA',
   appB: 'A0TENANTB',
+  /** The workspaces each app is installed in (SLACK_TEAMS_BY_APP). */
+  teamA: 'T0TEAMA',
+  teamA2: 'T0TEAMA2',
+  teamB: 'T0TEAMB',
   a1: 'slack-a-new',
   a2: 'slack-a-old',
   b: 'slack-b',
@@ -38,12 +45,31 @@ const TWILIO = {
   b: 'twilio-b',
 }
 const TELEGRAM = { botA: '1111', botB: '2222', a1: 'tg-a-new', a2: 'tg-a-old', b: 'tg-b' }
+const WA = {
+  appA: '111',
+  appB: '222',
+  numberA: '1001',
+  numberB: '2002',
+  a1: 'wa-a-new',
+  a2: 'wa-a-old',
+  b: 'wa-b',
+}
+const SLACK_TEAM_OF: Record<string, string> = {
+  [SLACK.appA]: SLACK.teamA,
+  [SLACK.appB]: SLACK.teamB,
+}
+const WA_NUMBER_OF: Record<string, string> = { [WA.appA]: WA.numberA, [WA.appB]: WA.numberB }
 
 /** Only the per-tenant variables: the single-tenant ones of the test bindings are cleared. */
 function multiTenant(): Harness {
   return harness({
     SLACK_SIGNING_SECRET: '',
     SLACK_SIGNING_SECRETS_BY_APP: `${SLACK.appA}=${SLACK.a1}|${SLACK.a2},${SLACK.appB}=${SLACK.b}`,
+    SLACK_TEAMS_BY_APP: `${SLACK.appA}=${SLACK.teamA}|${SLACK.teamA2},${SLACK.appB}=${SLACK.teamB}`,
+    WHATSAPP_APP_SECRET: '',
+    WHATSAPP_VERIFY_TOKEN: 'wa-verify',
+    WHATSAPP_APP_SECRETS_BY_APP: `${WA.appA}=${WA.a1}|${WA.a2},${WA.appB}=${WA.b}`,
+    WHATSAPP_PHONE_NUMBERS_BY_APP: `${WA.appA}=${WA.numberA},${WA.appB}=${WA.numberB}`,
     TWILIO_AUTH_TOKEN: '',
     TWILIO_AUTH_TOKENS_BY_ACCOUNT: `${TWILIO.accountA}=${TWILIO.a1}|${TWILIO.a2},${TWILIO.accountB}=${TWILIO.b}`,
     TELEGRAM_SECRET_TOKEN: '',
@@ -60,6 +86,8 @@ async function expectRefusedAndNothingWritten(h: Harness, response: Response): P
   expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
   expect((await h.originCalls()).calls).toHaveLength(0)
 }
+
+const waMessage = () => waText(`wamid.${randomId()}`, 'hello')
 
 function slackFor(app: string) {
   const eventId = `Ev${randomId()}`
@@ -81,7 +109,8 @@ const CASES: TenantCase[] = [
     name: 'Slack (api_app_id)',
     tenants: { a: SLACK.appA, b: SLACK.appB },
     secrets: { a: [SLACK.a1, SLACK.a2], b: SLACK.b },
-    request: (appId, secret) => slackDelivery({ appId, secret }).request(GATEWAY),
+    request: (appId, secret) =>
+      slackDelivery({ appId, team: SLACK_TEAM_OF[appId], secret }).request(GATEWAY),
   },
   {
     name: 'Twilio (AccountSid)',
@@ -94,6 +123,16 @@ const CASES: TenantCase[] = [
     tenants: { a: TELEGRAM.botA, b: TELEGRAM.botB },
     secrets: { a: [TELEGRAM.a1, TELEGRAM.a2], b: TELEGRAM.b },
     request: (bot, secret) => telegramDelivery({ bot, secret }).request(GATEWAY),
+  },
+  {
+    name: 'WhatsApp Cloud (app id, its phone numbers)',
+    tenants: { a: WA.appA, b: WA.appB },
+    secrets: { a: [WA.a1, WA.a2], b: WA.b },
+    // The body names no app: a number of B's signed with A's secret is "A's secret for B".
+    request: (app, secret) =>
+      whatsappCloudPost([{ phoneNumberId: WA_NUMBER_OF[app] ?? '', messages: [waMessage()] }], {
+        secret,
+      }).request(GATEWAY),
   },
 ]
 
@@ -159,6 +198,141 @@ describe('Slack, secrets per api_app_id', () => {
         }),
       ),
     )
+  })
+})
+
+/**
+ * Refused (401) and nothing of it written: no claim under its delivery keys, no origin call
+ * beyond the `before` calls already made (tenant B's own messages, which stay).
+ */
+async function expectForeignRefused(
+  h: Harness,
+  response: Response,
+  deliveryKeys: readonly string[],
+  originCallsBefore: number,
+): Promise<void> {
+  expect(response.status).toBe(401)
+  for (const key of deliveryKeys) expect(await h.redisGet(key)).toBeNull()
+  expect((await h.originCalls()).calls).toHaveLength(originCallsBefore)
+}
+
+describe('Slack, the workspaces of each app (SLACK_TEAMS_BY_APP)', () => {
+  it("app A's signature naming app A and B's workspace: a new message, an edit and a delete of B's message are 401, nothing written", async () => {
+    const h = multiTenant()
+    const ts = `${nowSeconds()}.000100`
+    const own = slackDelivery({ appId: SLACK.appB, team: SLACK.teamB, ts, secret: SLACK.b })
+    expect((await h.send(own)).status).toBe(200)
+    const later = `${nowSeconds() + 1}.000000`
+    const forged = [
+      slackDelivery({ appId: SLACK.appA, team: SLACK.teamB, secret: SLACK.a1 }),
+      slackDelivery({
+        appId: SLACK.appA,
+        team: SLACK.teamB,
+        ts,
+        editedAt: later,
+        secret: SLACK.a1,
+      }),
+      slackDelivery({
+        appId: SLACK.appA,
+        team: SLACK.teamB,
+        ts,
+        deletedAt: later,
+        secret: SLACK.a2,
+      }),
+    ]
+    for (const delivery of forged) {
+      await expectForeignRefused(h, await h.send(delivery), [delivery.deliveryKey], 1)
+    }
+  })
+
+  it('an app writes for each workspace it lists, and an app the map does not list writes for none', async () => {
+    const h = multiTenant()
+    for (const team of [SLACK.teamA, SLACK.teamA2]) {
+      const delivery = slackDelivery({ appId: SLACK.appA, team, secret: SLACK.a1 })
+      expect((await h.send(delivery)).status).toBe(200)
+    }
+    expect((await h.originCalls()).calls.map((c) => c.messageKey.split(':')[0])).toEqual([
+      SLACK.teamA,
+      SLACK.teamA2,
+    ])
+    const unlisted = harness({
+      SLACK_SIGNING_SECRET: '',
+      SLACK_SIGNING_SECRETS_BY_APP: `${SLACK.appA}=${SLACK.a1},${SLACK.appB}=${SLACK.b}`,
+      SLACK_TEAMS_BY_APP: `${SLACK.appA}=${SLACK.teamA}`,
+    })
+    const delivery = slackDelivery({ appId: SLACK.appB, team: SLACK.teamB, secret: SLACK.b })
+    await expectForeignRefused(unlisted, await unlisted.send(delivery), [delivery.deliveryKey], 0)
+  })
+
+  it('several apps without SLACK_TEAMS_BY_APP: the channel is not configured (503), nothing written', async () => {
+    const h = harness({
+      SLACK_SIGNING_SECRET: '',
+      SLACK_SIGNING_SECRETS_BY_APP: `${SLACK.appA}=${SLACK.a1},${SLACK.appB}=${SLACK.b}`,
+      SLACK_TEAMS_BY_APP: '',
+    })
+    const delivery = slackDelivery({ appId: SLACK.appA, team: SLACK.teamB, secret: SLACK.a1 })
+    const response = await h.send(delivery)
+    expect(response.status).toBe(503)
+    expect(await response.json()).toMatchObject({ error: { code: 'channel_not_configured' } })
+    expect(await h.redisGet(delivery.deliveryKey)).toBeNull()
+    expect((await h.originCalls()).calls).toHaveLength(0)
+  })
+
+  it('one app (or the shared secret) without SLACK_TEAMS_BY_APP writes for any workspace, as before', async () => {
+    const one = harness({
+      SLACK_SIGNING_SECRET: '',
+      SLACK_SIGNING_SECRETS_BY_APP: `${SLACK.appA}=${SLACK.a1}`,
+      SLACK_TEAMS_BY_APP: '',
+    })
+    const delivery = slackDelivery({ appId: SLACK.appA, team: SLACK.teamB, secret: SLACK.a1 })
+    expect((await one.send(delivery)).status).toBe(200)
+    const shared = harness({ SLACK_TEAMS_BY_APP: '' })
+    expect((await shared.send(slackDelivery({ team: SLACK.teamB }))).status).toBe(200)
+  })
+})
+
+describe("WhatsApp Cloud and Telegram: tenant A's edit or delete of tenant B's message", () => {
+  it("app A's secret, an edit and a revoke of a message on B's number: 401, nothing written", async () => {
+    const h = multiTenant()
+    const original = `wamid.${randomId()}`
+    const own = whatsappCloudPost(
+      [{ phoneNumberId: WA.numberB, messages: [waText(original, 'mine')] }],
+      { secret: WA.b },
+    )
+    expect((await h.deliver(await own.request(GATEWAY))).status).toBe(200)
+    const change = (fields: object): Record<string, unknown> => ({
+      ...waText(`wamid.${randomId()}`, ''),
+      ...fields,
+    })
+    const forged = [
+      change({
+        type: 'edit',
+        edit: { original_message_id: original, message: waText(original, 'x') },
+      }),
+      change({ type: 'revoke', revoke: { original_message_id: original } }),
+    ]
+    for (const message of forged) {
+      const post = whatsappCloudPost([{ phoneNumberId: WA.numberB, messages: [message] }], {
+        secret: WA.a1,
+      })
+      const key = `dedup:wa-cloud:${WA.numberB}:${String(message.id)}`
+      await expectForeignRefused(h, await h.deliver(await post.request(GATEWAY)), [key], 1)
+    }
+  })
+
+  it("bot A's secret on bot B's path, an edit of B's message: 401, nothing written", async () => {
+    const h = multiTenant()
+    const chatId = 555
+    const own = telegramDelivery({ bot: TELEGRAM.botB, secret: TELEGRAM.b, chatId })
+    expect((await h.send(own)).status).toBe(200)
+    const edit = telegramDelivery({
+      bot: TELEGRAM.botB,
+      secret: TELEGRAM.a1,
+      chatId,
+      field: 'edited_message',
+      editDate: 1700000100,
+    })
+    await expectForeignRefused(h, await h.send(edit), [edit.deliveryKey], 1)
   })
 })
 

@@ -16,11 +16,14 @@ import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { sha256Hex } from '../../contract/crypto'
 import type { InboundEventDraft } from '../../contract/event'
+import { rawValue, type StringEnv } from '../../contract/settings'
+import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
 import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
 import {
   allSecrets,
   sharedSecretRow,
+  tenantIds,
   tenantSecrets,
   tenantSecretsRow,
   verifyForTenant,
@@ -35,19 +38,28 @@ import { isKeyPart, isoFromUnixSeconds, obj, parseJsonObject, str } from './untr
 export interface SlackConfig {
   /** By `api_app_id` (SLACK_SIGNING_SECRETS_BY_APP), or shared (SLACK_SIGNING_SECRET). */
   signingSecrets: TenantSecrets
+  /**
+   * By `api_app_id`: the workspaces (`team_id`) each app writes for (SLACK_TEAMS_BY_APP); null:
+   * any workspace (the shared secret, or a single app without the map).
+   */
+  teams: ReadonlyMap<string, ReadonlySet<string>> | null
 }
 
 const SLACK_VARIABLES = [
   sharedSecretRow('SLACK_SIGNING_SECRET', 'signing secrets of a single tenant: any api_app_id'),
   tenantSecretsRow('SLACK_SIGNING_SECRETS_BY_APP', 'each api_app_id its own signing secrets'),
   channelTtlSetting('DEDUP_TTL_SECONDS_SLACK'),
+  tenantSecretsRow('SLACK_TEAMS_BY_APP', 'the team_ids (workspaces) each api_app_id writes for'),
 ] as const
+const SLACK_TEAMS_BY_APP = SLACK_VARIABLES[3]
 
 const SLACK_SECRETS: TenantVariables = {
   shared: SLACK_VARIABLES[0],
   perTenant: SLACK_VARIABLES[1],
   rule: { test: (id) => /^A[A-Z0-9]{1,31}$/.test(id), hint: 'a Slack app id (A…)' },
 }
+/** Workspace ids: `T…`, or `E…` for an Enterprise Grid organization. */
+const TEAM_ID = { noun: 'team_id', isValid: (id: string) => /^[TE][A-Z0-9]{1,31}$/.test(id) }
 
 /** Slack waits 3 s for an answer, then retries in parallel: answer within 2.5 s. */
 export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload, typeof SLACK_VARIABLES> = {
@@ -56,15 +68,37 @@ export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload, typeof SL
   dedupTtl: SLACK_VARIABLES[2],
   paths: ['/slack'],
   budgetMs: 2_500,
-  settings(env, warnings) {
-    const secrets = tenantSecrets(env, SLACK_SECRETS, warnings)
-    return secrets.ok ? { ok: true, value: { signingSecrets: secrets.value } } : secrets
-  },
+  settings: slackConfig,
   pick: (settings) => settings.slack,
-  verify: (parts, config) => verifySlackTenant(parts, config.signingSecrets),
+  verify: (parts, config) => verifySlackTenant(parts, config.signingSecrets, {}, config.teams),
   parse: (parts) => parseSlack(parts.body, parts.headers.get('content-type')),
   classify: (payload) => classifySlack(payload),
   replies: plainReplies,
+}
+
+/**
+ * The secrets, and the workspaces each app writes for: the body names the workspace (`team_id`),
+ * and an app's signature must not vouch for a workspace it is not installed in. Several apps
+ * without SLACK_TEAMS_BY_APP leave the channel unconfigured (503), never open to any workspace;
+ * one app (or the shared secret) without it writes for any workspace, as a single-tenant
+ * deployment always did.
+ */
+function slackConfig(env: StringEnv, warnings: string[]): ChannelConfig<SlackConfig> {
+  const secrets = tenantSecrets(env, SLACK_SECRETS, warnings)
+  if (!secrets.ok) return secrets
+  const signingSecrets = secrets.value
+  const raw = rawValue(env, SLACK_TEAMS_BY_APP.name)
+  if (signingSecrets.kind === 'shared') {
+    if (raw?.trim())
+      warnings.push(`SLACK_TEAMS_BY_APP is ignored without ${SLACK_SECRETS.perTenant.name}`)
+    return { ok: true, value: { signingSecrets, teams: null } }
+  }
+  const apps = [...signingSecrets.byTenant.keys()]
+  const teams = tenantIds(SLACK_TEAMS_BY_APP.name, raw, apps, SLACK_SECRETS.rule, TEAM_ID, warnings)
+  if (teams === null ? apps.length > 1 : teams.size === 0) {
+    return { ok: false, missing: [SLACK_TEAMS_BY_APP.name] }
+  }
+  return { ok: true, value: { signingSecrets, teams } }
 }
 
 /**
@@ -76,6 +110,8 @@ export async function verifySlackTenant(
   parts: RequestParts,
   secrets: TenantSecrets,
   options: VerifyOptions = {},
+  /** The workspaces each app writes for; null: any. */
+  teams: SlackConfig['teams'] = null,
 ): Promise<TenantVerdict> {
   // Shared secrets verify any app: nothing to read before the signature then.
   const appId = secrets.kind === 'shared' ? null : slackAppIdOf(parts)
@@ -83,7 +119,9 @@ export async function verifySlackTenant(
     const verdict = await verifySlack(parts, allSecrets(secrets), options)
     return verdict.ok ? { ok: true, tenant: null, handshakeOnly: true } : verdict
   }
-  return verifyForTenant(secrets, appId, (list) => verifySlack(parts, list, options))
+  const verdict = await verifyForTenant(secrets, appId, (list) => verifySlack(parts, list, options))
+  if (!verdict.ok || teams === null || verdict.tenant === null) return verdict
+  return { ...verdict, writesFor: teams.get(verdict.tenant) ?? new Set() }
 }
 
 /**

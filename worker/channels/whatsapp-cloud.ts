@@ -14,7 +14,7 @@ import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
 import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
-import { parseTenantSecrets, sharedSecretRow, tenantSecrets, tenantSecretsRow } from '../tenants'
+import { sharedSecretRow, tenantIds, tenantSecrets, tenantSecretsRow } from '../tenants'
 import { plainReplies } from './replies'
 import type {
   ChannelDelivery,
@@ -72,6 +72,7 @@ export const whatsappCloud: WebhookChannel<
 
 const NUMERIC_ID = /^\d{1,20}$/
 const APP_ID = { test: (id: string) => NUMERIC_ID.test(id), hint: 'a numeric Meta id' }
+const PHONE_NUMBER = { noun: 'phone_number_id', isValid: APP_ID.test }
 const WA_SECRETS: TenantVariables = {
   perTenant: APP_SECRETS_BY_APP,
   shared: APP_SECRET,
@@ -88,23 +89,16 @@ function whatsappCloudConfig(
     secrets.ok && secrets.value.kind === 'per-tenant' ? [...secrets.value.byTenant.keys()] : []
   // `APP_ID=phone_number_id|phone_number_id,...`: the numbers each app's secret vouches for.
   const rawNumbers = rawValue(env, PHONE_NUMBERS_BY_APP.name)
-  const numbers =
+  const phoneNumbers =
     (apps.length > 0 &&
-      parseTenantSecrets(PHONE_NUMBERS_BY_APP.name, rawNumbers, APP_ID, warnings, {
-        noun: 'phone_number_id',
-        isValid: APP_ID.test,
-      })) ||
-    new Map<string, string[]>()
+      tenantIds(PHONE_NUMBERS_BY_APP.name, rawNumbers, apps, APP_ID, PHONE_NUMBER, warnings)) ||
+    new Map<string, ReadonlySet<string>>()
   const missing = [
     ...(secrets.ok ? [] : secrets.missing),
     ...(verifyTokens.length > 0 ? [] : ['WHATSAPP_VERIFY_TOKEN']),
-    ...(apps.length > 0 && numbers.size === 0 ? ['WHATSAPP_PHONE_NUMBERS_BY_APP'] : []),
+    ...(apps.length > 0 && phoneNumbers.size === 0 ? ['WHATSAPP_PHONE_NUMBERS_BY_APP'] : []),
   ]
   if (!secrets.ok || missing.length > 0) return { ok: false, missing }
-  const unlisted = apps.filter((app) => !numbers.has(app))
-  if (unlisted.length > 0)
-    warnings.push(`WHATSAPP_PHONE_NUMBERS_BY_APP lists no number of ${unlisted}`)
-  const phoneNumbers = new Map([...numbers].map(([app, ids]) => [app, new Set(ids)]))
   return { ok: true, value: { appSecrets: secrets.value, phoneNumbers, verifyTokens } }
 }
 

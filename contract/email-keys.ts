@@ -2,9 +2,10 @@
  * An email's key material and threading references (README's key table), shared by the parser
  * (contract/email.ts) and the origin's lookups across the upgrade that added the sender:
  *
- * - mailbox: the receiving mailbox, lowercased (Cloudflare: the envelope RCPT TO; Gmail:
- *   GMAIL_MAILBOX). The same Message-ID delivered to two of our inboxes (Cc, a list and a direct
- *   copy) is two messages, one per inbox: two support inboxes are two tenants, each must see it.
+ * - mailbox: the receiving inbox, canonical (contract/mailbox.ts: lower-cased, `+tag` stripped,
+ *   aliases mapped; Cloudflare: of the envelope RCPT TO; Gmail: of GMAIL_MAILBOX). The same
+ *   Message-ID delivered to two of our inboxes (Cc, a list and a direct copy) is two messages, one
+ *   per inbox: two support inboxes are two tenants, each must see it.
  * - sender: `from-sha256-` + 32 hex of the header From address, lowercased. A Message-ID is
  *   chosen by whoever sends the mail, so without the sender anyone could reuse another sender's
  *   id and have that sender's mail answered as a duplicate. The header From is what both paths

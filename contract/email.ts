@@ -23,7 +23,6 @@ import {
   type EmailKey,
   emailSenderKeyPart,
   normalizeAddress,
-  normalizeMailbox,
   normalizeMessageId,
   referenceKeys,
 } from './email-keys'
@@ -35,6 +34,7 @@ import {
   LIMITS,
   parseInboundEvent,
 } from './event'
+import { canonicalMailbox, type MailboxAliases } from './mailbox'
 
 /** Cloudflare Email Routing's limit ("does not support messages bigger than 25 MiB"). */
 export const MAX_EMAIL_BYTES = 25 * 1024 * 1024
@@ -74,6 +74,11 @@ export interface ParsedEmail {
 export interface ParseEmailOptions {
   /** The address the email was delivered to (envelope RCPT TO, or the polled Gmail mailbox). */
   mailbox: string
+  /**
+   * EMAIL_MAILBOX_ALIASES: with the sub-address rule, `mailbox` becomes the inbox that keys and
+   * tenant name (contract/mailbox.ts), the same for both paths.
+   */
+  aliases?: MailboxAliases
 }
 
 /** Parses one raw message. @throws {EmailParseError} when the email itself can never be taken. */
@@ -81,7 +86,7 @@ export async function parseEmail(
   raw: string | Uint8Array | ArrayBuffer,
   options: ParseEmailOptions,
 ): Promise<ParsedEmail> {
-  const mailbox = normalizeMailbox(options.mailbox)
+  const mailbox = canonicalMailbox(options.mailbox, options.aliases)
   if (!mailbox) throw new EmailParseError('bad_mailbox', 'the receiving mailbox is not an address')
   const bytes = typeof raw === 'string' ? utf8(raw) : raw
   if (bytes.byteLength > MAX_EMAIL_BYTES) {

@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot'
 import { sha256Hex } from './crypto'
+import { storable } from './storable'
 
 export const CHANNELS = ['slack', 'whatsapp', 'sms', 'telegram', 'email'] as const
 export type Channel = (typeof CHANNELS)[number]
@@ -159,48 +160,25 @@ function attachmentIdentities(attachments: readonly Attachment[]): unknown[] {
   return attachments.map((a) => [a.kind, a.mediaId ?? a.url ?? null, a.caption ?? null])
 }
 
-/** Postgres text cannot hold NUL: a vendor text with one would fail every insert, forever. */
-function withoutNul(text: string): string {
-  return text.includes('\u0000') ? text.replaceAll('\u0000', '') : text
-}
-
-function sanitize(draft: InboundEventDraft): InboundEventDraft {
-  return {
-    ...draft,
-    body: withoutNul(draft.body),
-    sender: {
-      ...draft.sender,
-      ...(draft.sender.displayName === undefined
-        ? {}
-        : { displayName: withoutNul(draft.sender.displayName) }),
-    },
-    ...(draft.subject === undefined ? {} : { subject: withoutNul(draft.subject) }),
-    ...(draft.attachments === undefined
-      ? {}
-      : { attachments: draft.attachments.map((a) => withoutNulDeep(a) as Attachment) }),
-  }
-}
-
-/** jsonb cannot hold `\u0000` either, in any string of an attachment's content. */
-function withoutNulDeep(value: unknown): unknown {
-  if (typeof value === 'string') return withoutNul(value)
-  if (Array.isArray(value)) return value.map(withoutNulDeep)
-  if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, withoutNulDeep(x)]))
-  }
-  return value
-}
-
+/**
+ * The event of a draft: every string storable (contract/storable.ts), so a vendor's NUL or lone
+ * surrogate, in any field, never makes Postgres refuse the message; the hash taken over what is
+ * stored.
+ */
 export async function finalizeEvent(draft: InboundEventDraft): Promise<InboundEvent> {
-  const clean = sanitize(draft)
+  const clean = storable(draft)
   return { v: 1, ...clean, payloadHash: await payloadHashOf(clean) }
 }
 
 export type ParseResult = { ok: true; event: InboundEvent } | { ok: false; message: string }
 
-/** Validates an untrusted value; the message names the offending field, never echoes values. */
+/**
+ * Validates an untrusted value; the message names the offending field, never echoes values. Its
+ * strings are made storable first, as {@link finalizeEvent} does: an event made by other code (a
+ * Worker of an older version, a queued event, a dead letter replayed) is stored, not refused.
+ */
 export function parseInboundEvent(input: unknown): ParseResult {
-  const result = v.safeParse(InboundEventSchema, input)
+  const result = v.safeParse(InboundEventSchema, storable(input))
   if (result.success) return { ok: true, event: result.output }
   const issue = result.issues[0]
   const path = issue?.path?.map((p) => String(p.key)).join('.') || '(root)'

@@ -10,6 +10,7 @@ import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import { DECISION_MSG, type DecisionLog, decisionLevel } from '../contract/decision-log'
 import { type InboundEvent, type IngestResult, parseInboundEvent } from '../contract/event'
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyForward } from '../contract/forward-signature'
+import { storable } from '../contract/storable'
 import type { Database } from './db'
 import {
   BodyTooLargeError,
@@ -149,8 +150,9 @@ function parseEvent(raw: string): InboundEvent {
 }
 
 /**
- * What the dead-letter consumer reports. The event itself is kept as it came, valid or not: it is
- * evidence for the operator, and the replay validates it again.
+ * What the dead-letter consumer reports. The event itself is kept as it came, valid or not (only
+ * made storable: jsonb holds no NUL or lone surrogate either): it is evidence for the operator,
+ * and the replay validates it again.
  */
 const DeadEventReport = v.strictObject({
   channel: v.pipe(v.string(), v.minLength(1), v.maxLength(32)),
@@ -161,7 +163,7 @@ const DeadEventReport = v.strictObject({
 })
 
 function parseDeadEvent(raw: string): v.InferOutput<typeof DeadEventReport> {
-  const parsed = v.safeParse(DeadEventReport, parseJson(raw))
+  const parsed = v.safeParse(DeadEventReport, storable(parseJson(raw)))
   if (!parsed.success) throw new InvalidEventError('invalid dead-letter report')
   return parsed.output
 }

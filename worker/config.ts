@@ -14,6 +14,7 @@ import {
 } from '../claims'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import { type MailboxAliases, readMailboxAliases } from '../contract/mailbox'
 import { present, rawValue, readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
@@ -45,6 +46,8 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   /** Larger bodies get 413 before any work. @default 262144 */
   maxBodyBytes: number
   origin: OriginConfig | null
+  /** EMAIL_MAILBOX_ALIASES: other addresses of our inboxes, for email keys (contract/mailbox.ts). */
+  mailboxAliases: MailboxAliases
   /** Where events go when the origin cannot take them (worker/spool/). */
   spool: SpoolSettings
   /**
@@ -119,6 +122,7 @@ export function parseSettings(env: Env): Settings {
     maxBodyBytes,
     origin,
     ...channels,
+    mailboxAliases: readMailboxAliases(env, warnings),
     spool: parseSpoolSettings(env, warnings),
     settledMemo: {
       maxEntries: memoEntries,

@@ -8,6 +8,7 @@
  */
 import { CLAIM_SETTINGS } from '../claims/settings'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import { EMAIL_MAILBOX_ALIASES } from '../contract/mailbox'
 import { type SettingRow, setting, settingTable } from '../contract/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
 import { SPOOL_SETTINGS } from './spool/config'
@@ -70,6 +71,7 @@ const CORE_SETTINGS = [
   MAX_BODY_BYTES,
   SETTLED_MEMO_ENTRIES,
   SETTLED_MEMO_SECONDS,
+  EMAIL_MAILBOX_ALIASES,
 ] as const
 
 type WorkerRow =

@@ -11,6 +11,11 @@
  */
 
 import { normalizeMailbox } from '../../contract/email-keys'
+import {
+  EMAIL_MAILBOX_ALIASES,
+  type MailboxAliases,
+  readMailboxAliases,
+} from '../../contract/mailbox'
 import { readInt, readText, readUrl, setting } from '../../contract/settings'
 import { ConfigError, type OriginEnv } from '../config'
 
@@ -21,8 +26,13 @@ export interface GmailConfig {
   clientSecret: string
   /** `GMAIL_REFRESH_TOKEN`: offline access, scope gmail.readonly (or gmail.modify). */
   refreshToken: string
-  /** `GMAIL_MAILBOX`: the polled address, lowercased; the key scope (= the worker's RCPT TO). */
+  /**
+   * `GMAIL_MAILBOX`: the polled address, lowercased; its failure rows and sync state are under it.
+   * Keys are scoped by its canonical form (contract/mailbox.ts), as the Worker's RCPT TO's.
+   */
   mailbox: string
+  /** `EMAIL_MAILBOX_ALIASES`, read as the Worker reads it. */
+  aliases: MailboxAliases
   /** `GMAIL_POLL_INTERVAL_MS`: pause between the end of one poll and the next. @default 30000 */
   pollIntervalMs: number
   /** `GMAIL_OAUTH_TOKEN_URL` @default 'https://oauth2.googleapis.com/token' */
@@ -44,7 +54,7 @@ export const GMAIL_MAILBOX = setting({
   name: 'GMAIL_MAILBOX',
   kind: 'string',
   secret: false,
-  doc: 'the polled address; must be the address Cloudflare routes (the key scope)',
+  doc: 'the polled address; the inbox Cloudflare routes to (without +tag, aliases mapped)',
 })
 export const GMAIL_POLL_INTERVAL_MS = setting({
   name: 'GMAIL_POLL_INTERVAL_MS',
@@ -78,6 +88,7 @@ export const GMAIL_SETTINGS = [
   GMAIL_POLL_INTERVAL_MS,
   GMAIL_OAUTH_TOKEN_URL,
   GMAIL_API_BASE_URL,
+  EMAIL_MAILBOX_ALIASES,
 ] as const
 
 export const GMAIL_DEFAULTS = {
@@ -106,12 +117,14 @@ export function loadGmailConfig(env: OriginEnv = process.env): GmailConfig | nul
   const pollIntervalMs = readInt(env, GMAIL_POLL_INTERVAL_MS, problems)
   const tokenUrl = readUrl(env, GMAIL_OAUTH_TOKEN_URL, problems) ?? GMAIL_DEFAULTS.tokenUrl
   const apiBaseUrl = readUrl(env, GMAIL_API_BASE_URL, problems) ?? GMAIL_DEFAULTS.apiBaseUrl
+  const aliases = readMailboxAliases(env, problems)
   if (problems.length > 0) throw new ConfigError(problems)
   return {
     clientId: clientId as string,
     clientSecret: clientSecret as string,
     refreshToken: refreshToken as string,
     mailbox: mailbox as string,
+    aliases,
     pollIntervalMs,
     tokenUrl,
     apiBaseUrl,

@@ -23,6 +23,7 @@ import { type ClaimStore, formatDeliveryKey, runClaimed } from '../../claims'
 import { DECISION_MSG, type DecisionLog, decisionLevel } from '../../contract/decision-log'
 import { EmailParseError, parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent, type IngestResult } from '../../contract/event'
+import type { MailboxAliases } from '../../contract/mailbox'
 import type { Database } from '../db'
 import { describeError, InvalidEventError } from '../errors'
 import { recordInboundFailure } from '../failures/inbound'
@@ -38,6 +39,8 @@ export interface MessageDeps {
   api: GmailApi
   db: Database
   mailbox: string
+  /** EMAIL_MAILBOX_ALIASES (the parser scopes keys by the canonical mailbox). */
+  aliases: MailboxAliases
   /** Null: no Redis configured; Postgres decides everything. */
   claims: ClaimStore | null
   metrics: GmailMetrics
@@ -87,7 +90,7 @@ async function takeMessage(deps: MessageDeps, id: string): Promise<MessageOutcom
   const message = await deps.api.rawMessage(id)
   deps.metrics.fetched.inc()
   if (hasSkippedLabel(message.labelIds)) return skip(deps, id, 'label')
-  const parsed = await parse(message.raw, deps.mailbox)
+  const parsed = await parse(message.raw, deps)
   // The payload hash does not cover the delivery key, so both paths still agree on the message.
   const event = await finalizeEvent({
     ...parsed.draft,
@@ -125,9 +128,9 @@ async function takeMessage(deps: MessageDeps, id: string): Promise<MessageOutcom
   }
 }
 
-async function parse(raw: Buffer, mailbox: string): ReturnType<typeof parseEmail> {
+async function parse(raw: Buffer, deps: MessageDeps): ReturnType<typeof parseEmail> {
   try {
-    return await parseEmail(raw, { mailbox })
+    return await parseEmail(raw, { mailbox: deps.mailbox, aliases: deps.aliases })
   } catch (err) {
     if (!(err instanceof EmailParseError)) throw err
     const reason = err.code === 'too_large' || err.code === 'no_sender' ? err.code : 'unparseable'

@@ -116,6 +116,7 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
       api,
       db: options.db,
       mailbox: config.mailbox,
+      aliases: config.aliases,
       claims: options.claims,
       metrics,
       logger,

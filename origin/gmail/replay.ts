@@ -66,6 +66,7 @@ export async function replayGmailFailure(
       api,
       db: deps.db,
       mailbox: deps.config.mailbox,
+      aliases: deps.config.aliases,
       claims: gmailClaims(redis),
       metrics: createGmailMetrics(),
       logger: deps.logger ?? silentLogger,

@@ -25,10 +25,10 @@ let poller: GmailPoller
 let mailbox: string
 
 /** Each test: its own mailbox (one key scope), fake Gmail and poller, past its first full sync. */
-async function freshMailbox(): Promise<void> {
+async function freshMailbox(env: Record<string, string> = {}): Promise<void> {
   mailbox = `support-${runId()}@inbound.example`
   gmail = await startFakeGmail({ mailbox })
-  poller = bed.poller(gmail).poller
+  poller = bed.poller(gmail, { env }).poller
   expect(await poller.pollOnce()).toMatchObject({ status: 'completed', mode: 'full_sync' })
 }
 afterEach(async () => {
@@ -188,5 +188,80 @@ describe('attachments both ways', () => {
       [`${mailbox}:%`],
     )
     expect(stored).toEqual([{ body: '', attachments: [pdf.stored] }])
+  })
+})
+
+describe('one inbox, other addresses: the key and the tenant are the inbox', () => {
+  /** Every email row of a Message-ID, whatever mailbox scopes its key, with its customer's tenant. */
+  async function rowsOf(messageId: string) {
+    const { rows: found } = await bed.db.sql.query(
+      `SELECT m.channel_message_id AS key, u.tenant, m.conversation_id::text AS conversation
+         FROM messages m JOIN conversations c ON c.id = m.conversation_id
+         JOIN customers u ON u.id = c.customer_id
+        WHERE m.channel = 'email' AND m.channel_message_id LIKE $1 ORDER BY m.id`,
+      [`%:${messageId}`],
+    )
+    return found as Array<{ key: string; tenant: string; conversation: string }>
+  }
+
+  it('to support+tag@ via Cloudflare, and polled as support@ via Gmail: one row of support@; to another mailbox: its own', async () => {
+    await freshMailbox()
+    const messageId = uniqueMessageId()
+    const tagged = mailbox.replace('@', '+Billing@').replace('inbound.example', 'Inbound.Example')
+    const other = `other-${runId()}@inbound.example`
+    const email = copies({ messageId, to: tagged })
+    expect(await bed.worker.deliver(email.viaCloudflare, { to: tagged })).toEqual({
+      outcome: 'accepted',
+    })
+    gmail.deliver(email.viaGmail)
+    expect(await poller.pollOnce()).toMatchObject({ status: 'completed', ingested: 1 })
+    expect(await bed.worker.deliver(email.viaCloudflare, { to: other })).toEqual({
+      outcome: 'accepted',
+    })
+    const key = (box: string) => `${box}:${senderKeyPart()}:${messageId}`
+    expect(await rowsOf(messageId)).toEqual([
+      { key: key(mailbox), tenant: mailbox, conversation: expect.any(String) },
+      { key: key(other), tenant: other, conversation: expect.any(String) },
+    ])
+  })
+
+  it('to a configured alias via Cloudflare, then via Gmail: one row; a reply to the alias joins its conversation', async () => {
+    const alias = `help-${runId()}@inbound.example`
+    const support = `support-${runId()}@inbound.example`
+    const env = { EMAIL_MAILBOX_ALIASES: JSON.stringify({ [alias]: support }) }
+    mailbox = support
+    gmail = await startFakeGmail({ mailbox })
+    poller = bed.poller(gmail, { env }).poller
+    expect(await poller.pollOnce()).toMatchObject({ status: 'completed', mode: 'full_sync' })
+    const messageId = uniqueMessageId()
+    const email = copies({ messageId, to: alias })
+    expect(await bed.worker.deliver(email.viaCloudflare, { to: alias }, { env })).toEqual({
+      outcome: 'accepted',
+    })
+    gmail.deliver(email.viaGmail)
+    expect(await poller.pollOnce()).toMatchObject({ status: 'completed', ingested: 1 })
+    const [first, ...more] = await rowsOf(messageId)
+    expect(more).toEqual([])
+    expect(first).toMatchObject({
+      key: `${support}:${senderKeyPart()}:${messageId}`,
+      tenant: support,
+    })
+
+    const reply = uniqueMessageId()
+    const answer = copies({
+      messageId: reply,
+      to: `${alias.replace('@', '+x@')}`,
+      inReplyTo: messageId,
+    })
+    expect(
+      await bed.worker.deliver(answer.viaCloudflare, { to: alias.replace('@', '+x@') }, { env }),
+    ).toEqual({ outcome: 'accepted' })
+    expect(await rowsOf(reply)).toEqual([
+      {
+        key: `${support}:${senderKeyPart()}:${reply}`,
+        tenant: support,
+        conversation: first?.conversation,
+      },
+    ])
   })
 })

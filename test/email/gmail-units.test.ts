@@ -41,6 +41,7 @@ describe('configuration', () => {
       clientSecret: 'secret',
       refreshToken: 'refresh',
       mailbox: 'support@inbound.example',
+      aliases: new Map(),
       pollIntervalMs: 30_000,
       tokenUrl: GMAIL_DEFAULTS.tokenUrl,
       apiBaseUrl: GMAIL_DEFAULTS.apiBaseUrl,
@@ -54,6 +55,7 @@ describe('configuration', () => {
         GMAIL_MAILBOX: 'not-an-address',
         GMAIL_POLL_INTERVAL_MS: 'soon',
         GMAIL_API_BASE_URL: 'ftp://example',
+        EMAIL_MAILBOX_ALIASES: '{"help@inbound.example": 7}',
       }),
     )
     expect(error).toBeInstanceOf(ConfigError)
@@ -62,7 +64,8 @@ describe('configuration', () => {
     expect(problems).toMatch(/GMAIL_MAILBOX must be/)
     expect(problems).toMatch(/GMAIL_POLL_INTERVAL_MS/)
     expect(problems).toMatch(/GMAIL_API_BASE_URL/)
-    expect(problems).not.toMatch(/ftp:/)
+    expect(problems).toMatch(/EMAIL_MAILBOX_ALIASES: entry 1/)
+    expect(problems).not.toMatch(/ftp:|help@/)
   })
 
   it('reads the Redis variables exactly as the worker does (same prefix, same defaults)', () => {

@@ -52,6 +52,36 @@ describe('POST /v1/failures/inbound', () => {
     expect(await tb.count('messages', 'channel_message_id = $1', [event.messageKey])).toBe(0)
   })
 
+  it('records a dead event whose strings the database cannot hold, made storable; its replay stores it', async () => {
+    const event = await eventFixture()
+    const dirty = {
+      ...event,
+      body: 'a\u0000b\ud800c',
+      attachments: [{ kind: 'document', fileName: 'x\ud800.pdf', content: { 'k\u0000': 'v' } }],
+    }
+    const report = {
+      channel: event.channel,
+      deliveryKey: event.deliveryKey,
+      event: dirty,
+      error: 'origin 400: invalid_event \ud800',
+      attempts: 3,
+    }
+    const answer = await reportDead(report)
+    expect(answer.status).toBe(201)
+    const { failureId } = (await answer.json()) as { failureId: string }
+    expect((await cli(['replay', failureId])).code).toBe(0)
+    const { rows } = await tb.sql.query(
+      'SELECT body, attachments FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      [event.channel, event.messageKey],
+    )
+    expect(rows).toEqual([
+      {
+        body: 'ab\ufffdc',
+        attachments: [{ kind: 'document', fileName: 'x\ufffd.pdf', content: { k: 'v' } }],
+      },
+    ])
+  })
+
   it('writes nothing for an unsigned, wrongly signed or malformed report', async () => {
     const event = await eventFixture()
     const report = {

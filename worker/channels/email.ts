@@ -9,7 +9,8 @@
  * The log line says which, with the keys; never the body or the sender's address.
  *
  * Keys come from contract/email.ts, the parser the Gmail poller uses too: delivery key
- * `dedup:email:{RCPT TO}:{hash of the From address}:{Message-ID or content hash}`, so an email
+ * `dedup:email:{mailbox}:{hash of the From address}:{Message-ID or content hash}` (the mailbox:
+ * the RCPT TO without its `+tag`, an alias mapped to its inbox: contract/mailbox.ts), so an email
  * that arrives both ways is claimed once in Redis and stored once in Postgres, and another
  * sender reusing its Message-ID is a mail of its own.
  * @module
@@ -80,7 +81,7 @@ export async function handleEmail(
   const raw = new Uint8Array(await new Response(message.raw).arrayBuffer())
   let parsed: Awaited<ReturnType<typeof parseEmail>>
   try {
-    parsed = await parseEmail(raw, { mailbox: message.to })
+    parsed = await parseEmail(raw, { mailbox: message.to, aliases: settings.mailboxAliases })
   } catch (err) {
     if (err instanceof EmailParseError) return reject(message, err.code, startedAt)
     throw err

@@ -37,6 +37,8 @@ export interface PollerOptions {
   pollIntervalMs?: number
   /** To look at the log lines. @default silent */
   logger?: Logger
+  /** More of the origin's variables (EMAIL_MAILBOX_ALIASES). */
+  env?: Record<string, string>
 }
 
 export interface EmailTestbed {
@@ -86,6 +88,7 @@ export async function startEmailTestbed(options: { worker?: boolean } = {}): Pro
     ...gmail.env,
     GMAIL_POLL_INTERVAL_MS: String(options.pollIntervalMs ?? 30_000),
     REDIS_KEY_PREFIX: prefix,
+    ...options.env,
     ...(options.withoutRedis
       ? {}
       : { UPSTASH_REDIS_REST_URL: stack.redis.url, UPSTASH_REDIS_REST_TOKEN: stack.upstashToken }),

@@ -3,18 +3,20 @@
  * (an SSO wall's 302 to a login page that answers 200) is never followed, a 200 page from a
  * proxy is not "accepted", and an answer without the origin's answer signature is neither, unless
  * a rollout says so (ORIGIN_LEGACY_SIGNATURES). What is not accepted is queued, retried, and lands
- * once the path is fixed.
+ * once the path is fixed. And `/healthz` reports whether the origin answers, probed once per
+ * cache period, not per hit.
  */
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, inject, it } from 'vitest'
 import { settledValue } from '../../claims'
 import { randomId, slackDelivery } from '../../local/vendor-deliveries'
 import type { Env } from '../../worker/env'
+import { HEALTH_CACHE_MS } from '../../worker/health'
 import worker from '../../worker/index'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { SPOOLED_VALUE } from '../support/claim-values'
 import type { OriginMode } from './support/fake-origin'
-import { type Harness, harness } from './support/harness'
+import { GATEWAY, type Harness, harness } from './support/harness'
 
 const SPOOL = 'inbound-dedup-spool'
 const SPOOL_DEAD = 'inbound-dedup-spool-dead'
@@ -110,5 +112,29 @@ describe('rollout: ORIGIN_LEGACY_SIGNATURES=1 against an origin older than v2', 
     }
     expect(spool.sent).toHaveLength(2)
     expect((await h.originCalls()).rows).toBe(1)
+  })
+})
+
+describe('/healthz and the origin', () => {
+  it('an origin that does not answer: unreachable, degraded', async () => {
+    const h = harness({ ORIGIN_URL: inject('deadRedisUrl') })
+    const body = await (await h.deliver(new Request(`${GATEWAY}/healthz`))).json()
+    expect(body).toMatchObject({ status: 'degraded', origin: 'unreachable' })
+  })
+
+  it('an origin behind a redirect: unavailable, degraded', async () => {
+    const h = harness()
+    await h.setOriginMode({ kind: 'redirect' })
+    const body = await (await h.deliver(new Request(`${GATEWAY}/healthz`))).json()
+    expect(body).toMatchObject({ status: 'degraded', origin: 'unavailable' })
+  })
+
+  it(`the origin is probed once per ${HEALTH_CACHE_MS} ms, not per hit`, async () => {
+    const h = harness()
+    for (let i = 0; i < 50; i++) {
+      const body = await (await h.deliver(new Request(`${GATEWAY}/healthz`))).json()
+      expect(body).toMatchObject({ status: 'ok', origin: 'ok' })
+    }
+    expect((await h.originCalls()).healthChecks).toBe(1)
   })
 })

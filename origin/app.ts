@@ -17,6 +17,7 @@ import {
   TIMESTAMP_HEADER,
   verifyForward,
 } from '../contract/forward-signature'
+import { operatorAccess } from '../contract/operator-token'
 import type { Database } from './db'
 import {
   BodyTooLargeError,
@@ -39,6 +40,8 @@ export interface OriginDeps {
   /** ORIGIN_SHARED_SECRET as a list: every entry verifies (rotation). */
   secrets: readonly string[]
   maxEventBytes: number
+  /** OPERATOR_TOKEN: opens `GET /metrics` (contract/operator-token.ts); unset, it answers 404. */
+  operatorToken: string | undefined
   logger: Logger
   /** @default a fresh registry per app */
   metrics?: OriginMetrics
@@ -137,7 +140,12 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
     }
   })
 
+  // Counters by channel and error code are for the operator, not for anyone who reaches the port.
   app.get('/metrics', async (c) => {
+    const access = operatorAccess(deps.operatorToken, c.req.header('authorization'))
+    if (!access.ok) {
+      return c.json({ error: { code: access.code, message: access.message } }, access.status)
+    }
     const text = await metrics.registry.metrics()
     return c.body(text, 200, { 'content-type': metrics.registry.contentType })
   })

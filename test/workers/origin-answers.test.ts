@@ -39,9 +39,9 @@ function withQueues(overrides: Partial<Env> = {}) {
   return { h, spool, dead }
 }
 
-async function consume(h: Harness, queue: string, body: unknown) {
+async function consume(h: Harness, queue: string, body: unknown, attempts = 1) {
   const id = `msg-${randomId()}`
-  const batch = createMessageBatch(queue, [{ id, timestamp: new Date(), attempts: 1, body }])
+  const batch = createMessageBatch(queue, [{ id, timestamp: new Date(), attempts, body }])
   const ctx = createExecutionContext()
   await worker.queue(batch, h.env, ctx)
   const result = await getQueueResult(batch, ctx)
@@ -51,13 +51,15 @@ async function consume(h: Harness, queue: string, body: unknown) {
   }
 }
 
-const WALLS: [string, OriginMode][] = [
-  ['a 302 to a login page that answers 200', { kind: 'redirect' }],
-  ['a proxy answering 200 with its own HTML', { kind: 'html' }],
-  ['an answer without the origin signature', { kind: 'unsigned' }],
+/** Each wall, and why a forward through it failed, as the dead letter and the logs say it. */
+const WALLS: [string, OriginMode, string][] = [
+  ['a 302 to a login page that answers 200', { kind: 'redirect' }, '302 redirect'],
+  ['a proxy answering 200 with its own HTML', { kind: 'html' }, '200 unsigned_answer'],
+  // The live attempt stored the row (answered 201, unsigned): the retry's answer is the duplicate's.
+  ['an answer without the origin signature', { kind: 'unsigned' }, '200 unsigned_answer'],
 ]
 
-describe.each(WALLS)('the origin behind %s', (_name, wall) => {
+describe.each(WALLS)('the origin behind %s', (_name, wall, why) => {
   it('live: not accepted, queued (claim spooled), the redirect not followed; lands once when the path is fixed', async () => {
     const { h, spool } = withQueues()
     await h.setOriginMode(wall)
@@ -83,6 +85,18 @@ describe.each(WALLS)('the origin behind %s', (_name, wall) => {
     expect(await h.redisGet(d.deliveryKey)).toBe(
       settledValue('done', message.event.payloadHash ?? ''),
     )
+  })
+
+  // For the redirect this also shows that workerd hands back the 3xx itself under 'manual'.
+  it(`out of attempts, the dead letter says why: "${why}"`, async () => {
+    const { h, spool, dead } = withQueues({ SPOOL_MAX_ATTEMPTS: '2' })
+    await h.setOriginMode(wall)
+    await h.send(slackDelivery())
+    const [message] = spool.sent as [SpoolMessage]
+    expect(await consume(h, SPOOL, message, 2)).toEqual({ acked: true, retried: false })
+    expect(dead.sent).toEqual([
+      expect.objectContaining({ dead: expect.objectContaining({ error: `origin ${why}` }) }),
+    ])
   })
 
   it('the dead-letter report is kept (retried) until the origin itself takes it', async () => {

@@ -82,7 +82,11 @@ export async function signedPost(
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      ...(await signForward(secret, body, options.timestampSeconds)),
+      // Signed for the route it is sent to, as the Worker signs (scheme v2 binds the route).
+      ...(await signForward(secret, body, options.timestampSeconds, {
+        method: 'POST',
+        path: target.pathname,
+      })),
       ...options.headers,
     },
     body,

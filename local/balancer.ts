@@ -6,7 +6,9 @@
  * Worker sees a network error, exactly what it would see talking to that pod directly.
  *
  * It can also play a WAF in front of the origin that refuses some events for a while: every
- * request whose body contains a poison marker is answered with a fixed status, never forwarded.
+ * request whose body contains a poison marker is answered with a fixed status, never forwarded;
+ * and a wall in front of the whole origin (an SSO or access wall, a proxy's own page): see
+ * {@link Wall}.
  * @module
  */
 import {
@@ -36,6 +38,10 @@ export interface Balancer {
    * answered `status` (null: none), live forwards pass. An independent rule, next to the poison.
    */
   failQueueConsumer(status: number | null): void
+  /** Every request meets the wall (null: none, pass through); `wallHits()` counts them. */
+  setWall(wall: Wall | null): void
+  /** Requests the wall answered, and those for its login page (a followed redirect lands there). */
+  wallHits(): { walled: number; login: number }
   /** Requests handed to a backend and not finished yet (a kill now cuts them mid-request). */
   inFlight(): number
   close(): Promise<void>
@@ -48,6 +54,15 @@ export interface PoisonRule {
   path?: string
 }
 
+/**
+ * `redirect`: 302 to `/login`, a page answering 200 HTML (an SSO wall; followed, a POST becomes a
+ * GET that "succeeds"). `html`: 200 with an HTML page of its own (a proxy, a captive portal).
+ */
+export type Wall = 'redirect' | 'html'
+
+const LOGIN_PATH = '/login'
+const LOGIN_PAGE = '<!doctype html><title>Sign in</title><p>Sign in to continue</p>'
+
 export async function startBalancer(backends: string[]): Promise<Balancer> {
   let targets = backends.map((url) => new URL(url))
   let next = 0
@@ -57,8 +72,27 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
   let poisoned = 0
   let consumerFailure: number | null = null
   let inFlight = 0
+  let wall: Wall | null = null
+  const wallHits = { walled: 0, login: 0 }
+
+  /** The wall's answer (true), or false to let the request through. */
+  function walled(req: IncomingMessage, res: ServerResponse): boolean {
+    if (req.url === LOGIN_PATH) wallHits.login++
+    else if (wall) wallHits.walled++
+    else return false
+    req.resume()
+    if (wall === 'redirect' && req.url !== LOGIN_PATH) {
+      res.writeHead(302, { location: LOGIN_PATH })
+      res.end()
+    } else {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end(LOGIN_PAGE)
+    }
+    return true
+  }
 
   const server = createServer((req, res) => {
+    if (walled(req, res)) return
     if (consumerFailure !== null && req.headers['x-dedup-via'] === 'queue') {
       req.resume()
       res.writeHead(consumerFailure, { 'content-type': 'text/plain' })
@@ -151,6 +185,10 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
     failQueueConsumer(status) {
       consumerFailure = status
     },
+    setWall(next) {
+      wall = next
+    },
+    wallHits: () => ({ ...wallHits }),
     inFlight: () => inFlight,
     close: () =>
       new Promise<void>((resolve) => {

@@ -9,7 +9,15 @@ import * as v from 'valibot'
 import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import { DECISION_MSG, type DecisionLog, decisionLevel } from '../contract/decision-log'
 import { type InboundEvent, type IngestResult, parseInboundEvent } from '../contract/event'
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyForward } from '../contract/forward-signature'
+import {
+  ANSWER_SIGNATURE_HEADER,
+  type ForwardRoute,
+  SIGNATURE_HEADER,
+  signAnswer,
+  TIMESTAMP_HEADER,
+  verifyForward,
+} from '../contract/forward-signature'
+import { operatorAccess } from '../contract/operator-token'
 import { storable } from '../contract/storable'
 import type { Database } from './db'
 import {
@@ -33,6 +41,8 @@ export interface OriginDeps {
   /** ORIGIN_SHARED_SECRET as a list: every entry verifies (rotation). */
   secrets: readonly string[]
   maxEventBytes: number
+  /** OPERATOR_TOKEN: opens `GET /metrics` (contract/operator-token.ts); unset, it answers 404. */
+  operatorToken: string | undefined
   logger: Logger
   /** @default a fresh registry per app */
   metrics?: OriginMetrics
@@ -40,30 +50,63 @@ export interface OriginDeps {
   nowSeconds?: () => number
 }
 
-export function createOriginApp(deps: OriginDeps): Hono {
+/** Set on a request whose signature verified: its answer, error or not, is signed with it. */
+interface Verified {
+  secret: string
+  requestSignature: string
+}
+
+type OriginEnv = { Variables: { verified?: Verified } }
+
+const EVENTS: ForwardRoute = { method: 'POST', path: '/v1/events' }
+const INBOUND_FAILURES: ForwardRoute = { method: 'POST', path: '/v1/failures/inbound' }
+
+export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   const { db, logger } = deps
   const metrics = deps.metrics ?? createMetrics()
   const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000))
-  const app = new Hono()
+  const app = new Hono<OriginEnv>()
 
-  /** The exact bytes, verified first: nothing is parsed for an unauthenticated caller. */
-  async function signedBody(c: Context): Promise<string> {
+  /**
+   * The exact bytes, verified first (for this method and route): nothing is parsed for an
+   * unauthenticated caller.
+   */
+  async function signedBody(c: Context<OriginEnv>, route: ForwardRoute): Promise<string> {
     const raw = await boundedText(c.req, deps.maxEventBytes)
+    const requestSignature = c.req.header(SIGNATURE_HEADER)
     const verdict = await verifyForward(
       deps.secrets,
+      route,
       raw,
-      { timestamp: c.req.header(TIMESTAMP_HEADER), signature: c.req.header(SIGNATURE_HEADER) },
+      { timestamp: c.req.header(TIMESTAMP_HEADER), signature: requestSignature },
       nowSeconds(),
     )
     if (!verdict.ok) {
       logger.warn('request rejected', { reason: verdict.reason })
       throw new UnauthorizedError()
     }
+    c.set('verified', { secret: verdict.secret, requestSignature: requestSignature as string })
     return raw
   }
 
+  // The Worker counts a forward as taken only on an answer signed here: a login page, a proxy's
+  // page or a redirect's target is not the origin's answer. Unverified requests get none.
+  app.use('/v1/*', async (c, next) => {
+    await next()
+    const verified = c.get('verified')
+    if (!verified) return
+    const body = await c.res.clone().text()
+    const signature = await signAnswer(
+      verified.secret,
+      verified.requestSignature,
+      c.res.status,
+      body,
+    )
+    c.res.headers.set(ANSWER_SIGNATURE_HEADER, signature)
+  })
+
   app.post('/v1/events', async (c) => {
-    const event = parseEvent(await signedBody(c))
+    const event = parseEvent(await signedBody(c, EVENTS))
     const started = performance.now()
     // The Worker hangs up at its forward budget; from then on nobody waits for this work.
     const result = await ingestEvent(db.withSignal(c.req.raw.signal), event)
@@ -74,7 +117,7 @@ export function createOriginApp(deps: OriginDeps): Hono {
 
   // The Worker's dead-letter consumer: an event the spool queue gave up on, kept for replay.
   app.post('/v1/failures/inbound', async (c) => {
-    const report = parseDeadEvent(await signedBody(c))
+    const report = parseDeadEvent(await signedBody(c, INBOUND_FAILURES))
     const id = await recordInboundFailure(db, { ...report, source: 'queue' })
     metrics.inboundDead.labels(report.channel).inc()
     logger.error('inbound event dead', {
@@ -98,7 +141,12 @@ export function createOriginApp(deps: OriginDeps): Hono {
     }
   })
 
+  // Counters by channel and error code are for the operator, not for anyone who reaches the port.
   app.get('/metrics', async (c) => {
+    const access = operatorAccess(deps.operatorToken, c.req.header('authorization'))
+    if (!access.ok) {
+      return c.json({ error: { code: access.code, message: access.message } }, access.status)
+    }
     const text = await metrics.registry.metrics()
     return c.body(text, 200, { 'content-type': metrics.registry.contentType })
   })

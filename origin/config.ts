@@ -50,6 +50,8 @@ export interface OriginConfig extends DatabaseSettings {
   maxEventBytes: number
   /** `LOG_LEVEL` @default 'info' */
   logLevel: LogLevel
+  /** `OPERATOR_TOKEN`: bearer token for `GET /metrics`; unset, that route answers 404. */
+  operatorToken: string | undefined
 }
 
 export type OriginEnv = Record<string, string | undefined>
@@ -126,6 +128,12 @@ export const MAX_EVENT_BYTES = setting({
   max: 16 * 1024 * 1024,
   doc: 'larger bodies get 413 before they are read',
 })
+export const OPERATOR_TOKEN = setting({
+  name: 'OPERATOR_TOKEN',
+  kind: 'string',
+  secret: true,
+  doc: 'bearer token for GET /metrics; unset: that route answers 404',
+})
 export const LOG_LEVEL = setting({
   name: 'LOG_LEVEL',
   kind: 'string',
@@ -147,6 +155,7 @@ export const CORE_SETTINGS = [
   ORIGIN_TIMEOUT_MS,
   MAX_EVENT_BYTES,
   LOG_LEVEL,
+  OPERATOR_TOKEN,
 ] as const
 
 /** @throws {ConfigError} listing every problem found, not just the first. */
@@ -171,6 +180,7 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
     dbPoolMax: readInt(env, DB_POOL_MAX, problems),
     maxEventBytes: readInt(env, MAX_EVENT_BYTES, problems),
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
+    operatorToken: readText(env, OPERATOR_TOKEN) ?? undefined,
   }
   if (config.dbConnectTimeoutMs >= config.originTimeoutMs) {
     problems.push(

@@ -45,6 +45,7 @@ export async function startOrigin(
     db,
     secrets: config.sharedSecrets,
     maxEventBytes: config.maxEventBytes,
+    operatorToken: config.operatorToken,
     logger,
     metrics: options.metrics ?? createMetrics(),
   })

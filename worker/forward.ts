@@ -1,18 +1,28 @@
 /**
  * Forwards one normalized event to the origin (`POST {ORIGIN_URL}/v1/events`), signed with the
- * first `ORIGIN_SHARED_SECRET`, within a timeout, and sorts the answer into three outcomes:
- * - accepted: any 2xx. The origin took responsibility (new row, duplicate, edit applied).
- * - permanent: 400 / 413 / 422. The event itself is bad and will never be accepted; retrying it
- *   forever helps no one.
- * - failed: everything else: 5xx, timeout, network, 408 / 429, and the other 4xx (401, 403, 404,
- *   ...). Those say our configuration is wrong (secret, URL), not the event: once fixed, a retry
- *   succeeds, so they must not drop the message.
+ * first `ORIGIN_SHARED_SECRET` (scheme v2: method, route, time and body), within a timeout,
+ * without following redirects, and sorts the answer into three outcomes:
+ * - accepted: a 2xx the origin signed (contract/forward-signature.ts). The origin took
+ *   responsibility (new row, duplicate, edit applied).
+ * - permanent: a signed 400 / 413 / 422. The event itself is bad and will never be accepted;
+ *   retrying it forever helps no one.
+ * - failed: everything else: 5xx, timeout, network, 408 / 429, the other 4xx (401, 403, 404, ...),
+ *   any 3xx (`redirect`), and any answer the origin did not sign (`unsigned_answer`: an SSO wall's
+ *   login page, a proxy's page). Those say the path or our configuration is wrong (secret, URL),
+ *   not the event: once fixed, a retry succeeds, so they must not drop the message.
  * @module
  */
 
 import { readBoundedBody } from '../contract/body'
 import type { InboundEvent, IngestOutcome } from '../contract/event'
-import { signForward } from '../contract/forward-signature'
+import {
+  ANSWER_SIGNATURE_HEADER,
+  type ForwardRoute,
+  SIGNATURE_HEADER,
+  signForward,
+  verifyAnswer,
+} from '../contract/forward-signature'
+import { isRedirect, NO_REDIRECT } from '../contract/no-redirect'
 import type { OriginConfig } from './config'
 
 export type ForwardResult =
@@ -24,7 +34,13 @@ export type ForwardResult =
       payloadMismatch: boolean
     }
   | { kind: 'permanent'; status: number; code: string | null }
-  | { kind: 'failed'; status: number | null; reason: 'timeout' | 'network' | 'status' }
+  | { kind: 'failed'; status: number | null; reason: FailureReason }
+
+/**
+ * Why a forward failed: `redirect` a 3xx (never followed), `unsigned_answer` an answer that is not
+ * the origin's own (no valid answer signature), `status` any other refusal.
+ */
+export type FailureReason = 'timeout' | 'network' | 'status' | 'redirect' | 'unsigned_answer'
 
 const PERMANENT_STATUSES = new Set([400, 413, 422])
 /** The origin's answers are small JSON objects; never read more than this of one. */
@@ -60,53 +76,117 @@ export async function forwardBody(
   via: 'live' | 'queue' = 'live',
 ): Promise<ForwardResult> {
   const secret = origin.secrets[0] as string
+  const route: ForwardRoute = { method: 'POST', path }
+  const signed = await signForward(secret, body, undefined, route, origin.legacySignatures)
   let response: Response
   try {
     response = await fetch(`${origin.url}${path}`, {
-      method: 'POST',
+      method: route.method,
       headers: {
         'content-type': 'application/json',
         ...(via === 'queue' ? { [VIA_HEADER]: via } : {}),
-        ...(await signForward(secret, body)),
+        ...signed,
       },
       body,
       signal: AbortSignal.timeout(timeoutMs),
+      ...NO_REDIRECT,
     })
   } catch (err) {
     const timedOut =
       err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
     return { kind: 'failed', status: null, reason: timedOut ? 'timeout' : 'network' }
   }
-  let answer: Record<string, unknown> = {}
-  try {
-    const { text } = await readBoundedBody(response, MAX_ANSWER_BYTES)
-    answer = (JSON.parse(text) as Record<string, unknown>) ?? {}
-  } catch {
-    // A body that is not JSON (or a timeout while reading it) changes nothing below: the status
-    // decides. Only 2xx bodies carry details we log.
+  if (isRedirect(response.status)) {
+    await response.body?.cancel().catch(() => {})
+    return { kind: 'failed', status: response.status, reason: 'redirect' }
   }
-  if (response.ok) {
+  const answer = await readAnswer(response)
+  if (answer === null) return { kind: 'failed', status: response.status, reason: 'network' }
+  const own = await isOriginsAnswer(origin, signed[SIGNATURE_HEADER] as string, response, answer)
+  if (!own && (response.ok || PERMANENT_STATUSES.has(response.status))) {
+    // Only the origin's own answer may settle an event, for good or for bad.
+    return { kind: 'failed', status: response.status, reason: 'unsigned_answer' }
+  }
+  return sortAnswer(response.status, answer.json)
+}
+
+interface Answer {
+  text: string
+  json: Record<string, unknown>
+}
+
+/** The answer's bytes (bounded) and its JSON object, `{}` when it is none; null if unreadable. */
+async function readAnswer(response: Response): Promise<Answer | null> {
+  let text: string
+  try {
+    text = (await readBoundedBody(response, MAX_ANSWER_BYTES)).text
+  } catch {
+    return null
+  }
+  try {
+    const parsed: unknown = JSON.parse(text)
+    const json =
+      parsed && typeof parsed === 'object' && !Array.isArray(parsed)
+        ? (parsed as Record<string, unknown>)
+        : {}
+    return { text, json }
+  } catch {
+    return { text, json: {} }
+  }
+}
+
+/**
+ * Signed by the origin for this request, status and body. During a rollout
+ * (ORIGIN_LEGACY_SIGNATURES) an origin older than v2 signs nothing: then its JSON shape stands in,
+ * an outcome or a failure id on a 2xx, an error code otherwise; an HTML page has neither.
+ */
+async function isOriginsAnswer(
+  origin: OriginConfig,
+  requestSignature: string,
+  response: Response,
+  answer: Answer,
+): Promise<boolean> {
+  const signature = response.headers.get(ANSWER_SIGNATURE_HEADER)
+  if (
+    await verifyAnswer(origin.secrets, requestSignature, response.status, answer.text, signature)
+  ) {
+    return true
+  }
+  if (!origin.legacySignatures || signature) return false
+  const { json } = answer
+  if (response.ok) return typeof json.outcome === 'string' || typeof json.failureId === 'string'
+  const error = json.error as { code?: unknown } | undefined
+  return typeof error?.code === 'string'
+}
+
+function sortAnswer(status: number, answer: Record<string, unknown>): ForwardResult {
+  const ok = status >= 200 && status < 300
+  if (ok) {
     return {
       kind: 'accepted',
-      status: response.status,
+      status,
       outcome: typeof answer.outcome === 'string' ? (answer.outcome as IngestOutcome) : null,
       duplicate: answer.duplicate === true,
       payloadMismatch: answer.payloadMismatch === true,
     }
   }
-  if (PERMANENT_STATUSES.has(response.status)) {
+  if (PERMANENT_STATUSES.has(status)) {
     const error = answer.error as { code?: unknown } | undefined
     return {
       kind: 'permanent',
-      status: response.status,
+      status,
       code: typeof error?.code === 'string' ? error.code : null,
     }
   }
-  return { kind: 'failed', status: response.status, reason: 'status' }
+  return { kind: 'failed', status, reason: 'status' }
 }
 
-/** How a forward that was not accepted reads in a log line or a dead letter: `503`, `timeout`, `400 invalid_event`. */
+/**
+ * How a forward that was not accepted reads in a log line or a dead letter: `503`, `timeout`,
+ * `400 invalid_event`, `302 redirect`, `200 unsigned_answer`.
+ */
 export function describeForward(result: Exclude<ForwardResult, { kind: 'accepted' }>): string {
   if (result.kind === 'permanent') return `${result.status} ${result.code ?? ''}`.trim()
-  return result.status === null ? result.reason : String(result.status)
+  if (result.status === null) return result.reason
+  return result.reason === 'status' ? String(result.status) : `${result.status} ${result.reason}`
 }

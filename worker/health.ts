@@ -1,9 +1,11 @@
 /**
  * Health, cheap enough to call every second from anywhere:
  * - `GET /healthz` (public): which channels are configured (degraded only for a channel in use,
- *   some of its variables set, that is not ready), whether an origin and a spool queue
- *   are, and whether Redis answered, from a ping made at most once per {@link HEALTH_CACHE_MS}
- *   per isolate (concurrent callers share one ping). No secrets, no variable names, no URLs.
+ *   some of its variables set, that is not ready), whether a spool queue is, whether the origin
+ *   answered its own `GET /healthz` (`ok`, `unavailable`: it answered, not healthy, or something
+ *   else answered, a redirect say; `unreachable`: no answer in time; `not_configured`) and whether
+ *   Redis answered, each from a probe made at most once per {@link HEALTH_CACHE_MS} per isolate
+ *   (concurrent callers share one probe). No secrets, no variable names, no URLs.
  *   Always 200 while the Worker runs: without Redis it still serves (fail open), so a Redis
  *   outage is `degraded`, not down.
  * - `GET /healthz/deep` (operator, `Authorization: Bearer OPERATOR_TOKEN`): the same plus the
@@ -14,8 +16,9 @@
  */
 
 import type { ClaimStore } from '../claims'
+import { NO_REDIRECT } from '../contract/no-redirect'
 import { WEBHOOK_CHANNELS, type WebhookChannelName } from './channels'
-import type { Settings } from './config'
+import type { OriginConfig, Settings } from './config'
 import { claimStoreFor } from './gateway'
 
 /** How long one Redis reading serves every caller of this isolate. */
@@ -24,7 +27,7 @@ export const HEALTH_CACHE_MS = 5_000
 export interface Health {
   status: 'ok' | 'degraded'
   channels: Record<WebhookChannelName, boolean>
-  origin: boolean
+  origin: OriginHealth
   /** A spool queue is bound: origin failures are queued rather than retried by the vendor. */
   spool: boolean
   redis: 'ok' | 'unavailable' | 'not_configured'
@@ -36,6 +39,34 @@ export interface Health {
 export interface DeepHealth extends Health {
   /** The stats hash: `spool_queued:{channel}`, `spool_dead:{channel}`, ... */
   counters?: Record<string, number>
+}
+
+export type OriginHealth = 'ok' | 'unavailable' | 'unreachable' | 'not_configured'
+
+/** The origin's probe waits at most this (or the forward budget, if shorter). */
+export const ORIGIN_PROBE_TIMEOUT_MS = 2_000
+
+/** One cached origin probe per origin config (per isolate and settings); callers share it. */
+const originProbes = new WeakMap<OriginConfig, { at: number; value: Promise<OriginHealth> }>()
+
+function probeOrigin(origin: OriginConfig, timeoutMs: number): Promise<OriginHealth> {
+  const now = Date.now()
+  const cached = originProbes.get(origin)
+  if (cached && now - cached.at < HEALTH_CACHE_MS) return cached.value
+  const value = (async (): Promise<OriginHealth> => {
+    try {
+      const response = await fetch(`${origin.url}/healthz`, {
+        signal: AbortSignal.timeout(Math.min(timeoutMs, ORIGIN_PROBE_TIMEOUT_MS)),
+        ...NO_REDIRECT,
+      })
+      await response.body?.cancel().catch(() => {})
+      return response.status === 200 ? 'ok' : 'unavailable'
+    } catch {
+      return 'unreachable'
+    }
+  })()
+  originProbes.set(origin, { at: now, value })
+  return value
 }
 
 interface Reading {
@@ -79,17 +110,21 @@ async function measure(settings: Settings, hasSpool: boolean, deep: boolean): Pr
     WEBHOOK_CHANNELS.map((channel) => [channel.name, channel.pick(settings).ok]),
   ) as Health['channels']
   const store = claimStoreFor(settings)
-  const reading = store ? await read(store, deep) : null
+  const [reading, origin] = await Promise.all([
+    store ? read(store, deep) : null,
+    settings.origin
+      ? probeOrigin(settings.origin, settings.originTimeoutMs)
+      : ('not_configured' as const),
+  ])
   const redis = reading?.redis ?? 'not_configured'
   // A channel in use but not ready (a secret missing) degrades; one nobody configured does not.
   const inUseReady = [...settings.channelsInUse].every(
     (name) => channels[name as WebhookChannelName],
   )
-  const allConfigured = inUseReady && settings.origin !== null
   return {
-    status: redis === 'ok' && allConfigured && hasSpool ? 'ok' : 'degraded',
+    status: redis === 'ok' && inUseReady && origin === 'ok' && hasSpool ? 'ok' : 'degraded',
     channels,
-    origin: settings.origin !== null,
+    origin,
     spool: hasSpool,
     redis,
     ...(reading ? { redisMs: reading.redisMs, checkedAt: new Date(reading.at).toISOString() } : {}),

@@ -7,7 +7,7 @@
  * @module
  */
 import { Hono } from 'hono'
-import { timingSafeEqual } from '../contract/crypto'
+import { operatorAccess } from '../contract/operator-token'
 import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
 import type { Env } from './env'
@@ -24,11 +24,9 @@ app.route('/webhooks', webhooks)
 app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env), Boolean(c.env.SPOOL))))
 
 app.get('/healthz/deep', async (c) => {
-  const token = c.env.OPERATOR_TOKEN?.trim()
-  if (!token) return c.json({ error: { code: 'not_found', message: 'not found' } }, 404)
-  const offered = c.req.header('authorization')?.replace(/^Bearer\s+/i, '') ?? ''
-  if (!timingSafeEqual(offered, token)) {
-    return c.json({ error: { code: 'unauthorized', message: 'operator token required' } }, 401)
+  const access = operatorAccess(c.env.OPERATOR_TOKEN, c.req.header('authorization'))
+  if (!access.ok) {
+    return c.json({ error: { code: access.code, message: access.message } }, access.status)
   }
   return c.json(await deepHealth(settingsFor(c.env), Boolean(c.env.SPOOL)))
 })

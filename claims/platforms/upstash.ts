@@ -13,6 +13,7 @@
  * @module
  */
 import { readBoundedBody } from '../../contract/body'
+import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
 import type { RedisPort } from '../port'
 import type { RedisConfig } from '../settings'
 
@@ -50,7 +51,16 @@ export function upstashPort(config: RedisConfig, timeoutMs: number): RedisPort {
       headers,
       body: JSON.stringify(command),
       signal: AbortSignal.timeout(timeoutMs),
+      // A 3xx is not Upstash's reply: followed, it would turn the POST into another request.
+      ...NO_REDIRECT,
     })
+    if (isRedirect(response.status)) {
+      await response.body?.cancel().catch(() => {})
+      throw new UpstashReplyError(
+        `HTTP ${response.status}, a redirect (not followed)`,
+        response.status,
+      )
+    }
     const { text } = await readBoundedBody(response, MAX_REPLY_BYTES)
     let reply: { result?: T; error?: string }
     try {

@@ -8,6 +8,7 @@
  */
 import { type Backoff, backoffMs } from '../../contract/backoff'
 import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
+import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
 
 /** The shared schedule (`baseMs` doubling up to `maxMs`, Retry-After included), and a bound. */
 export interface RetryPolicy extends Backoff {
@@ -92,8 +93,17 @@ export async function requestJson(
       const { url, ...init } = await request()
       const signals = [AbortSignal.timeout(options.timeoutMs)]
       if (options.signal) signals.push(options.signal)
-      const response = await fetch(url, { ...init, signal: AbortSignal.any(signals) })
+      const response = await fetch(url, {
+        ...init,
+        signal: AbortSignal.any(signals),
+        ...NO_REDIRECT,
+      })
       status = response.status
+      if (isRedirect(status)) {
+        // Google's APIs do not redirect: something in between does, and will again.
+        await response.body?.cancel().catch(() => {})
+        throw new GmailHttpError(status, 'redirect', endpoint)
+      }
       const body = await readJson(response, maxBytes, endpoint)
       if (response.status !== 429 && response.status < 500) return { status, body }
       retry = {

@@ -4,11 +4,12 @@
  * retries, a manual replay), so a downstream that honours it applies each row once even when an
  * answer got lost and the row was sent again.
  *
- * Any 2xx is success. Anything else (status, timeout, network) is a failure whose text is safe to
- * store and print: the status or the error's code, never the URL (it may carry a token in its
- * query), never the response body.
+ * Any 2xx is success. Anything else (status, a redirect: never followed, contract/no-redirect.ts;
+ * timeout, network) is a failure whose text is safe to store and print: the status or the error's
+ * code, never the URL (it may carry a token in its query), never the response body.
  * @module
  */
+import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
 import type { DownstreamConfig } from './config'
 
 export interface OutboxRow {
@@ -46,10 +47,17 @@ export async function handOff(
       },
       body,
       signal,
+      ...NO_REDIRECT,
     })
     // The status decides; the body is not needed (and not stored: it could echo anything).
     await response.body?.cancel().catch(() => {})
     if (response.ok) return { ok: true, status: response.status }
+    if (isRedirect(response.status)) {
+      return {
+        ok: false,
+        error: `downstream answered HTTP ${response.status} (redirect, not followed)`,
+      }
+    }
     return { ok: false, error: `downstream answered HTTP ${response.status}` }
   } catch (err) {
     if (signal.aborted) {

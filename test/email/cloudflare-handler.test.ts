@@ -6,6 +6,11 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  ANSWER_SIGNATURE_HEADER,
+  SIGNATURE_HEADER,
+  signAnswer,
+} from '../../contract/forward-signature'
 import { runId } from '../../local/services'
 import { CUSTOMER, rawEmail, uniqueMessageId } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
@@ -13,16 +18,27 @@ import { rawEmailWithAttachments, scanPdf, senderKeyPart } from './support/email
 import { emailTestbedForFile } from './support/testbed'
 
 const bed = emailTestbedForFile({ worker: true })
-/** An origin that answers every event with the status named first in its path (`/400/...`). */
+/**
+ * An origin that answers every event with the status named first in its path (`/400/...`),
+ * signed as the origin signs its answers (the Worker takes no other answer as the origin's).
+ */
 let statusOrigin: Server
 let statusOriginUrl: string
 
 beforeAll(async () => {
   statusOrigin = createServer((req, res) => {
+    req.resume()
     const status = Number(/^\/(\d{3})\//.exec(req.url ?? '')?.[1] ?? 500)
     const code = status === 400 ? 'invalid_event' : 'database_unavailable'
-    res.writeHead(status, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ error: { code, message: code } }))
+    const body = JSON.stringify({ error: { code, message: code } })
+    const requestSignature = String(req.headers[SIGNATURE_HEADER] ?? '')
+    void signAnswer(bed.db.secret, requestSignature, status, body).then((signature) => {
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        [ANSWER_SIGNATURE_HEADER]: signature,
+      })
+      res.end(body)
+    })
   })
   await new Promise<void>((resolve) => statusOrigin.listen(0, '127.0.0.1', resolve))
   statusOriginUrl = `http://127.0.0.1:${(statusOrigin.address() as AddressInfo).port}`

@@ -8,6 +8,7 @@ import { startOrigin } from '../../local/origin-process'
 import { runId } from '../../local/services'
 import { rawEmail } from '../../local/vendor-deliveries'
 import { startFakeGmail } from '../support/fake-gmail'
+import { fetchMetrics, TEST_OPERATOR_TOKEN } from '../support/origin'
 import { emailTestbedForFile } from './support/testbed'
 
 const bed = emailTestbedForFile()
@@ -16,13 +17,17 @@ it('polls Gmail when GMAIL_* are set, and exposes its metrics', async () => {
   const mailbox = `support-${runId()}@inbound.example`
   const gmail = await startFakeGmail({ mailbox })
   const origin = await startOrigin({
-    env: { LOG_LEVEL: 'warn', ...bed.originEnv(gmail, { pollIntervalMs: 100 }) },
+    env: {
+      LOG_LEVEL: 'warn',
+      OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,
+      ...bed.originEnv(gmail, { pollIntervalMs: 100 }),
+    },
   })
   try {
     gmail.deliver(rawEmail({ to: mailbox }))
     const stored = async () =>
       (await bed.messageRows()).filter((r) => r.channel_message_id.startsWith(`${mailbox}:`))
-    const metrics = async () => (await fetch(`${origin.url}/metrics`)).text()
+    const metrics = async () => (await fetchMetrics(origin.url)).text()
     // The row is committed before its poll ends and is counted: wait for both.
     const completedPoll = /inbound_gmail_polls_total\{result="completed"\} [1-9]/
     const until = Date.now() + 20_000

@@ -5,7 +5,13 @@
  */
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { signForward } from '../../contract/forward-signature'
+import { hmac, toHex } from '../../contract/crypto'
+import {
+  ANSWER_SIGNATURE_HEADER,
+  SIGNATURE_HEADER,
+  signForward,
+  verifyAnswer,
+} from '../../contract/forward-signature'
 import { fileTestbed } from '../support/for-file'
 import { eventFixture, signedPost } from '../support/origin'
 
@@ -74,6 +80,35 @@ describe('authentication', () => {
     expect(await res.json()).toEqual({
       error: { code: 'unauthorized', message: 'missing or invalid request signature' },
     })
+    expect(await rowsWritten()).toBe(0)
+  })
+})
+
+describe('the signature binds method and route (scheme v2)', () => {
+  const cases: [string, (body: string) => Promise<Record<string, string>>][] = [
+    [
+      'a signature made for /v1/failures/inbound',
+      (body) =>
+        signForward(NEW_SECRET, body, now(), { method: 'POST', path: '/v1/failures/inbound' }),
+    ],
+    [
+      'a signature made for another method (PUT)',
+      (body) => signForward(NEW_SECRET, body, now(), { method: 'PUT', path: '/v1/events' }),
+    ],
+    [
+      'a v1 signature (time and body only)',
+      async (body) => {
+        const timestamp = String(now())
+        const mac = toHex(await hmac(NEW_SECRET, 'SHA-256', `${timestamp}.${body}`))
+        return { 'x-dedup-timestamp': timestamp, 'x-dedup-signature': `v1=${mac}` }
+      },
+    ],
+  ]
+
+  it.each(cases)('%s, sent to POST /v1/events: 401, nothing written', async (_name, headersFor) => {
+    const body = JSON.stringify(await eventFixture())
+    const res = await post(body, await headersFor(body))
+    expect(res.status).toBe(401)
     expect(await rowsWritten()).toBe(0)
   })
 })
@@ -179,5 +214,46 @@ describe('secret rotation', () => {
   ])('a request signed with %s is accepted', async (_name, secret) => {
     const res = await signedPost(bed.origin.url, await eventFixture(), secret)
     expect(res.status).toBe(201)
+  })
+})
+
+// Last: these write rows, and the tests above count none.
+describe('the answer signature', () => {
+  it.each([
+    ['the new secret', NEW_SECRET],
+    ['the old secret, still configured', OLD_SECRET],
+  ])(
+    'a 201 to a request signed with %s is signed for that request, status and body',
+    async (_name, secret) => {
+      const body = JSON.stringify(await eventFixture())
+      const headers = await signForward(secret, body)
+      const res = await post(body, headers)
+      const text = await res.text()
+      const signature = res.headers.get(ANSWER_SIGNATURE_HEADER)
+      const requestSignature = headers[SIGNATURE_HEADER] as string
+      expect(res.status).toBe(201)
+      expect(await verifyAnswer([secret], requestSignature, 201, text, signature)).toBe(true)
+      // Bound to its status, its bytes and its request.
+      expect(await verifyAnswer([secret], requestSignature, 200, text, signature)).toBe(false)
+      expect(await verifyAnswer([secret], requestSignature, 201, `${text} `, signature)).toBe(false)
+      const other = (await signForward(secret, `${body} `))[SIGNATURE_HEADER] as string
+      expect(await verifyAnswer([secret], other, 201, text, signature)).toBe(false)
+    },
+  )
+
+  it('an error after verification (400) is signed; a refused signature (401) gets none', async () => {
+    const invalid = '[]'
+    const headers = await signForward(NEW_SECRET, invalid)
+    const refused = await post(invalid, headers)
+    expect(refused.status).toBe(400)
+    const text = await refused.text()
+    const signature = refused.headers.get(ANSWER_SIGNATURE_HEADER)
+    expect(
+      await verifyAnswer([NEW_SECRET], headers[SIGNATURE_HEADER] as string, 400, text, signature),
+    ).toBe(true)
+
+    const unsigned = await post(invalid, await signForward('not-a-configured-secret', invalid))
+    expect(unsigned.status).toBe(401)
+    expect(unsigned.headers.get(ANSWER_SIGNATURE_HEADER)).toBeNull()
   })
 })

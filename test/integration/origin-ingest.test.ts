@@ -8,7 +8,7 @@ import { parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent } from '../../contract/event'
 import { type EmailFixture, rawEmail } from '../../local/vendor-deliveries'
 import { fileTestbed } from '../support/for-file'
-import { type EventOverrides, eventFixture } from '../support/origin'
+import { type EventOverrides, eventFixture, fetchMetrics } from '../support/origin'
 
 const bed = fileTestbed()
 
@@ -93,7 +93,7 @@ describe('message keys', () => {
     const exact = await bed.post(original)
     expect(exact.body).toMatchObject({ outcome: 'duplicate', payloadMismatch: false })
 
-    const metrics = await (await fetch(`${bed.origin.url}/metrics`)).text()
+    const metrics = await (await fetchMetrics(bed.origin.url)).text()
     expect(metrics).toContain('inbound_payload_mismatch_total{channel="slack"} 1')
   })
 })

@@ -10,7 +10,13 @@ import { startOrigin } from '../../local/origin-process'
 import { loadConfig } from '../../origin/config'
 import { createLogger } from '../../origin/log'
 import { fileTestbed } from '../support/for-file'
-import { eventFixture, signedPost, startOriginInProcess } from '../support/origin'
+import {
+  eventFixture,
+  fetchMetrics,
+  signedPost,
+  startOriginInProcess,
+  TEST_OPERATOR_TOKEN,
+} from '../support/origin'
 
 const bed = fileTestbed()
 
@@ -30,7 +36,7 @@ describe('health and metrics', () => {
     expect((await bed.post(event)).status).toBe(200)
     expect((await signedPost(bed.origin.url, event, 'wrong-secret')).status).toBe(401)
 
-    const res = await fetch(`${bed.origin.url}/metrics`)
+    const res = await fetchMetrics(bed.origin.url)
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/)
     const text = await res.text()
@@ -47,6 +53,35 @@ describe('health and metrics', () => {
     }
     expect(text).toMatch(/^# TYPE inbound_ingest_seconds histogram$/m)
     expect(text).toMatch(/^process_cpu_user_seconds_total \d/m)
+  })
+
+  it("/metrics is the operator's: 401 without the token or with a wrong one, nothing shown", async () => {
+    for (const headers of [{}, { authorization: 'Bearer not-the-token' }] as Record<
+      string,
+      string
+    >[]) {
+      const res = await fetch(`${bed.origin.url}/metrics`, { headers })
+      expect(res.status).toBe(401)
+      const text = await res.text()
+      expect(text).not.toContain('inbound_')
+      expect(text).not.toContain(TEST_OPERATOR_TOKEN)
+    }
+    expect((await fetchMetrics(bed.origin.url)).status).toBe(200)
+  })
+
+  it('/metrics does not exist without an OPERATOR_TOKEN: 404', async () => {
+    const origin = await startOriginInProcess({
+      databaseUrl: bed.databaseUrl,
+      wsProxy: bed.wsProxy,
+      secret: 'any',
+      config: { operatorToken: undefined },
+    })
+    try {
+      expect((await fetch(`${origin.url}/metrics`)).status).toBe(404)
+      expect((await fetchMetrics(origin.url)).status).toBe(404)
+    } finally {
+      await origin.close()
+    }
   })
 
   it('an unknown route is a JSON 404', async () => {
@@ -176,7 +211,7 @@ describe('database unavailable', () => {
       const health = await getJson(`${origin.url}/healthz`)
       expect(health.status).toBe(503)
       expect(health.body).toMatchObject({ ok: false, error: { code: 'database_unavailable' } })
-      expect((await fetch(`${origin.url}/metrics`)).status).toBe(200)
+      expect((await fetchMetrics(origin.url)).status).toBe(200)
     } finally {
       await origin.close()
     }

@@ -269,3 +269,38 @@ describe('WhatsApp Cloud batches, end to end (real origin and Postgres)', () => 
     ])
   }, 120_000)
 })
+
+describe.each([
+  ['an SSO wall (302 to a login page that answers 200)', 'redirect'],
+  ['a proxy answering 200 with its own HTML page', 'html'],
+] as const)('the origin behind %s', (_name, wall) => {
+  it('every channel is answered ok and queued, nothing taken for stored; once the path is fixed, one row each', async () => {
+    const deliveries = fresh()
+    const balancer = e2e.stack.balancer
+    if (!balancer) throw new Error('the stack has no balancer')
+    const before = balancer.wallHits()
+    balancer.setWall(wall)
+    try {
+      for (const d of deliveries) expect(await deliver(d)).toBe(200)
+      for (const d of deliveries) expect(await claim(d)).toMatch(SPOOLED_VALUE)
+      // The queue's consumer meets the wall too, and keeps the events.
+      await eventually(async () => balancer.wallHits().walled - before.walled > deliveries.length)
+      for (const d of deliveries) {
+        expect(await claim(d)).toMatch(SPOOLED_VALUE)
+        expect(await rows(d)).toBe(0)
+      }
+      // No redirect was followed: nobody asked for the login page.
+      expect(balancer.wallHits().login).toBe(before.login)
+    } finally {
+      balancer.setWall(null)
+    }
+    await eventually(allLanded(deliveries))
+    await eventually(async () =>
+      (await Promise.all(deliveries.map(claim))).every((v) => DONE_VALUE.test(v ?? '')),
+    )
+    for (const d of deliveries) {
+      expect(await deliver(d)).toBe(200)
+      expect(await rows(d)).toBe(1)
+    }
+  }, 120_000)
+})

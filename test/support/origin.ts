@@ -38,6 +38,17 @@ export interface InProcessOriginOptions {
   config?: Partial<OriginConfig>
 }
 
+/** The OPERATOR_TOKEN of the test origins: `GET /metrics` needs it. */
+export const TEST_OPERATOR_TOKEN = `operator-${randomBytes(8).toString('hex')}`
+
+/** An origin's `GET /metrics`, as the operator's scraper asks for it. */
+export function fetchMetrics(originUrl: string, token = TEST_OPERATOR_TOKEN): Promise<Response> {
+  return fetch(`${originUrl}/metrics`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(30_000),
+  })
+}
+
 /** Starts an origin in this process on a free port (127.0.0.1). `close()` drains and ends it. */
 export function startOriginInProcess(options: InProcessOriginOptions): Promise<RunningOrigin> {
   const config: OriginConfig = {
@@ -46,6 +57,7 @@ export function startOriginInProcess(options: InProcessOriginOptions): Promise<R
       NEON_WS_PROXY: options.wsProxy,
       ORIGIN_SHARED_SECRET: options.secret,
       ORIGIN_PORT: '0',
+      OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,
     }),
     ...options.config,
   }
@@ -70,7 +82,11 @@ export async function signedPost(
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      ...(await signForward(secret, body, options.timestampSeconds)),
+      // Signed for the route it is sent to, as the Worker signs (scheme v2 binds the route).
+      ...(await signForward(secret, body, options.timestampSeconds, {
+        method: 'POST',
+        path: target.pathname,
+      })),
       ...options.headers,
     },
     body,

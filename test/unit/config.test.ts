@@ -20,7 +20,11 @@ describe('settings', () => {
     expect(s).toMatchObject(DEFAULTS)
     expect(s.settledMemo).toEqual({ maxEntries: 0, maxAgeMs: 60_000 })
     expect(s.warnings).toEqual([])
-    expect(s.origin).toEqual({ url: 'http://127.0.0.1:8788', secrets: ['new', 'old'] })
+    expect(s.origin).toEqual({
+      url: 'http://127.0.0.1:8788',
+      secrets: ['new', 'old'],
+      legacySignatures: false,
+    })
   })
 
   it('disables only the channel whose secret is missing, naming the variable', () => {

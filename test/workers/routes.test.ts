@@ -28,7 +28,7 @@ describe('routes', () => {
     expect(body).toEqual({
       status: 'ok',
       channels: expect.objectContaining({ slack: true, twilio: true, telegram: true }),
-      origin: true,
+      origin: 'ok',
       spool: true,
       redis: 'ok',
       redisMs: expect.any(Number),

@@ -11,7 +11,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type InboundEvent, parseInboundEvent } from '../../../contract/event'
-import { verifyForward } from '../../../contract/forward-signature'
+import {
+  ANSWER_SIGNATURE_HEADER,
+  signAnswer,
+  verifyForward,
+} from '../../../contract/forward-signature'
 import { readBody } from '../../../local/http-body'
 
 /** How the origin of one namespace answers. */
@@ -22,6 +26,12 @@ export type OriginMode =
   | { kind: 'reject' }
   /** Only these deliveries fail with `status` (a WAF refusing one message's text); others ok. */
   | { kind: 'poison'; deliveryKeys: string[]; status: number }
+  /** An SSO wall in front: 302 to a login page that answers 200 (HTML). Nothing is recorded. */
+  | { kind: 'redirect' }
+  /** A proxy in front answering 200 with its own HTML page. Nothing is recorded. */
+  | { kind: 'html' }
+  /** The origin answers as it did before scheme v2: right, but without an answer signature. */
+  | { kind: 'unsigned' }
 
 export interface OriginCall {
   deliveryKey: string
@@ -60,6 +70,32 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body))
 }
 
+type Reply = (status: number, body: unknown) => Promise<void>
+
+/** An answer as the origin gives it to a verified request: signed for that request. */
+async function sendSigned(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  secret: string,
+  requestSignature: string,
+): Promise<void> {
+  const text = JSON.stringify(body)
+  const signature = await signAnswer(secret, requestSignature, status, text)
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    [ANSWER_SIGNATURE_HEADER]: signature,
+  })
+  res.end(text)
+}
+
+const LOGIN_PAGE = '<!doctype html><title>Sign in</title><form>Sign in to continue</form>'
+
+/** The requests the login page was asked for, per namespace (a followed redirect lands there). */
+const loginHits = new Map<string, number>()
+/** GET /healthz per namespace: the Worker's health probe must be cached, not sent per hit. */
+const healthHits = new Map<string, number>()
+
 export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
   const namespaces = new Map<string, Namespace>()
   const ns = (id: string): Namespace => {
@@ -69,32 +105,62 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const match = /^\/ns\/([\w-]+)\/(v1\/events|v1\/failures\/inbound|mode|calls)$/.exec(
-      req.url ?? '',
-    )
+    const match =
+      /^\/ns\/([\w-]+)\/(v1\/events|v1\/failures\/inbound|mode|calls|login|healthz)$/.exec(
+        req.url ?? '',
+      )
     if (!match) return send(res, 404, { error: { code: 'not_found' } })
     const [, id = '', route] = match
     const space = ns(id)
     const body = await readBody(req)
+    if (route === 'login') {
+      loginHits.set(id, (loginHits.get(id) ?? 0) + 1)
+      res.writeHead(200, { 'content-type': 'text/html' })
+      return void res.end(LOGIN_PAGE)
+    }
+    if (space.mode.kind === 'redirect' && (req.method === 'POST' || route === 'healthz')) {
+      res.writeHead(302, { location: `/ns/${id}/login` })
+      return void res.end()
+    }
+    if (route === 'healthz' && req.method === 'GET') {
+      healthHits.set(id, (healthHits.get(id) ?? 0) + 1)
+      return send(res, 200, { ok: true })
+    }
+    if (space.mode.kind === 'html' && req.method === 'POST') {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      return void res.end(LOGIN_PAGE)
+    }
     if (route === 'mode' && req.method === 'PUT') {
       space.mode = JSON.parse(body) as OriginMode
       return send(res, 200, space.mode)
     }
     if (route === 'calls' && req.method === 'GET') {
-      return send(res, 200, { calls: space.calls, rows: space.rows.size, dead: space.dead })
+      return send(res, 200, {
+        calls: space.calls,
+        rows: space.rows.size,
+        dead: space.dead,
+        logins: loginHits.get(id) ?? 0,
+        healthChecks: healthHits.get(id) ?? 0,
+      })
     }
     if (req.method !== 'POST') return send(res, 405, {})
 
-    const verdict = await verifyForward(secrets, body, {
+    const requestSignature = req.headers['x-dedup-signature'] as string | undefined
+    const verdict = await verifyForward(secrets, { method: 'POST', path: `/${route}` }, body, {
       timestamp: req.headers['x-dedup-timestamp'] as string | undefined,
-      signature: req.headers['x-dedup-signature'] as string | undefined,
+      signature: requestSignature,
     })
     if (!verdict.ok)
       return send(res, 401, { error: { code: 'unauthorized', message: 'unauthorized' } })
-    if (route === 'v1/failures/inbound') return recordDead(space, body, res)
+    // Like the origin: every answer to a verified request is signed (unless told to act older).
+    const reply: Reply =
+      space.mode.kind === 'unsigned'
+        ? async (status, answer) => send(res, status, answer)
+        : (status, answer) =>
+            sendSigned(res, status, answer, verdict.secret, requestSignature as string)
+    if (route === 'v1/failures/inbound') return recordDead(space, body, reply)
     const parsed = parseInboundEvent(JSON.parse(body))
-    if (!parsed.ok)
-      return send(res, 400, { error: { code: 'invalid_event', message: parsed.message } })
+    if (!parsed.ok) return reply(400, { error: { code: 'invalid_event', message: parsed.message } })
     const event = parsed.event
     const call: OriginCall = {
       deliveryKey: event.deliveryKey,
@@ -110,23 +176,23 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     const mode = space.mode
     if (mode.kind === 'poison' && mode.deliveryKeys.includes(event.deliveryKey)) {
       call.answered = mode.status
-      return send(res, mode.status, { error: { code: 'forbidden' } })
+      return reply(mode.status, { error: { code: 'forbidden' } })
     }
     if (mode.kind === 'fail') {
       if (mode.delayMs) await new Promise((r) => setTimeout(r, mode.delayMs))
       call.answered = mode.status
-      return send(res, mode.status, { error: { code: 'database_unavailable' } })
+      return reply(mode.status, { error: { code: 'database_unavailable' } })
     }
     if (mode.kind === 'reject') {
       call.answered = 400
-      return send(res, 400, { error: { code: 'invalid_event', message: 'rejected by test' } })
+      return reply(400, { error: { code: 'invalid_event', message: 'rejected by test' } })
     }
     if (mode.kind === 'delay') await new Promise((r) => setTimeout(r, mode.ms))
     const rowKey = `${event.channel}:${event.messageKey}`
     const existing = space.rows.get(rowKey)
     if (existing !== undefined && event.kind === 'message') {
       call.answered = 200
-      return send(res, 200, {
+      return reply(200, {
         outcome: 'duplicate',
         duplicate: true,
         messageId: '1',
@@ -137,7 +203,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     }
     if (event.kind === 'message') space.rows.set(rowKey, event.payloadHash)
     call.answered = event.kind === 'message' ? 201 : 200
-    return send(res, call.answered, {
+    return reply(call.answered, {
       outcome: event.kind === 'message' ? 'created' : 'updated',
       duplicate: false,
       messageId: '1',
@@ -147,7 +213,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
   }
 
   /** The dead-letter consumer's report: taken (201) unless the namespace is failing. */
-  function recordDead(space: Namespace, body: string, res: ServerResponse): void {
+  function recordDead(space: Namespace, body: string, reply: Reply): Promise<void> {
     const report = JSON.parse(body) as Omit<DeadReportCall, 'answered'>
     const answered = space.mode.kind === 'fail' ? space.mode.status : 201
     space.dead.push({
@@ -157,7 +223,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       attempts: report.attempts,
       answered,
     })
-    send(res, answered, answered === 201 ? { failureId: String(space.dead.length) } : {})
+    return reply(answered, answered === 201 ? { failureId: String(space.dead.length) } : {})
   }
 
   const server: Server = createServer((req, res) => {

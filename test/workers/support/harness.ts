@@ -22,6 +22,17 @@ export const WEBHOOKS = {
   telegram: `${GATEWAY}/webhooks/telegram`,
 } as const
 
+/** What the test origin saw in one namespace. */
+export interface OriginRecord {
+  calls: OriginCall[]
+  rows: number
+  dead: DeadReportCall[]
+  /** Requests for the login page behind its `redirect` mode: a followed redirect lands there. */
+  logins: number
+  /** GET /healthz: the Worker's origin probe. */
+  healthChecks: number
+}
+
 export interface Harness {
   env: Env
   /** Full Redis key of a delivery key (`dedup:...`). */
@@ -29,7 +40,7 @@ export interface Harness {
   deliver(request: Request): Promise<Response>
   /** One attempt of a fixture's delivery (local/vendor-deliveries.ts), to the gateway. */
   send(delivery: SignedDelivery): Promise<Response>
-  originCalls(): Promise<{ calls: OriginCall[]; rows: number; dead: DeadReportCall[] }>
+  originCalls(): Promise<OriginRecord>
   setOriginMode(mode: OriginMode): Promise<void>
   redisGet(deliveryKey: string): Promise<string | null>
   redisTtl(deliveryKey: string): Promise<number>
@@ -72,11 +83,7 @@ export function harness(overrides: Partial<Env> = {}, options: { shared?: boolea
     send: async (delivery) => deliver(await delivery.request(GATEWAY)),
     async originCalls() {
       const response = await fetch(`${originNs}/calls`)
-      return (await response.json()) as {
-        calls: OriginCall[]
-        rows: number
-        dead: DeadReportCall[]
-      }
+      return (await response.json()) as OriginRecord
     },
     async setOriginMode(mode) {
       await fetch(`${originNs}/mode`, { method: 'PUT', body: JSON.stringify(mode) })

@@ -12,6 +12,7 @@
  * go on for days (Meta: up to 7) while its good neighbours are answered as duplicates each time.
  * @module
  */
+import { finalizeEvent } from '../contract/event'
 import type { ChannelDelivery, Classified } from './channels/types'
 import { formatDeliveryKey, isBatch } from './channels/types'
 import { type DeliveryContext, deliver, type Outcome, recordRefused } from './deliver'
@@ -48,7 +49,9 @@ async function deliverItem(
     const channel = item.action === 'forward' ? item.draft.channel : undefined
     if (err instanceof InvalidPayloadError && item.action === 'forward') {
       // A single request would be answered 400; in a batch that would send every item again.
-      await recordRefused(ctx, item.key, item.draft, err.detail)
+      // The dead letter keeps the finalized event (schema version, payload hash), as the origin's
+      // replay parses it: once the cause is fixed, the replay lands it.
+      await recordRefused(ctx, item.key, await finalizeEvent(item.draft), err.detail)
       return { channel, deliveryKey, decision: 'rejected', decidedBy: 'gateway', reason: err.code }
     }
     // Not the item's fault (a bug, a runtime limit): ask again; the taken items are duplicates then.

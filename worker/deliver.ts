@@ -8,12 +8,7 @@
  */
 import { type ClaimEnd, type ClaimHold, runClaimed } from '../claims'
 import { sha256Hex } from '../contract/crypto'
-import {
-  finalizeEvent,
-  type InboundEvent,
-  type InboundEventDraft,
-  parseInboundEvent,
-} from '../contract/event'
+import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
 import type { DeliveryContext, Outcome } from './delivery-context'
@@ -158,13 +153,13 @@ async function forwardAndDecide(
 }
 
 /**
- * A refused event (by the origin, or, in a batch, by the event schema: then the draft) as a dead
- * letter; when even that fails, the error log is all that is left.
+ * A refused event (by the origin, or, in a batch, by the event schema) as a dead letter; when
+ * even that fails, the error log is all that is left.
  */
 export async function recordRefused(
   ctx: DeliveryContext,
   key: DeliveryKey,
-  event: InboundEvent | InboundEventDraft,
+  event: InboundEvent,
   why: string,
 ): Promise<void> {
   const dead = deadMessage(

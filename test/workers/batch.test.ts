@@ -5,7 +5,7 @@
  * taken, so the vendor does not resend the whole batch for it.
  */
 import { describe, expect, it } from 'vitest'
-import type { InboundEventDraft } from '../../contract/event'
+import { type InboundEventDraft, parseInboundEvent } from '../../contract/event'
 import { randomId } from '../../local/vendor-deliveries'
 import { httpReply, plainReplies } from '../../worker/channels/replies'
 import { type ChannelDelivery, formatDeliveryKey } from '../../worker/channels/types'
@@ -13,6 +13,7 @@ import { settingsFor } from '../../worker/config'
 import { deliveryContext } from '../../worker/deliver'
 import { deliverAll } from '../../worker/deliver-batch'
 import type { Env } from '../../worker/env'
+import { forwardEvent } from '../../worker/forward'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { harness } from './support/harness'
 
@@ -149,6 +150,26 @@ describe('batched deliveries in the delivery core', () => {
     ])
     expect(dead.sent).toHaveLength(1)
     expect(dead.sent[0]?.dead.error).toMatch(/^invalid event: occurredAt/)
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+
+  it('an item the schema refuses is kept as a replayable event: cause fixed, replayed, one row', async () => {
+    const { h, dead, run } = setup()
+    const bad = item(`x${randomId()}`, { occurredAt: 'not a time' })
+    expect((await run([bad])).status).toBe(200)
+    const [letter] = dead.sent
+    // The operator fixes the cause (the refused field), then replays what the dead letter kept:
+    // the origin's replay parses the stored event with the same schema and ingests it.
+    const fixed = parseInboundEvent({
+      ...(letter?.event as object),
+      occurredAt: '2026-12-01T10:00:00.000Z',
+    })
+    if (!fixed.ok) throw new Error(`not replayable: ${fixed.message}`)
+    const origin = settingsFor(h.env).origin
+    if (!origin) throw new Error('no origin')
+    for (let replay = 0; replay < 2; replay++) {
+      expect((await forwardEvent(origin, fixed.event, 5_000)).kind).toBe('accepted')
+    }
     expect((await h.originCalls()).rows).toBe(1)
   })
 

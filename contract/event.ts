@@ -12,7 +12,11 @@ export type Channel = (typeof CHANNELS)[number]
 export const EVENT_KINDS = ['message', 'edit', 'delete'] as const
 export type EventKind = (typeof EVENT_KINDS)[number]
 
-/** Upper bounds keep one event's cost bounded whatever a vendor (or attacker) sends. */
+/**
+ * Upper bounds keep one event's cost bounded whatever a vendor (or attacker) sends. Text fields
+ * count UTF-16 units (what a person reads); `eventBytes` and `content` count UTF-8 bytes of JSON,
+ * what queues, R2 and the origin's MAX_EVENT_BYTES measure.
+ */
 export const LIMITS = {
   key: 512,
   body: 64 * 1024,
@@ -23,7 +27,18 @@ export const LIMITS = {
   url: 2048,
   /** One attachment's structured content (a location, a contact card), as JSON. */
   content: 16 * 1024,
+  /**
+   * The whole event as JSON. Below the origin's default MAX_EVENT_BYTES (256 KiB) by 16 KiB, so a
+   * dead-letter report (the event, its key and error) is taken too: every event the schema
+   * accepts can be forwarded, queued (through R2 when over a queue message) and dead-lettered.
+   */
+  eventBytes: 240 * 1024,
 } as const
+
+/** UTF-8 bytes of a value as JSON: what every byte bound of the contract measures. */
+export function jsonBytes(value: unknown): number {
+  return new TextEncoder().encode(JSON.stringify(value)).byteLength
+}
 
 /**
  * What an attachment is, across vendors: media (`image` … `sticker`, `file` when the vendor says
@@ -48,7 +63,7 @@ const Text = (max: number) => v.pipe(v.string(), v.maxLength(max))
 /** JSON of at most LIMITS.content bytes: a vendor's structured content, bounded. */
 const Content = v.pipe(
   v.record(v.string(), v.unknown()),
-  v.check((value) => JSON.stringify(value).length <= LIMITS.content, 'content too large'),
+  v.check((value) => jsonBytes(value) <= LIMITS.content, 'content too large'),
 )
 
 /**
@@ -74,7 +89,7 @@ export type Attachment = v.InferOutput<typeof AttachmentSchema>
 const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key))
 const IsoTime = v.pipe(v.string(), v.isoTimestamp())
 
-export const InboundEventSchema = v.strictObject({
+const InboundEventFields = v.strictObject({
   /** Schema version; bump when a field changes meaning. */
   v: v.literal(1),
   kind: v.picklist(EVENT_KINDS),
@@ -110,6 +125,11 @@ export const InboundEventSchema = v.strictObject({
   /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */
   payloadHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16,64}$/)),
 })
+
+export const InboundEventSchema = v.pipe(
+  InboundEventFields,
+  v.check((event) => jsonBytes(event) <= LIMITS.eventBytes, 'event too large'),
+)
 
 export type InboundEvent = v.InferOutput<typeof InboundEventSchema>
 export type InboundEventDraft = Omit<InboundEvent, 'v' | 'payloadHash'>

@@ -24,12 +24,13 @@ class RecordingQueue<T> {
   }
 }
 
-function setup() {
+function setup(overrides: Partial<Env> = {}) {
   const spool = new RecordingQueue<SpoolMessage>()
   const dead = new RecordingQueue<DeadMessage>()
   const h = harness({
     SPOOL: spool as unknown as Env['SPOOL'],
     SPOOL_DEAD: dead as unknown as Env['SPOOL_DEAD'],
+    ...overrides,
   })
   const pending: Promise<unknown>[] = []
   const run = async (items: readonly ChannelDelivery[]) => {
@@ -170,6 +171,19 @@ describe('batched deliveries in the delivery core', () => {
     for (let replay = 0; replay < 2; replay++) {
       expect((await forwardEvent(origin, fixed.event, 5_000)).kind).toBe('accepted')
     }
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+
+  it('an item the schema refuses whose dead letter cannot be sent makes the vendor resend', async () => {
+    const { h, run } = setup({ SPOOL_DEAD: undefined })
+    const bad = item(`x${randomId()}`, { occurredAt: 'not a time' })
+    const good = item(`g${randomId()}`)
+    const { outcomes, status } = await run([bad, good])
+    expect(outcomes.map((o) => [o.decision, o.reason])).toEqual([
+      ['retry', 'refused_event_not_recorded'],
+      ['forwarded', undefined],
+    ])
+    expect(status).toBe(503)
     expect((await h.originCalls()).rows).toBe(1)
   })
 

@@ -23,7 +23,15 @@ import type { Env } from '../env'
 import { describeForward, type ForwardResult, forwardBody } from '../forward'
 import { claimStoreFor } from '../gateway'
 import { describeError, logLine, logProblem } from '../log'
-import { deadMessage, deadReport, decodeSpoolMessage } from './message'
+import {
+  ClaimCheckError,
+  deleteEventBody,
+  type EventBodies,
+  eventKeyOf,
+  type Packed,
+  unpackMessage,
+} from './claim-check'
+import { type DeadMessage, deadMessage, deadReport, decodeSpoolMessage } from './message'
 import { sendDeadLetter } from './producer'
 
 /** A dead-letter queue's name ends with this (wrangler.toml: `dead_letter_queue`). */
@@ -46,7 +54,7 @@ export async function consumeQueue(
 ): Promise<void> {
   const settings = settingsFor(env)
   const handle = isDeadLetterQueue(batch.queue)
-    ? (message: Message<unknown>) => recordDead(settings, message)
+    ? (message: Message<unknown>) => recordDead(settings, env, ctx, message)
     : (message: Message<unknown>) => deliverQueued(settings, env, ctx, message)
   await Promise.all(
     batch.messages.map(async (message) => {
@@ -70,9 +78,14 @@ async function deliverQueued(
   ctx: ExecutionContext,
   message: Message<unknown>,
 ): Promise<void> {
-  const decoded = decodeSpoolMessage(message.body)
+  const bodies = env.SPOOL_BODIES ?? null
+  const unpacked = await unpackOrRetry(settings, bodies, message)
+  if (!unpacked) return
+  const { eventKey } = unpacked
+  const decoded = decodeSpoolMessage(unpacked.body)
   if (!decoded.ok) {
-    return deadLetter(env, settings, ctx, message, `unreadable message: ${decoded.reason}`)
+    const why = `unreadable message: ${decoded.reason}`
+    return deadLetter(env, settings, ctx, message, why)
   }
   const { event, claimKey, queuedAt, ttlSeconds } = decoded.message
   const fields = {
@@ -99,6 +112,7 @@ async function deliverQueued(
     message.ack()
     later(claims?.delivered(claimKey, event.payloadHash, ttlSeconds))
     later(claims?.count(`spool_delivered:${event.channel}`))
+    later(deleteEventBody(bodies, eventKey))
     logLine('info', 'spool_delivered', {
       ...fields,
       origin: result.outcome ?? String(result.status),
@@ -122,9 +136,36 @@ async function deliverQueued(
 }
 
 /**
- * Out of attempts (or unreadable): onto the dead-letter queue with why, then acked. If that send
- * fails the message stays here, retried at the longest delay; Cloudflare's own `max_retries`
- * moves it to the same dead-letter queue in the end.
+ * The message with its event read back from R2 (claim-check.ts), or null when it was decided
+ * here: R2 failing is retried on the normal schedule; an object that is gone (expired, deleted by
+ * hand) leaves the message as it is, which the caller dead-letters as unreadable.
+ */
+async function unpackOrRetry(
+  settings: Settings,
+  bodies: EventBodies | null,
+  message: Message<unknown>,
+): Promise<{ body: unknown; eventKey: string | null } | null> {
+  try {
+    return await unpackMessage(bodies, message.body, settings.originTimeoutMs)
+  } catch (err) {
+    if (err instanceof ClaimCheckError && err.code === 'event_body_missing') {
+      return { body: message.body, eventKey: null }
+    }
+    const delaySeconds = retryDelaySeconds(settings, message.attempts)
+    message.retry({ delaySeconds })
+    logProblem('warn', 'spool_event_body_unavailable', {
+      error: describeError(err),
+      delaySeconds,
+    })
+    return null
+  }
+}
+
+/**
+ * Out of attempts (or unreadable): onto the dead-letter queue with why, then acked. An event in
+ * R2 stays there, the dead letter carrying its key. If that send fails the message stays here,
+ * retried at the longest delay; Cloudflare's own `max_retries` moves it to the same dead-letter
+ * queue in the end.
  */
 async function deadLetter(
   env: Env,
@@ -134,16 +175,22 @@ async function deadLetter(
   error: string,
 ): Promise<void> {
   const body = (message.body ?? {}) as Record<string, unknown>
+  const eventKey = eventKeyOf(body)
   const queued = {
     claimKey: typeof body.claimKey === 'string' ? body.claimKey : '',
     queuedAt: typeof body.queuedAt === 'number' ? body.queuedAt : 0,
-    event: body.event ?? null,
   }
-  const dead = deadMessage(queued, message.attempts, error)
+  const dead: Packed<DeadMessage> = eventKey
+    ? {
+        ...deadMessage({ ...queued, event: null }, message.attempts, error),
+        event: undefined,
+        eventKey,
+      }
+    : deadMessage({ ...queued, event: body.event ?? null }, message.attempts, error)
   const report = deadReport(dead, message.attempts, message.id)
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   try {
-    await sendDeadLetter(env.SPOOL_DEAD, dead, settings.originTimeoutMs)
+    await sendDeadLetter(env.SPOOL_DEAD, env.SPOOL_BODIES ?? null, dead, settings.originTimeoutMs)
   } catch (err) {
     logProblem('error', 'spool_dead_letter_failed', { ...fields, error: describeError(err) })
     message.retry({ delaySeconds: settings.spool.retryMaxSeconds })
@@ -155,15 +202,36 @@ async function deadLetter(
   logProblem('error', 'spool_dead_lettered', { ...fields, attempts: message.attempts, error })
 }
 
-/** A dead-letter message becomes a channel_failures row, through the origin, or waits. */
-async function recordDead(settings: Settings, message: Message<unknown>): Promise<void> {
-  const report = deadReport(message.body, message.attempts, message.id)
+/**
+ * A dead-letter message becomes a channel_failures row, through the origin, or waits. An event in
+ * R2 is read back into the report (the row keeps it whole, for the replay), and its object goes
+ * once the origin recorded it; an object that is gone is said so in the row's error.
+ */
+async function recordDead(
+  settings: Settings,
+  env: Env,
+  ctx: ExecutionContext,
+  message: Message<unknown>,
+): Promise<void> {
+  const bodies = env.SPOOL_BODIES ?? null
+  let unpacked: { body: unknown; eventKey: string | null } | null
+  let missing = ''
+  try {
+    unpacked = await unpackMessage(bodies, message.body, settings.originTimeoutMs)
+  } catch (err) {
+    if (!(err instanceof ClaimCheckError && err.code === 'event_body_missing')) throw err
+    unpacked = { body: message.body, eventKey: null }
+    missing = `; its event is gone from R2 (${eventKeyOf(message.body)})`
+  }
+  const report = deadReport(unpacked.body, message.attempts, message.id)
+  report.error += missing
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   const result: ForwardResult = settings.origin
     ? await postReport(settings.origin, JSON.stringify(report), settings.originTimeoutMs)
     : { kind: 'failed', status: null, reason: 'network' }
   if (result.kind === 'accepted') {
     message.ack()
+    ctx.waitUntil(deleteEventBody(bodies, unpacked.eventKey).catch(() => {}))
     logProblem('error', 'spool_dead_recorded', { ...fields, attempts: report.attempts })
     return
   }

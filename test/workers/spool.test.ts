@@ -314,6 +314,26 @@ describe('a large queued event the origin refuses in the consumer', () => {
   })
 })
 
+describe('a queued event whose R2 object is gone (expired, deleted by hand)', () => {
+  it('is dead-lettered and recorded saying so, not retried for ever', async () => {
+    const { h, spool, dead } = withQueues()
+    const { delivery, event } = await largestEvent('telegram')
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    await runCore(h, [delivery])
+    const [message] = spool.sent as unknown as [Record<string, unknown>]
+    await bodies(h).delete(message.eventKey as string)
+    await h.setOriginMode({ kind: 'ok' })
+    const { ids, acked } = await consume(h, SPOOL, [message])
+    expect(acked).toEqual(ids)
+    const [letter] = dead.sent
+    expect(letter?.dead.error).toBe('unreadable message: its event is gone from R2')
+    await consume(h, SPOOL_DEAD, [letter])
+    const [report] = (await h.originCalls()).dead
+    expect(report?.deliveryKey).toBe(event.deliveryKey)
+    expect(report?.error).toContain('its event is gone from R2')
+  })
+})
+
 /** Queues one event per delivery with the origin down; returns the messages as sent. */
 async function queuedMessages(h: Harness, spool: RecordingQueue<SpoolMessage>, n: number) {
   await h.setOriginMode({ kind: 'fail', status: 503 })

@@ -13,6 +13,10 @@
  * Dead-letter queue, per message: recorded in Postgres through the origin's signed
  * `POST /v1/failures/inbound` (channel_failures, stage inbound), retried until the origin takes it.
  *
+ * A message whose event is in R2 (claim-check.ts: too large for a queue message) has it read back
+ * first (R2 failing: retried); its object is deleted once the origin took the event, or recorded
+ * its dead letter, whose report carries the event whole. A dead letter of it carries the same key.
+ *
  * The handler never throws: locally a throwing `queue()` redelivers the whole batch, acked
  * messages included. Each message is acked or retried explicitly.
  * @module
@@ -61,7 +65,7 @@ export async function consumeQueue(
       try {
         await handle(message)
       } catch (err) {
-        // A bug, not an answer: keep the message, on the normal schedule.
+        // A bug or R2 failing, not an answer: keep the message, on the normal schedule.
         logProblem('error', 'spool_consumer_error', {
           queue: batch.queue,
           error: describeError(err),
@@ -79,12 +83,10 @@ async function deliverQueued(
   message: Message<unknown>,
 ): Promise<void> {
   const bodies = env.SPOOL_BODIES ?? null
-  const unpacked = await unpackOrRetry(settings, bodies, message)
-  if (!unpacked) return
-  const { eventKey } = unpacked
-  const decoded = decodeSpoolMessage(unpacked.body)
+  const { body, eventKey, missing } = await readBack(settings, bodies, message)
+  const decoded = decodeSpoolMessage(body)
   if (!decoded.ok) {
-    const why = `unreadable message: ${decoded.reason}`
+    const why = `unreadable message: ${missing ? 'its event is gone from R2' : decoded.reason}`
     return deadLetter(env, settings, ctx, message, why)
   }
   const { event, claimKey, queuedAt, ttlSeconds } = decoded.message
@@ -136,28 +138,22 @@ async function deliverQueued(
 }
 
 /**
- * The message with its event read back from R2 (claim-check.ts), or null when it was decided
- * here: R2 failing is retried on the normal schedule; an object that is gone (expired, deleted by
- * hand) leaves the message as it is, which the caller dead-letters as unreadable.
+ * The message with its event read back from R2 (claim-check.ts), and its key. An object that is
+ * gone (expired, deleted by hand) leaves the message as it is (`missing`): the spool consumer
+ * dead-letters it as unreadable, the dead-letter consumer records it with what is known. R2
+ * failing throws: the message is retried on the normal schedule ({@link consumeQueue}).
  */
-async function unpackOrRetry(
+async function readBack(
   settings: Settings,
   bodies: EventBodies | null,
   message: Message<unknown>,
-): Promise<{ body: unknown; eventKey: string | null } | null> {
+): Promise<{ body: unknown; eventKey: string | null; missing: boolean }> {
   try {
-    return await unpackMessage(bodies, message.body, settings.originTimeoutMs)
+    const unpacked = await unpackMessage(bodies, message.body, settings.originTimeoutMs)
+    return { ...unpacked, missing: false }
   } catch (err) {
-    if (err instanceof ClaimCheckError && err.code === 'event_body_missing') {
-      return { body: message.body, eventKey: null }
-    }
-    const delaySeconds = retryDelaySeconds(settings, message.attempts)
-    message.retry({ delaySeconds })
-    logProblem('warn', 'spool_event_body_unavailable', {
-      error: describeError(err),
-      delaySeconds,
-    })
-    return null
+    if (!(err instanceof ClaimCheckError && err.code === 'event_body_missing')) throw err
+    return { body: message.body, eventKey: null, missing: true }
   }
 }
 
@@ -214,24 +210,16 @@ async function recordDead(
   message: Message<unknown>,
 ): Promise<void> {
   const bodies = env.SPOOL_BODIES ?? null
-  let unpacked: { body: unknown; eventKey: string | null } | null
-  let missing = ''
-  try {
-    unpacked = await unpackMessage(bodies, message.body, settings.originTimeoutMs)
-  } catch (err) {
-    if (!(err instanceof ClaimCheckError && err.code === 'event_body_missing')) throw err
-    unpacked = { body: message.body, eventKey: null }
-    missing = `; its event is gone from R2 (${eventKeyOf(message.body)})`
-  }
-  const report = deadReport(unpacked.body, message.attempts, message.id)
-  report.error += missing
+  const { body, eventKey, missing } = await readBack(settings, bodies, message)
+  const report = deadReport(body, message.attempts, message.id)
+  if (missing) report.error += `; its event is gone from R2 (${eventKeyOf(message.body)})`
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   const result: ForwardResult = settings.origin
     ? await postReport(settings.origin, JSON.stringify(report), settings.originTimeoutMs)
     : { kind: 'failed', status: null, reason: 'network' }
   if (result.kind === 'accepted') {
     message.ack()
-    ctx.waitUntil(deleteEventBody(bodies, unpacked.eventKey).catch(() => {}))
+    ctx.waitUntil(deleteEventBody(bodies, eventKey).catch(() => {}))
     logProblem('error', 'spool_dead_recorded', { ...fields, attempts: report.attempts })
     return
   }

@@ -326,11 +326,28 @@ describe('a queued event whose R2 object is gone (expired, deleted by hand)', ()
     const { ids, acked } = await consume(h, SPOOL, [message])
     expect(acked).toEqual(ids)
     const [letter] = dead.sent
-    expect(letter?.dead.error).toBe('unreadable message: its event is gone from R2')
+    expect(letter?.dead.error).toBe(
+      'unreadable message: its event in R2: event_body_missing: no such object (expired?)',
+    )
     await consume(h, SPOOL_DEAD, [letter])
     const [report] = (await h.originCalls()).dead
     expect(report?.deliveryKey).toBe(event.deliveryKey)
-    expect(report?.error).toContain('its event is gone from R2')
+    expect(report?.error).toContain('; its event in R2: event_body_missing')
+  })
+})
+
+describe('a queued event whose R2 object is over LIMITS.eventBytes (not one the producer wrote)', () => {
+  it('is not read: dead-lettered as unreadable', async () => {
+    const { h, spool, dead } = withQueues()
+    const { delivery } = await largestEvent('sms')
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    await runCore(h, [delivery])
+    const [message] = spool.sent as unknown as [Record<string, unknown>]
+    await bodies(h).put(message.eventKey as string, 'x'.repeat(LIMITS.eventBytes + 1))
+    await h.setOriginMode({ kind: 'ok' })
+    await consume(h, SPOOL, [message])
+    expect(dead.sent[0]?.dead.error).toContain('event_body_too_large')
+    expect((await h.originCalls()).rows).toBe(0)
   })
 })
 

@@ -9,7 +9,7 @@
  * The key is `spool/` and a random id: it names no tenant, sender or secret.
  * @module
  */
-import { jsonBytes } from '../../contract/event'
+import { jsonBytes, LIMITS } from '../../contract/event'
 import { withTimeout } from './timeout'
 
 /** Cloudflare Queues refuses messages over 128,000 bytes (serialization included): keep clear. */
@@ -25,7 +25,11 @@ export type Packed<M extends { event: unknown }> =
   | M
   | (Omit<M, 'event'> & { event?: undefined; eventKey: string })
 
-export type ClaimCheckErrorCode = 'message_too_large' | 'bodies_not_bound' | 'event_body_missing'
+export type ClaimCheckErrorCode =
+  | 'message_too_large'
+  | 'bodies_not_bound'
+  | 'event_body_missing'
+  | 'event_body_too_large'
 
 /** Why a message could not be packed or unpacked; R2's own failures pass through as they are. */
 export class ClaimCheckError extends Error {
@@ -67,7 +71,7 @@ export async function packMessage<M extends { event: unknown }>(
 /**
  * A message as it came off a queue, with its event inline again (read from R2 when it has an
  * `eventKey`, within `timeoutMs`), and that key, for {@link deleteEventBody} once done. Throws
- * {@link ClaimCheckError} `event_body_missing` when the object is gone, or R2's error.
+ * {@link ClaimCheckError} when the object is gone or too large, or R2's error.
  */
 export async function unpackMessage(
   bodies: EventBodies | null,
@@ -79,6 +83,11 @@ export async function unpackMessage(
   if (!bodies) throw new ClaimCheckError('bodies_not_bound', 'the event is in R2')
   const object = await withTimeout(bodies.get(eventKey), timeoutMs, 'R2 get')
   if (!object) throw new ClaimCheckError('event_body_missing', 'no such object (expired?)')
+  // Written by the producer within LIMITS.eventBytes; anything larger is not ours to read.
+  if (object.size > LIMITS.eventBytes) {
+    await object.body.cancel()
+    throw new ClaimCheckError('event_body_too_large', `${object.size} bytes`)
+  }
   const event: unknown = JSON.parse(await object.text())
   return { body: { ...(body as object), event }, eventKey }
 }

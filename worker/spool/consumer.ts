@@ -83,10 +83,10 @@ async function deliverQueued(
   message: Message<unknown>,
 ): Promise<void> {
   const bodies = env.SPOOL_BODIES ?? null
-  const { body, eventKey, missing } = await readBack(settings, bodies, message)
+  const { body, eventKey, unreadable } = await readBack(settings, bodies, message)
   const decoded = decodeSpoolMessage(body)
   if (!decoded.ok) {
-    const why = `unreadable message: ${missing ? 'its event is gone from R2' : decoded.reason}`
+    const why = `unreadable message: ${unreadable ?? decoded.reason}`
     return deadLetter(env, settings, ctx, message, why)
   }
   const { event, claimKey, queuedAt, ttlSeconds } = decoded.message
@@ -139,21 +139,22 @@ async function deliverQueued(
 
 /**
  * The message with its event read back from R2 (claim-check.ts), and its key. An object that is
- * gone (expired, deleted by hand) leaves the message as it is (`missing`): the spool consumer
- * dead-letters it as unreadable, the dead-letter consumer records it with what is known. R2
- * failing throws: the message is retried on the normal schedule ({@link consumeQueue}).
+ * gone (expired, deleted by hand) or not one of ours (too large) leaves the message as it is
+ * (`unreadable` says why): the spool consumer dead-letters it as unreadable, the dead-letter consumer records
+ * it with what is known. R2 failing or unbound throws: the message is retried on the normal
+ * schedule ({@link consumeQueue}).
  */
 async function readBack(
   settings: Settings,
   bodies: EventBodies | null,
   message: Message<unknown>,
-): Promise<{ body: unknown; eventKey: string | null; missing: boolean }> {
+): Promise<{ body: unknown; eventKey: string | null; unreadable: string | null }> {
   try {
     const unpacked = await unpackMessage(bodies, message.body, settings.originTimeoutMs)
-    return { ...unpacked, missing: false }
+    return { ...unpacked, unreadable: null }
   } catch (err) {
-    if (!(err instanceof ClaimCheckError && err.code === 'event_body_missing')) throw err
-    return { body: message.body, eventKey: null, missing: true }
+    if (!(err instanceof ClaimCheckError) || err.code === 'bodies_not_bound') throw err
+    return { body: message.body, eventKey: null, unreadable: `its event in R2: ${err.message}` }
   }
 }
 
@@ -201,7 +202,7 @@ async function deadLetter(
 /**
  * A dead-letter message becomes a channel_failures row, through the origin, or waits. An event in
  * R2 is read back into the report (the row keeps it whole, for the replay), and its object goes
- * once the origin recorded it; an object that is gone is said so in the row's error.
+ * once the origin recorded it; an object that cannot be read is said so in the row's error.
  */
 async function recordDead(
   settings: Settings,
@@ -210,9 +211,9 @@ async function recordDead(
   message: Message<unknown>,
 ): Promise<void> {
   const bodies = env.SPOOL_BODIES ?? null
-  const { body, eventKey, missing } = await readBack(settings, bodies, message)
+  const { body, eventKey, unreadable } = await readBack(settings, bodies, message)
   const report = deadReport(body, message.attempts, message.id)
-  if (missing) report.error += `; its event is gone from R2 (${eventKeyOf(message.body)})`
+  if (unreadable) report.error += `; ${unreadable} (${eventKeyOf(message.body)})`
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   const result: ForwardResult = settings.origin
     ? await postReport(settings.origin, JSON.stringify(report), settings.originTimeoutMs)

@@ -215,7 +215,9 @@ export function parseInboundEvent(input: unknown): ParseResult {
   // valibot's own messages quote the received value (a sender name, a subject): name the field
   // and what was expected only, so nothing from the event reaches a response or a log line.
   const expected = issue?.expected ? ` (expected ${issue.expected})` : ''
-  return { ok: false, message: `invalid event: ${path}: ${issue?.type ?? 'invalid'}${expected}` }
+  // A check's message is ours ('event too large'), never a value.
+  const what = issue?.type === 'check' ? issue.message : (issue?.type ?? 'invalid')
+  return { ok: false, message: `invalid event: ${path}: ${what}${expected}` }
 }
 
 /** What the origin answers for an accepted event (new, duplicate, edit applied, ...). */

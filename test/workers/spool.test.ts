@@ -235,6 +235,12 @@ describe.each(CHANNELS)('the largest %s event the schema accepts', (channel) => 
     expect(parseInboundEvent(event).ok).toBe(true)
     expect(jsonBytes(event)).toBeGreaterThan(LIMITS.eventBytes - 16)
     expect(jsonBytes(event)).toBeGreaterThan(MAX_SPOOL_MESSAGE_BYTES)
+    // Twenty bytes more, each field within its own bound: refused, in bytes.
+    const over = { ...event, tenant: `${event.tenant}${'x'.repeat(20)}` }
+    expect(parseInboundEvent(over)).toEqual({
+      ok: false,
+      message: 'invalid event: (root): event too large',
+    })
   })
 
   it('origin down: spooled through R2, lands once, its object deleted', async () => {

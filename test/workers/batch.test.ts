@@ -7,14 +7,12 @@
 import { describe, expect, it } from 'vitest'
 import { type InboundEventDraft, parseInboundEvent } from '../../contract/event'
 import { randomId } from '../../local/vendor-deliveries'
-import { httpReply, plainReplies } from '../../worker/channels/replies'
 import { type ChannelDelivery, formatDeliveryKey } from '../../worker/channels/types'
 import { settingsFor } from '../../worker/config'
-import { deliveryContext } from '../../worker/deliver'
-import { deliverAll } from '../../worker/deliver-batch'
 import type { Env } from '../../worker/env'
 import { forwardEvent } from '../../worker/forward'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
+import { deliverToCore } from './support/core'
 import { harness } from './support/harness'
 
 class RecordingQueue<T> {
@@ -32,18 +30,7 @@ function setup(overrides: Partial<Env> = {}) {
     SPOOL_DEAD: dead as unknown as Env['SPOOL_DEAD'],
     ...overrides,
   })
-  const pending: Promise<unknown>[] = []
-  const run = async (items: readonly ChannelDelivery[]) => {
-    const ctx = deliveryContext(h.env, settingsFor(h.env), {
-      channel: 'batch-test',
-      startedAt: Date.now(),
-      budgetMs: 10_000,
-      waitUntil: (promise) => pending.push(promise),
-    })
-    const outcomes = await deliverAll(ctx, items, '')
-    await Promise.all(pending.splice(0))
-    return { outcomes, status: httpReply(plainReplies, outcomes).status }
-  }
+  const run = (items: readonly ChannelDelivery[]) => deliverToCore(h.env, items, 'batch-test')
   return { h, spool, dead, run }
 }
 

@@ -26,17 +26,15 @@ import {
   telegramDelivery,
   twilioDelivery,
 } from '../../local/vendor-deliveries'
-import { httpReply, plainReplies } from '../../worker/channels/replies'
 import type { ChannelDelivery } from '../../worker/channels/types'
 import { type OriginConfig, settingsFor } from '../../worker/config'
-import { deliveryContext } from '../../worker/deliver'
-import { deliverAll } from '../../worker/deliver-batch'
 import type { Env } from '../../worker/env'
 import { forwardEvent } from '../../worker/forward'
 import worker from '../../worker/index'
 import { MAX_SPOOL_MESSAGE_BYTES } from '../../worker/spool/claim-check'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
+import { deliverToCore } from './support/core'
 import { GATEWAY, type Harness, harness } from './support/harness'
 import { largestEvent } from './support/largest-event'
 
@@ -213,19 +211,7 @@ describe('an event kept nowhere is never answered ok', () => {
   })
 })
 
-/** Delivery-core deliveries (channel-free), answered as a webhook would be. */
-async function runCore(h: Harness, items: readonly ChannelDelivery[]) {
-  const pending: Promise<unknown>[] = []
-  const ctx = deliveryContext(h.env, settingsFor(h.env), {
-    channel: 'largest-test',
-    startedAt: Date.now(),
-    budgetMs: 10_000,
-    waitUntil: (promise) => pending.push(promise),
-  })
-  const outcomes = await deliverAll(ctx, items, '')
-  await Promise.all(pending.splice(0))
-  return { outcomes, status: httpReply(plainReplies, outcomes).status }
-}
+const runCore = (h: Harness, items: readonly ChannelDelivery[]) => deliverToCore(h.env, items)
 
 const bodies = (h: Harness) => h.env.SPOOL_BODIES as R2Bucket
 

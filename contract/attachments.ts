@@ -6,13 +6,12 @@
  * @module
  */
 import { bounded } from './email-text'
-import { type Attachment, type AttachmentKind, LIMITS } from './event'
+import { type Attachment, type AttachmentKind, jsonBytes, LIMITS } from './event'
 
 /**
  * The attachments' JSON an event may carry, all together: metadata adds at most this to an event,
- * so a message with a full 64 KiB text and its media still fits one spool queue message (120,000
- * bytes, worker/spool/message.ts) and the origin's MAX_EVENT_BYTES. Fifty attachments with
- * ordinary names take about a fifth of it (6.6 KB).
+ * so a message with a full text and its media stays within LIMITS.eventBytes. Fifty attachments
+ * with ordinary names take about a fifth of it (6.6 KB).
  */
 export const ATTACHMENTS_BUDGET_BYTES = 32 * 1024
 
@@ -38,7 +37,7 @@ export function boundAttachments(list: readonly Attachment[]): Attachment[] | un
   let bytes = 2
   for (const attachment of list.slice(0, LIMITS.attachments)) {
     const entry = boundOne(attachment)
-    bytes += new TextEncoder().encode(JSON.stringify(entry)).byteLength + 1
+    bytes += jsonBytes(entry) + 1
     if (bytes > ATTACHMENTS_BUDGET_BYTES) break
     kept.push(entry)
   }
@@ -48,9 +47,7 @@ export function boundAttachments(list: readonly Attachment[]): Attachment[] | un
 function boundOne(attachment: Attachment): Attachment {
   const { kind, mediaId, url, mimeType, size, fileName, caption, content } = attachment
   const contentFits =
-    content !== undefined &&
-    Object.keys(content).length > 0 &&
-    JSON.stringify(content).length <= LIMITS.content
+    content !== undefined && Object.keys(content).length > 0 && jsonBytes(content) <= LIMITS.content
   return {
     kind,
     ...text('mediaId', mediaId, LIMITS.key),

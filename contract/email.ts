@@ -34,6 +34,7 @@ import {
   LIMITS,
   parseInboundEvent,
 } from './event'
+import { fitToEventBytes } from './event-fit'
 import { canonicalMailbox, type MailboxAliases } from './mailbox'
 
 /** Cloudflare Email Routing's limit ("does not support messages bigger than 25 MiB"). */
@@ -131,10 +132,12 @@ export async function parseEmail(
     references: await referenceKeys(email, scope, messageKey),
     ...(attachments ? { attachments } : {}),
   }
+  // Every field is within its bound; all of them together may not be within the event's.
+  const fitted = fitToEventBytes(draft)
   // Our own bounds should make this impossible; if not, the email cannot be stored as it is.
-  const check = parseInboundEvent(await finalizeEvent(draft))
+  const check = parseInboundEvent(await finalizeEvent(fitted))
   if (!check.ok) throw new EmailParseError('unparseable', check.message)
-  return { key, draft }
+  return { key, draft: fitted }
 }
 
 /** The fields the fallback id hashes (contract/email-keys.ts: {@link contentHash}). */

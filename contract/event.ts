@@ -13,7 +13,11 @@ export type Channel = (typeof CHANNELS)[number]
 export const EVENT_KINDS = ['message', 'edit', 'delete'] as const
 export type EventKind = (typeof EVENT_KINDS)[number]
 
-/** Upper bounds keep one event's cost bounded whatever a vendor (or attacker) sends. */
+/**
+ * Upper bounds keep one event's cost bounded whatever a vendor (or attacker) sends. Text fields
+ * count UTF-16 units (what a person reads); `eventBytes` and `content` count UTF-8 bytes of JSON,
+ * what queues, R2 and the origin's MAX_EVENT_BYTES measure.
+ */
 export const LIMITS = {
   key: 512,
   body: 64 * 1024,
@@ -24,7 +28,18 @@ export const LIMITS = {
   url: 2048,
   /** One attachment's structured content (a location, a contact card), as JSON. */
   content: 16 * 1024,
+  /**
+   * The whole event as JSON. Below the origin's default MAX_EVENT_BYTES (256 KiB) by 16 KiB, so a
+   * dead-letter report (the event, its key and error) is taken too: every event the schema
+   * accepts can be forwarded, queued (through R2 when over a queue message) and dead-lettered.
+   */
+  eventBytes: 240 * 1024,
 } as const
+
+/** UTF-8 bytes of a value as JSON: what every byte bound of the contract measures. */
+export function jsonBytes(value: unknown): number {
+  return new TextEncoder().encode(JSON.stringify(value)).byteLength
+}
 
 /**
  * What an attachment is, across vendors: media (`image` … `sticker`, `file` when the vendor says
@@ -49,7 +64,7 @@ const Text = (max: number) => v.pipe(v.string(), v.maxLength(max))
 /** JSON of at most LIMITS.content bytes: a vendor's structured content, bounded. */
 const Content = v.pipe(
   v.record(v.string(), v.unknown()),
-  v.check((value) => JSON.stringify(value).length <= LIMITS.content, 'content too large'),
+  v.check((value) => jsonBytes(value) <= LIMITS.content, 'content too large'),
 )
 
 /**
@@ -115,14 +130,15 @@ const EventFields = v.strictObject({
 export type InboundEvent = v.InferOutput<typeof EventFields>
 
 /**
- * Every message key starts with its tenant (`{tenant}:…`, README's key table): an event naming a
- * key of another tenant is no event of its tenant, whatever signed it.
+ * Every message key starts with its tenant (`{tenant}:…`, docs/keys.md's key table): an event
+ * naming a key of another tenant is no event of its tenant, whatever signed it.
  */
 const isKeyOfTenant = (event: InboundEvent): boolean =>
   event.messageKey.startsWith(`${event.tenant}:`)
 
 export const InboundEventSchema = v.pipe(
   EventFields,
+  v.check((event) => jsonBytes(event) <= LIMITS.eventBytes, 'event too large'),
   v.forward(v.check(isKeyOfTenant, 'message key of another tenant'), ['messageKey']),
 )
 export type InboundEventDraft = Omit<InboundEvent, 'v' | 'payloadHash'>
@@ -185,7 +201,9 @@ export function parseInboundEvent(input: unknown): ParseResult {
   // valibot's own messages quote the received value (a sender name, a subject): name the field
   // and what was expected only, so nothing from the event reaches a response or a log line.
   const expected = issue?.expected ? ` (expected ${issue.expected})` : ''
-  return { ok: false, message: `invalid event: ${path}: ${issue?.type ?? 'invalid'}${expected}` }
+  // A check's message is ours ('event too large'), never a value.
+  const what = issue?.type === 'check' ? issue.message : (issue?.type ?? 'invalid')
+  return { ok: false, message: `invalid event: ${path}: ${what}${expected}` }
 }
 
 /** What the origin answers for an accepted event (new, duplicate, edit applied, ...). */

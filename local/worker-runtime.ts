@@ -149,8 +149,9 @@ export interface WorkerMiniflareHandle extends WorkerHandle {
 
 /**
  * Builds the deployable bundle (`wrangler deploy --dry-run`) and serves it with Miniflare on
- * 127.0.0.1, with its wrangler config's compatibility settings, [vars] plus `vars`, and its queues
- * (wrangler.toml's: the spool and its dead letters, consumed by the same Worker).
+ * 127.0.0.1, with its wrangler config's compatibility settings, [vars] plus `vars`, its queues
+ * (wrangler.toml's: the spool and its dead letters, consumed by the same Worker) and its R2
+ * buckets (the spool's claim check).
  * `/cdn-cgi/handler/email` is enabled.
  */
 export async function startWorkerMiniflare(
@@ -181,6 +182,8 @@ export async function startWorkerMiniflare(
       compatibilityFlags: config.compatibilityFlags,
       bindings: { ...config.vars, ...options.vars },
       ...miniflareQueueOptions(config, options.queueConsumers),
+      // In memory, like the queues: the claim check's bucket lives as long as this Miniflare.
+      r2Buckets: config.r2Buckets,
       port: options.port ?? 0,
       host: '127.0.0.1',
       cf: false,

@@ -41,6 +41,8 @@ export interface WranglerConfig {
     producers: Array<{ binding: string; queue: string }>
     consumers: QueueConsumerConfig[]
   }
+  /** `[[r2_buckets]]`: binding to bucket name. */
+  r2Buckets: Record<string, string>
 }
 
 /** One `[[queues.consumers]]` entry, as wrangler.toml spells it. */
@@ -57,7 +59,7 @@ const READ_SCRIPT = `
 const { unstable_readConfig } = await import('wrangler')
 const c = unstable_readConfig({ config: process.argv[1] })
 const vars = Object.fromEntries(Object.entries(c.vars ?? {}).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]))
-process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, queues: { producers: (c.queues?.producers ?? []).map((p) => ({ binding: p.binding, queue: p.queue })), consumers: c.queues?.consumers ?? [] } }) + '\\n')
+process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, queues: { producers: (c.queues?.producers ?? []).map((p) => ({ binding: p.binding, queue: p.queue })), consumers: c.queues?.consumers ?? [] }, r2Buckets: Object.fromEntries((c.r2_buckets ?? []).map((b) => [b.binding, b.bucket_name])) }) + '\\n')
 `
 
 /** Parsed configs by path: each file is read once per process. */

@@ -10,11 +10,13 @@
  * An item refused for good (the origin's 400 / 413 / 422, or an event the schema refuses) is
  * dead-lettered and counts as taken: retrying the whole batch cannot help it, and a vendor would
  * go on for days (Meta: up to 7) while its good neighbours are answered as duplicates each time.
+ * Unless its dead letter cannot be sent: an item kept nowhere is never answered as taken.
  * @module
  */
+import { finalizeEvent } from '../contract/event'
 import type { ChannelDelivery, Classified } from './channels/types'
 import { formatDeliveryKey, isBatch } from './channels/types'
-import { type DeliveryContext, deliver, type Outcome, recordRefused } from './deliver'
+import { type DeliveryContext, deliver, NOT_RECORDED, type Outcome, recordRefused } from './deliver'
 import { InvalidPayloadError } from './errors'
 import { describeError } from './log'
 
@@ -48,8 +50,20 @@ async function deliverItem(
     const channel = item.action === 'forward' ? item.draft.channel : undefined
     if (err instanceof InvalidPayloadError && item.action === 'forward') {
       // A single request would be answered 400; in a batch that would send every item again.
-      await recordRefused(ctx, item.key, item.draft, err.detail)
-      return { channel, deliveryKey, decision: 'rejected', decidedBy: 'gateway', reason: err.code }
+      // The dead letter keeps the finalized event (schema version, payload hash), as the origin's
+      // replay parses it: once the cause is fixed, the replay lands it.
+      const event = await finalizeEvent(item.draft)
+      if (await recordRefused(ctx, item.key, event, err.detail)) {
+        return {
+          channel,
+          deliveryKey,
+          decision: 'rejected',
+          decidedBy: 'gateway',
+          reason: err.code,
+        }
+      }
+      // Kept nowhere: the vendor sends the batch again (its taken items are duplicates then).
+      return { channel, deliveryKey, decision: 'retry', decidedBy: 'gateway', reason: NOT_RECORDED }
     }
     // Not the item's fault (a bug, a runtime limit): ask again; the taken items are duplicates then.
     return {

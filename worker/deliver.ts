@@ -8,12 +8,7 @@
  */
 import { type ClaimEnd, type ClaimHold, runClaimed } from '../claims'
 import { sha256Hex } from '../contract/crypto'
-import {
-  finalizeEvent,
-  type InboundEvent,
-  type InboundEventDraft,
-  parseInboundEvent,
-} from '../contract/event'
+import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
 import type { DeliveryContext, Outcome } from './delivery-context'
@@ -147,38 +142,47 @@ async function forwardAndDecide(
     // The origin refused the event itself (400 / 413 / 422): retrying cannot help, so the front
     // door stops the vendor's retries; the event goes to the dead letters (channel_failures),
     // where an operator replays it once the cause is fixed. The log says so at error level.
+    // Never "ok" for an event kept nowhere: without its dead letter the vendor is asked again.
     const origin = describeForward(result)
-    await recordRefused(ctx, key, event, `origin refused it: ${origin}`)
-    return {
-      result: { ...fields, decision: 'rejected', decidedBy: 'postgres', origin },
-      end: 'release',
-    }
+    const kept = await recordRefused(ctx, key, event, `origin refused it: ${origin}`)
+    const outcome: Outcome = kept
+      ? { ...fields, decision: 'rejected', decidedBy: 'postgres', origin }
+      : { ...fields, decision: 'retry', decidedBy: 'gateway', origin, reason: NOT_RECORDED }
+    return { result: outcome, end: 'release' }
   }
   return onOriginFailure(ctx, key, event, result, fields)
 }
 
+/** The reason of a refused event answered "retry": its dead letter could not be sent. */
+export const NOT_RECORDED = 'refused_event_not_recorded'
+
 /**
- * A refused event (by the origin, or, in a batch, by the event schema: then the draft) as a dead
- * letter; when even that fails, the error log is all that is left.
+ * A refused event (by the origin, or, in a batch, by the event schema) as a dead letter, through
+ * R2 when too large for a queue message. False when it could not be sent (no binding, the queue
+ * or R2 failing): then it is nowhere durable, and the caller asks the vendor to send it again.
  */
 export async function recordRefused(
   ctx: DeliveryContext,
   key: DeliveryKey,
-  event: InboundEvent | InboundEventDraft,
+  event: InboundEvent,
   why: string,
-): Promise<void> {
+): Promise<boolean> {
   const dead = deadMessage(
     { claimKey: formatDeliveryKey(key), queuedAt: Date.now(), event },
     1,
     why,
   )
-  await sendDeadLetter(ctx.deadLetters, dead, sendBudgetMs(ctx)).catch((err: unknown) => {
-    logProblem('error', 'refused_event_not_recorded', {
+  try {
+    await sendDeadLetter(ctx.deadLetters, ctx.bodies, dead, sendBudgetMs(ctx))
+    return true
+  } catch (err) {
+    logProblem('error', NOT_RECORDED, {
       channel: event.channel,
       deliveryKey: event.deliveryKey,
       error: describeError(err),
     })
-  })
+    return false
+  }
 }
 
 /** A queue send gets what is left of the sender's deadline, but never less than MIN_SEND_MS. */
@@ -202,7 +206,7 @@ async function forwardWithinBudget(
  * on the spool queue (worker/spool/), mark the claim `spooled`: the sender is told "ok" and the
  * queue consumer forwards it once the origin is back. That needs no Redis: with Redis down too the
  * event is queued, and Postgres decides later. When it cannot be queued (the channel is not
- * spooled, no queue bound, too large for a queue message, the queue refused) the claim is released
+ * spooled, no queue bound, the queue or R2 refused) the claim is released
  * and the sender asked to retry, which Slack, Telegram and mail servers do and Twilio does not.
  */
 async function onOriginFailure(
@@ -216,6 +220,7 @@ async function onOriginFailure(
   const queued = await enqueueEvent(
     {
       queue: ctx.spool,
+      bodies: ctx.bodies,
       enabled: ctx.settings.spool.channels.has(event.channel),
       timeoutMs: sendBudgetMs(ctx),
       ttlSeconds: ctx.dedupTtlSeconds,

@@ -10,6 +10,7 @@ import type { Env } from './env'
 import { ChannelNotConfiguredError } from './errors'
 import { claimStoreFor } from './gateway'
 import { type Decision, logDecision, type WorkerDecisionLog } from './log'
+import type { EventBodies } from './spool/claim-check'
 import type { DeadLetterQueue, SpoolQueue } from './spool/producer'
 
 /**
@@ -36,6 +37,8 @@ export interface DeliveryContext {
   spool: SpoolQueue | null
   /** The dead-letter queue: events the origin refused for good are recorded through it. */
   deadLetters: DeadLetterQueue | null
+  /** The claim check's bucket (SPOOL_BODIES): events too large for a queue message; or null. */
+  bodies: EventBodies | null
   waitUntil(promise: Promise<unknown>): void
   startedAt: number
   /** Epoch ms by which the sender must have its answer (Slack: 3 s, less a margin). */
@@ -65,6 +68,7 @@ export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): 
     claims: claimStoreFor(settings),
     spool: env.SPOOL ?? null,
     deadLetters: env.SPOOL_DEAD ?? null,
+    bodies: env.SPOOL_BODIES ?? null,
     waitUntil: door.waitUntil,
     startedAt: door.startedAt,
     deadline: door.startedAt + door.budgetMs,

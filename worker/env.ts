@@ -9,6 +9,7 @@
  * @module
  */
 import type { WorkerSecretName, WorkerSettingName } from './settings'
+import type { Packed } from './spool/claim-check'
 import type { DeadMessage, SpoolMessage } from './spool/message'
 
 /** Every variable of the table, as the string binding it arrives as. */
@@ -24,7 +25,7 @@ type Generated = Omit<Cloudflare.Env, 'SPOOL' | 'SPOOL_DEAD'>
 
 export interface Env extends Partial<Generated>, StringBindings {
   /** Events the origin could not take when they arrived (the spool queue). */
-  SPOOL?: Queue<SpoolMessage>
+  SPOOL?: Queue<Packed<SpoolMessage>>
   /** Events given up on, for the dead-letter consumer to record. */
-  SPOOL_DEAD?: Queue<DeadMessage>
+  SPOOL_DEAD?: Queue<Packed<DeadMessage>>
 }

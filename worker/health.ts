@@ -1,11 +1,12 @@
 /**
  * Health, cheap enough to call every second from anywhere:
  * - `GET /healthz` (public): which channels are configured (degraded only for a channel in use,
- *   some of its variables set, that is not ready), whether a spool queue is, whether the origin
- *   answered its own `GET /healthz` (`ok`, `unavailable`: it answered, not healthy, or something
- *   else answered, a redirect say; `unreachable`: no answer in time; `not_configured`) and whether
- *   Redis answered, each from a probe made at most once per {@link HEALTH_CACHE_MS} per isolate
- *   (concurrent callers share one probe). No secrets, no variable names, no URLs.
+ *   some of its variables set, that is not ready), whether a spool queue and the spool's R2
+ *   bucket are bound, whether the origin answered its own `GET /healthz` (`ok`, `unavailable`: it
+ *   answered, not healthy, or something else answered, a redirect say; `unreachable`: no answer in
+ *   time; `not_configured`) and whether Redis answered, each from a probe made at most once per
+ *   {@link HEALTH_CACHE_MS} per isolate (concurrent callers share one probe). No secrets, no
+ *   variable names, no URLs.
  *   Always 200 while the Worker runs: without Redis it still serves (fail open), so a Redis
  *   outage is `degraded`, not down.
  * - `GET /healthz/deep` (operator, `Authorization: Bearer OPERATOR_TOKEN`): the same plus the
@@ -30,6 +31,11 @@ export interface Health {
   origin: OriginHealth
   /** A spool queue is bound: origin failures are queued rather than retried by the vendor. */
   spool: boolean
+  /**
+   * The claim check's R2 bucket (SPOOL_BODIES) is bound: an event over a queue message can be
+   * queued and dead-lettered too (without it, the vendor is asked to retry such an event).
+   */
+  spoolBodies: boolean
   redis: 'ok' | 'unavailable' | 'not_configured'
   redisMs?: number
   /** When the Redis reading was taken (ISO 8601). */
@@ -96,16 +102,23 @@ function read(store: ClaimStore, deep: boolean): Promise<Reading> {
   return value
 }
 
-export async function health(settings: Settings, hasSpool: boolean): Promise<Health> {
-  const { counters: _, ...shallow } = await measure(settings, hasSpool, false)
+/** What is bound besides the settings: the spool queue, the claim check's bucket. */
+export type SpoolBindings = Pick<Health, 'spool' | 'spoolBodies'>
+
+export async function health(settings: Settings, bound: SpoolBindings): Promise<Health> {
+  const { counters: _, ...shallow } = await measure(settings, bound, false)
   return shallow
 }
 
-export function deepHealth(settings: Settings, hasSpool: boolean): Promise<DeepHealth> {
-  return measure(settings, hasSpool, true)
+export function deepHealth(settings: Settings, bound: SpoolBindings): Promise<DeepHealth> {
+  return measure(settings, bound, true)
 }
 
-async function measure(settings: Settings, hasSpool: boolean, deep: boolean): Promise<DeepHealth> {
+async function measure(
+  settings: Settings,
+  bound: SpoolBindings,
+  deep: boolean,
+): Promise<DeepHealth> {
   const channels = Object.fromEntries(
     WEBHOOK_CHANNELS.map((channel) => [channel.name, channel.pick(settings).ok]),
   ) as Health['channels']
@@ -122,10 +135,13 @@ async function measure(settings: Settings, hasSpool: boolean, deep: boolean): Pr
     (name) => channels[name as WebhookChannelName],
   )
   return {
-    status: redis === 'ok' && inUseReady && origin === 'ok' && hasSpool ? 'ok' : 'degraded',
+    status:
+      redis === 'ok' && inUseReady && origin === 'ok' && bound.spool && bound.spoolBodies
+        ? 'ok'
+        : 'degraded',
     channels,
     origin,
-    spool: hasSpool,
+    ...bound,
     redis,
     ...(reading ? { redisMs: reading.redisMs, checkedAt: new Date(reading.at).toISOString() } : {}),
     ...(deep && reading?.counters ? { counters: reading.counters } : {}),

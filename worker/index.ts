@@ -12,7 +12,7 @@ import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
 import type { Env } from './env'
 import { GatewayError } from './errors'
-import { deepHealth, health } from './health'
+import { deepHealth, health, type SpoolBindings } from './health'
 import { describeError, logProblem } from './log'
 import { webhooks } from './routes'
 import { consumeQueue } from './spool/consumer'
@@ -21,15 +21,19 @@ const app = new Hono<{ Bindings: Env }>()
 
 app.route('/webhooks', webhooks)
 
-app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env), Boolean(c.env.SPOOL))))
+app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env), spoolBindings(c.env))))
 
 app.get('/healthz/deep', async (c) => {
   const access = operatorAccess(c.env.OPERATOR_TOKEN, c.req.header('authorization'))
   if (!access.ok) {
     return c.json({ error: { code: access.code, message: access.message } }, access.status)
   }
-  return c.json(await deepHealth(settingsFor(c.env), Boolean(c.env.SPOOL)))
+  return c.json(await deepHealth(settingsFor(c.env), spoolBindings(c.env)))
 })
+
+function spoolBindings(env: Env): SpoolBindings {
+  return { spool: Boolean(env.SPOOL), spoolBodies: Boolean(env.SPOOL_BODIES) }
+}
 
 app.notFound((c) => c.json({ error: { code: 'not_found', message: 'not found' } }, 404))
 

@@ -4,6 +4,7 @@ declare namespace Cloudflare {
 		mainModule: typeof import("./index");
 	}
 	interface Env {
+		SPOOL_BODIES: R2Bucket;
 		SPOOL: Queue;
 		SPOOL_DEAD: Queue;
 		ORIGIN_URL: string;

@@ -14,7 +14,12 @@
  * row.
  * @module
  */
-import { type IngestResult, parseInboundEvent } from '../../contract/event'
+import {
+  finalizeEvent,
+  type InboundEventDraft,
+  type IngestResult,
+  parseInboundEvent,
+} from '../../contract/event'
 import type { Database, Queryable } from '../db'
 import { ingestEvent } from '../ingest'
 
@@ -130,12 +135,35 @@ export async function replayInboundEvent(
   if (failure.event === null) {
     return { outcome: 'not_replayable', reason: 'no event was kept for it' }
   }
-  const parsed = parseInboundEvent(failure.event)
+  const parsed = parseInboundEvent(await asStoredByNow(failure.event))
   if (!parsed.ok) return { outcome: 'not_replayable', reason: parsed.message }
   const result = await ingestEvent(db, parsed.event)
   return (await resolveInboundFailure(db, failure.id, result.messageId))
     ? { outcome: 'resolved', result }
     : { outcome: 'claim_lost', result }
+}
+
+/**
+ * Gateways before 2026-12-02 kept a batch item the event schema refused as its draft (no `v`,
+ * no `payloadHash`): finalized here as the gateway does, so the replay parses what it would have
+ * kept. Anything else is returned as stored.
+ */
+async function asStoredByNow(stored: unknown): Promise<unknown> {
+  const draft = stored as Partial<InboundEventDraft & { v: unknown; payloadHash: unknown }> | null
+  const isDraft =
+    typeof draft === 'object' &&
+    draft !== null &&
+    draft.v === undefined &&
+    draft.payloadHash === undefined &&
+    typeof draft.sender === 'object' &&
+    draft.sender !== null &&
+    typeof draft.body === 'string'
+  if (!isDraft) return stored
+  try {
+    return await finalizeEvent(draft as InboundEventDraft)
+  } catch {
+    return stored // a field of the wrong type: the schema names it
+  }
 }
 
 /**

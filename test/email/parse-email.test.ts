@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { EmailParseError, MAX_EMAIL_BYTES, parseEmail, UNKNOWN_DATE } from '../../contract/email'
 import { messageIdsIn, normalizeMessageId, otherEmailKeyForm } from '../../contract/email-keys'
 import { htmlToText } from '../../contract/email-text'
-import { finalizeEvent, LIMITS, parseInboundEvent } from '../../contract/event'
+import { finalizeEvent, jsonBytes, LIMITS, parseInboundEvent } from '../../contract/event'
 import { rawEmail } from '../../local/vendor-deliveries'
 import {
   CLOUDFLARE_TRACE_HEADERS,
@@ -154,6 +154,30 @@ describe('parseEmail: keys and fields', () => {
     // The reply to that long id finds it under the same hashed key.
     const reply = await parse(rawEmail({ inReplyTo: longId }))
     expect(reply.draft.references).toEqual([draft.messageKey])
+  })
+
+  it('a mail at every bound (CJK text, long References, 50 CJK file names) fits the event bytes', async () => {
+    const ids = Array.from(
+      { length: 300 },
+      (_, i) => `ref-${i}-${'r'.repeat(160)}@customer.example`,
+    )
+    const files = Array.from({ length: LIMITS.attachments }, (_, n) => ({
+      fileName: `${n}-${'中'.repeat(300)}.pdf`,
+      mimeType: 'application/pdf',
+      content: new Uint8Array([37, 80, 68, 70]),
+    }))
+    const raw = rawEmailWithAttachments(
+      { subject: '中'.repeat(LIMITS.subject), text: '中'.repeat(LIMITS.body), references: ids },
+      files,
+    )
+    const { draft } = await parse(raw)
+    const event = await finalizeEvent(draft)
+    expect(parseInboundEvent(event).ok).toBe(true)
+    expect(jsonBytes(event)).toBeLessThanOrEqual(LIMITS.eventBytes)
+    // What goes first is the farthest of the References; the nearest and the text stay.
+    expect(draft.references?.[0]).toBe(`${mailbox}:${ada}:${ids.at(-1)}`)
+    expect(draft.references?.length).toBeLessThan(LIMITS.references)
+    expect(draft.body.length).toBeGreaterThan(LIMITS.body / 2)
   })
 
   it('drops characters Postgres text cannot hold', async () => {

@@ -142,6 +142,26 @@ describe('npm run failures -- replay (inbound)', () => {
     expect(await tb.count('channel_failures', "id = $1 AND status = 'resolved'", [id])).toBe(1)
   })
 
+  it('a dead letter kept as a draft (by a gateway before 2026-12-02) replays into one row', async () => {
+    // A batch item the schema refused was kept as its draft: no `v`, no payload hash.
+    const { v: _, payloadHash: __, ...draft } = await eventFixture()
+    await reportDead({
+      channel: draft.channel,
+      deliveryKey: draft.deliveryKey,
+      event: draft,
+      error: 'invalid event: occurredAt: iso_timestamp',
+      attempts: 1,
+    })
+    const { rows } = await tb.sql.query<{ id: string }>(
+      'SELECT id FROM channel_failures WHERE delivery_key = $1',
+      [draft.deliveryKey],
+    )
+    const id = String(rows[0]?.id)
+    expect(await cli(['replay', id])).toMatchObject({ code: 0 })
+    expect(await cli(['replay', id])).toMatchObject({ code: 0 })
+    expect(await tb.count('messages', 'channel_message_id = $1', [draft.messageKey])).toBe(1)
+  })
+
   it('replay --all-dead stores an event that had landed meanwhile once (a duplicate)', async () => {
     const event = await eventFixture()
     await reportDead({

@@ -159,7 +159,10 @@ describe('the Worker', () => {
       pid = worker.pid
       const res = await fetch(`${worker.url}/healthz`)
       expect(res.status).toBe(200)
-      expect(await res.text()).not.toContain(SECRET)
+      const text = await res.text()
+      expect(text).not.toContain(SECRET)
+      // wrangler.toml's queues and R2 bucket, simulated locally by wrangler dev.
+      expect(JSON.parse(text)).toMatchObject({ spool: true, spoolBodies: true })
     } finally {
       await worker.stop()
     }
@@ -173,10 +176,16 @@ describe('the Worker', () => {
     try {
       const res = await fetch(`${worker.url}/healthz`)
       expect(res.status).toBe(200)
-      const body = (await res.json()) as { origin?: string; spool?: boolean }
+      const body = (await res.json()) as {
+        origin?: string
+        spool?: boolean
+        spoolBodies?: boolean
+      }
       expect(body.origin).toBe('unreachable')
-      // wrangler.toml's queue producer is bound: origin failures go to the spool queue.
+      // wrangler.toml's queue producer is bound: origin failures go to the spool queue; and its
+      // R2 bucket: so do events over a queue message.
       expect(body.spool).toBe(true)
+      expect(body.spoolBodies).toBe(true)
     } finally {
       await worker.stop()
     }

@@ -9,6 +9,7 @@
  * restarts the Worker, whose local queues live in memory.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LIMITS } from '../../contract/event'
 import { deleteRedisPrefix, runId } from '../../local/services'
 import {
   randomId,
@@ -182,6 +183,74 @@ describe('a poisoned event among good ones', () => {
       expect(replay.code).toBe(0)
       expect(await rows(poisoned)).toBe(1)
       for (const d of good) expect(await rows(d)).toBe(1)
+    } finally {
+      e2e.stack.balancer?.setPoison(null)
+    }
+  }, 150_000)
+})
+
+describe('the largest Slack message, over a queue message (the R2 claim check)', () => {
+  /** The claim check's objects left in the Worker's R2 bucket. */
+  const objects = async () => {
+    const worker = e2e.stack.worker
+    if (worker.runtime !== 'miniflare') throw new Error('the spool e2e runs on Miniflare')
+    const bucket = await worker.miniflare.getR2Bucket('SPOOL_BODIES')
+    return (await bucket.list({ prefix: 'spool/' })).objects.map((o) => o.key)
+  }
+  const storedBody = async (d: RowKey) => {
+    const { rows } = await e2e.stack.sql.query<{ body: string }>(
+      'SELECT body FROM messages WHERE channel = $1 AND channel_message_id = $2',
+      [d.channel, d.messageKey],
+    )
+    return rows.map((r) => r.body)
+  }
+  // The text at its bound in 3-byte characters: about 197 KB, over a queue message (120,000 bytes).
+  const text = (prefix = '') => `${prefix}${'中'.repeat(LIMITS.body - prefix.length)}`
+
+  it('origin down: answered ok, queued through R2, lands once, and its object is deleted', async () => {
+    const big = slackDelivery({ text: text() })
+    await e2e.stack.origin.kill('SIGKILL')
+    try {
+      expect(await deliver(big)).toBe(200)
+      expect(await claim(big)).toMatch(SPOOLED_VALUE)
+      expect(await objects()).toHaveLength(1)
+    } finally {
+      await e2e.stack.origin.restart()
+    }
+    await eventually(allLanded([big]))
+    expect(await storedBody(big)).toEqual([text()])
+    await eventually(async () => (await objects()).length === 0)
+    expect(await deliver(big)).toBe(200)
+    expect(await rows(big)).toBe(1)
+  }, 120_000)
+
+  it('refused for good: recorded whole in channel_failures, replayed once the cause is fixed', async () => {
+    const marker = `POISON-${runId()}`
+    const big = slackDelivery({ text: text(marker) })
+    e2e.stack.balancer?.setPoison({ marker, status: 403, path: '/v1/events' })
+    try {
+      expect(await deliver(big)).toBe(200)
+      const failure = async () => {
+        const { rows } = await e2e.stack.sql.query<{ id: string; body: string }>(
+          `SELECT id::text, event->>'body' AS body FROM channel_failures
+            WHERE stage = 'inbound' AND status = 'dead' AND delivery_key = $1`,
+          [big.deliveryKey],
+        )
+        return rows[0]
+      }
+      await eventually(async () => (await failure()) !== undefined, 60_000)
+      const dead = await failure()
+      expect(dead?.body).toBe(text(marker))
+      await eventually(async () => (await objects()).length === 0)
+
+      e2e.stack.balancer?.setPoison(null)
+      const replay = await runFailuresCli(
+        { databaseUrl: e2e.stack.database.databaseUrl, wsProxy: e2e.stack.database.neonWsProxy },
+        ['replay', dead?.id as string],
+        { DOWNSTREAM_URL: '' },
+      )
+      expect(replay.code).toBe(0)
+      expect(await storedBody(big)).toEqual([text(marker)])
     } finally {
       e2e.stack.balancer?.setPoison(null)
     }

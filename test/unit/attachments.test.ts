@@ -13,6 +13,7 @@ import {
 import {
   finalizeEvent,
   type InboundEventDraft,
+  jsonBytes,
   LIMITS,
   parseInboundEvent,
 } from '../../contract/event'
@@ -21,7 +22,8 @@ import { classifySlack } from '../../worker/channels/slack'
 import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
 import type { Delivery } from '../../worker/channels/types'
-import { MAX_SPOOL_MESSAGE_BYTES, messageBytes, spoolMessage } from '../../worker/spool/message'
+import { MAX_SPOOL_MESSAGE_BYTES } from '../../worker/spool/claim-check'
+import { spoolMessage } from '../../worker/spool/message'
 import * as media from './media-payloads'
 
 const bot = TEST_SECRETS.telegramBotId
@@ -439,7 +441,7 @@ describe('bounds', () => {
     }))
     const event = await finalizeEvent({ ...draft, attachments: boundAttachments(names) })
     expect(parseInboundEvent(event).ok).toBe(true)
-    const bytes = messageBytes(spoolMessage(`dedup:telegram:${bot}:1`, event))
+    const bytes = jsonBytes(spoolMessage(`dedup:telegram:${bot}:1`, event))
     expect(bytes).toBeLessThan(MAX_SPOOL_MESSAGE_BYTES)
   })
 })

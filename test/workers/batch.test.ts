@@ -5,15 +5,14 @@
  * taken, so the vendor does not resend the whole batch for it.
  */
 import { describe, expect, it } from 'vitest'
-import type { InboundEventDraft } from '../../contract/event'
+import { type InboundEventDraft, parseInboundEvent } from '../../contract/event'
 import { randomId } from '../../local/vendor-deliveries'
-import { httpReply, plainReplies } from '../../worker/channels/replies'
 import { type ChannelDelivery, formatDeliveryKey } from '../../worker/channels/types'
 import { settingsFor } from '../../worker/config'
-import { deliveryContext } from '../../worker/deliver'
-import { deliverAll } from '../../worker/deliver-batch'
 import type { Env } from '../../worker/env'
+import { forwardEvent } from '../../worker/forward'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
+import { deliverToCore } from './support/core'
 import { harness } from './support/harness'
 
 class RecordingQueue<T> {
@@ -23,25 +22,15 @@ class RecordingQueue<T> {
   }
 }
 
-function setup() {
+function setup(overrides: Partial<Env> = {}) {
   const spool = new RecordingQueue<SpoolMessage>()
   const dead = new RecordingQueue<DeadMessage>()
   const h = harness({
     SPOOL: spool as unknown as Env['SPOOL'],
     SPOOL_DEAD: dead as unknown as Env['SPOOL_DEAD'],
+    ...overrides,
   })
-  const pending: Promise<unknown>[] = []
-  const run = async (items: readonly ChannelDelivery[]) => {
-    const ctx = deliveryContext(h.env, settingsFor(h.env), {
-      channel: 'batch-test',
-      startedAt: Date.now(),
-      budgetMs: 10_000,
-      waitUntil: (promise) => pending.push(promise),
-    })
-    const outcomes = await deliverAll(ctx, items, '')
-    await Promise.all(pending.splice(0))
-    return { outcomes, status: httpReply(plainReplies, outcomes).status }
-  }
+  const run = (items: readonly ChannelDelivery[]) => deliverToCore(h.env, items, 'batch-test')
   return { h, spool, dead, run }
 }
 
@@ -149,6 +138,39 @@ describe('batched deliveries in the delivery core', () => {
     ])
     expect(dead.sent).toHaveLength(1)
     expect(dead.sent[0]?.dead.error).toMatch(/^invalid event: occurredAt/)
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+
+  it('an item the schema refuses is kept as a replayable event: cause fixed, replayed, one row', async () => {
+    const { h, dead, run } = setup()
+    const bad = item(`x${randomId()}`, { occurredAt: 'not a time' })
+    expect((await run([bad])).status).toBe(200)
+    const [letter] = dead.sent
+    // The operator fixes the cause (the refused field), then replays what the dead letter kept:
+    // the origin's replay parses the stored event with the same schema and ingests it.
+    const fixed = parseInboundEvent({
+      ...(letter?.event as object),
+      occurredAt: '2026-12-01T10:00:00.000Z',
+    })
+    if (!fixed.ok) throw new Error(`not replayable: ${fixed.message}`)
+    const origin = settingsFor(h.env).origin
+    if (!origin) throw new Error('no origin')
+    for (let replay = 0; replay < 2; replay++) {
+      expect((await forwardEvent(origin, fixed.event, 5_000)).kind).toBe('accepted')
+    }
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+
+  it('an item the schema refuses whose dead letter cannot be sent makes the vendor resend', async () => {
+    const { h, run } = setup({ SPOOL_DEAD: undefined })
+    const bad = item(`x${randomId()}`, { occurredAt: 'not a time' })
+    const good = item(`g${randomId()}`)
+    const { outcomes, status } = await run([bad, good])
+    expect(outcomes.map((o) => [o.decision, o.reason])).toEqual([
+      ['retry', 'refused_event_not_recorded'],
+      ['forwarded', undefined],
+    ])
+    expect(status).toBe(503)
     expect((await h.originCalls()).rows).toBe(1)
   })
 

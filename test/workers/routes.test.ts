@@ -30,6 +30,7 @@ describe('routes', () => {
       channels: expect.objectContaining({ slack: true, twilio: true, telegram: true }),
       origin: 'ok',
       spool: true,
+      spoolBodies: true,
       redis: 'ok',
       redisMs: expect.any(Number),
       checkedAt: expect.any(String),

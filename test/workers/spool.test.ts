@@ -10,7 +10,13 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test'
 import { describe, expect, inject, it } from 'vitest'
 import { settledValue } from '../../claims'
-import type { InboundEvent } from '../../contract/event'
+import {
+  CHANNELS,
+  type InboundEvent,
+  jsonBytes,
+  LIMITS,
+  parseInboundEvent,
+} from '../../contract/event'
 import {
   randomId,
   type SignedDelivery,
@@ -20,11 +26,17 @@ import {
   telegramDelivery,
   twilioDelivery,
 } from '../../local/vendor-deliveries'
+import type { ChannelDelivery } from '../../worker/channels/types'
+import { type OriginConfig, settingsFor } from '../../worker/config'
 import type { Env } from '../../worker/env'
+import { forwardEvent } from '../../worker/forward'
 import worker from '../../worker/index'
+import { MAX_SPOOL_MESSAGE_BYTES } from '../../worker/spool/claim-check'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
+import { deliverToCore } from './support/core'
 import { GATEWAY, type Harness, harness } from './support/harness'
+import { largestEvent } from './support/largest-event'
 
 const SPOOL = 'inbound-dedup-spool'
 const SPOOL_DEAD = 'inbound-dedup-spool-dead'
@@ -113,8 +125,8 @@ describe('what cannot be queued gets the retry answer, and the claim is released
     expect(await h.redisGet(d.deliveryKey)).toBeNull()
   })
 
-  it('an event over the queue message limit (128 KB)', async () => {
-    const { h, spool } = withQueues()
+  it('an event over the queue message limit (128 KB) with no R2 bucket bound', async () => {
+    const { h, spool } = withQueues({ SPOOL_BODIES: undefined })
     await h.setOriginMode({ kind: 'fail', status: 503 })
     const eventId = `Ev${randomId()}`
     // 45,000 three-byte characters: 135 KB of UTF-8, inside the body and event limits.
@@ -157,6 +169,177 @@ describe('an event the origin refuses for good on the live path', () => {
     })
     // The claim was released: once the cause is fixed, a vendor retry could still land it.
     expect(await h.redisGet(d.deliveryKey)).toBeNull()
+  })
+})
+
+describe('an event kept nowhere is never answered ok', () => {
+  it('the origin refuses it for good and no dead-letter queue is bound: the retry answer', async () => {
+    const h = harness({ SPOOL_DEAD: undefined })
+    await h.setOriginMode({ kind: 'reject' })
+    const d = slackDelivery()
+    const response = await h.send(d)
+    expect(response.status).toBe(503)
+    expect(response.headers.get('x-slack-no-retry')).toBeNull()
+    // Released: the vendor's retry runs again, and lands once the cause is fixed.
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
+    await h.setOriginMode({ kind: 'ok' })
+    expect((await h.send(d)).status).toBe(200)
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+
+  it('the origin refuses it for good and the dead-letter queue refuses the send: the retry answer', async () => {
+    const h = harness({
+      SPOOL: new RecordingQueue<SpoolMessage>() as unknown as Env['SPOOL'],
+      SPOOL_DEAD: new RecordingQueue<DeadMessage>(true) as unknown as Env['SPOOL_DEAD'],
+    })
+    await h.setOriginMode({ kind: 'reject' })
+    const d = telegramDelivery()
+    expect((await h.send(d)).status).toBe(503)
+    expect(await h.redisGet(d.deliveryKey)).toBeNull()
+  })
+
+  it('the origin refuses a large event for good and no R2 bucket is bound: the retry answer', async () => {
+    const { h, dead } = withQueues({ SPOOL_BODIES: undefined })
+    await h.setOriginMode({ kind: 'reject' })
+    const { delivery } = await largestEvent('slack')
+    const { outcomes, status } = await runCore(h, [delivery])
+    expect(status).toBe(503)
+    expect(outcomes.map((o) => [o.decision, o.reason])).toEqual([
+      ['retry', 'refused_event_not_recorded'],
+    ])
+    expect(dead.sent).toEqual([])
+  })
+})
+
+const runCore = (h: Harness, items: readonly ChannelDelivery[]) => deliverToCore(h.env, items)
+
+const bodies = (h: Harness) => h.env.SPOOL_BODIES as R2Bucket
+
+describe.each(CHANNELS)('the largest %s event the schema accepts', (channel) => {
+  it('is over a queue message, within LIMITS.eventBytes', async () => {
+    const { event } = await largestEvent(channel)
+    expect(parseInboundEvent(event).ok).toBe(true)
+    expect(jsonBytes(event)).toBeGreaterThan(LIMITS.eventBytes - 16)
+    expect(jsonBytes(event)).toBeGreaterThan(MAX_SPOOL_MESSAGE_BYTES)
+    // Twenty bytes more, each field within its own bound: refused, in bytes.
+    const over = { ...event, tenant: `${event.tenant}${'x'.repeat(20)}` }
+    expect(parseInboundEvent(over)).toEqual({
+      ok: false,
+      message: 'invalid event: (root): event too large',
+    })
+  })
+
+  it('origin down: spooled through R2, lands once, its object deleted', async () => {
+    const { h, spool } = withQueues()
+    const { delivery, event } = await largestEvent(channel)
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    const first = await runCore(h, [delivery])
+    expect(first.status).toBe(200)
+    expect(first.outcomes.map((o) => o.decision)).toEqual(['spooled'])
+    const [message] = spool.sent as unknown as [Record<string, unknown>]
+    expect(message.event).toBeUndefined()
+    expect(jsonBytes(message)).toBeLessThanOrEqual(MAX_SPOOL_MESSAGE_BYTES)
+    const eventKey = message.eventKey as string
+    expect(eventKey).toMatch(/^spool\/[0-9a-f-]{36}$/)
+    expect(await (await bodies(h).get(eventKey))?.json()).toEqual(event)
+
+    await h.setOriginMode({ kind: 'ok' })
+    const { ids, acked } = await consume(h, SPOOL, [message])
+    expect(acked).toEqual(ids)
+    expect(await h.redisGet(event.deliveryKey)).toMatch(DONE_VALUE)
+    expect(await bodies(h).head(eventKey)).toBeNull()
+    // The vendor's retry, and the message delivered again: still one row.
+    expect((await runCore(h, [delivery])).status).toBe(200)
+    const { calls, rows } = await h.originCalls()
+    expect(rows).toBe(1)
+    expect(calls.filter((c) => c.answered === 201).map((c) => c.body)).toEqual([event.body])
+  })
+
+  it('refused for good: dead-lettered through R2, recorded whole, replayed once the cause is fixed', async () => {
+    const { h, dead } = withQueues()
+    const { delivery, event } = await largestEvent(channel)
+    await h.setOriginMode({ kind: 'reject' })
+    const refused = await runCore(h, [delivery])
+    expect(refused.status).toBe(200)
+    expect(refused.outcomes.map((o) => o.decision)).toEqual(['rejected'])
+    const [letter] = dead.sent as unknown as [Record<string, unknown>]
+    expect(letter.event).toBeUndefined()
+    const eventKey = letter.eventKey as string
+    expect(await bodies(h).head(eventKey)).not.toBeNull()
+
+    await h.setOriginMode({ kind: 'ok' })
+    const { ids, acked } = await consume(h, SPOOL_DEAD, [letter])
+    expect(acked).toEqual(ids)
+    const [report] = (await h.originCalls()).dead
+    expect(report?.event).toEqual(event)
+    expect(await bodies(h).head(eventKey)).toBeNull()
+
+    // The replay: what channel_failures kept, through the origin's parse and ingest, twice.
+    const kept = parseInboundEvent(report?.event)
+    if (!kept.ok) throw new Error(kept.message)
+    const origin = settingsFor(h.env).origin as OriginConfig
+    for (let replay = 0; replay < 2; replay++) {
+      expect((await forwardEvent(origin, kept.event, 5_000)).kind).toBe('accepted')
+    }
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+})
+
+describe('a large queued event the origin refuses in the consumer', () => {
+  it('its dead letter carries the same R2 key; the object goes once the origin recorded it', async () => {
+    const { h, spool, dead } = withQueues()
+    const { delivery, event } = await largestEvent('email')
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    await runCore(h, [delivery])
+    const [message] = spool.sent as unknown as [Record<string, unknown>]
+    await h.setOriginMode({ kind: 'reject' })
+    expect((await consume(h, SPOOL, [message])).retried).toEqual([])
+    const [letter] = dead.sent as unknown as [Record<string, unknown>]
+    expect(letter.eventKey).toBe(message.eventKey)
+    expect(letter.dead).toMatchObject({ error: 'origin refused it: 400 invalid_event' })
+    expect(await bodies(h).head(message.eventKey as string)).not.toBeNull()
+
+    await h.setOriginMode({ kind: 'ok' })
+    await consume(h, SPOOL_DEAD, [letter])
+    expect((await h.originCalls()).dead.map((d) => d.event)).toEqual([event])
+    expect(await bodies(h).head(message.eventKey as string)).toBeNull()
+  })
+})
+
+describe('a queued event whose R2 object is gone (expired, deleted by hand)', () => {
+  it('is dead-lettered and recorded saying so, not retried for ever', async () => {
+    const { h, spool, dead } = withQueues()
+    const { delivery, event } = await largestEvent('telegram')
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    await runCore(h, [delivery])
+    const [message] = spool.sent as unknown as [Record<string, unknown>]
+    await bodies(h).delete(message.eventKey as string)
+    await h.setOriginMode({ kind: 'ok' })
+    const { ids, acked } = await consume(h, SPOOL, [message])
+    expect(acked).toEqual(ids)
+    const [letter] = dead.sent
+    expect(letter?.dead.error).toBe(
+      'unreadable message: its event in R2: event_body_missing: no such object (expired?)',
+    )
+    await consume(h, SPOOL_DEAD, [letter])
+    const [report] = (await h.originCalls()).dead
+    expect(report?.deliveryKey).toBe(event.deliveryKey)
+    expect(report?.error).toContain('; its event in R2: event_body_missing')
+  })
+})
+
+describe('a queued event whose R2 object is over LIMITS.eventBytes (not one the producer wrote)', () => {
+  it('is not read: dead-lettered as unreadable', async () => {
+    const { h, spool, dead } = withQueues()
+    const { delivery } = await largestEvent('sms')
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    await runCore(h, [delivery])
+    const [message] = spool.sent as unknown as [Record<string, unknown>]
+    await bodies(h).put(message.eventKey as string, 'x'.repeat(LIMITS.eventBytes + 1))
+    await h.setOriginMode({ kind: 'ok' })
+    await consume(h, SPOOL, [message])
+    expect(dead.sent[0]?.dead.error).toContain('event_body_too_large')
+    expect((await h.originCalls()).rows).toBe(0)
   })
 })
 
@@ -317,6 +500,7 @@ describe('the dead-letter consumer', () => {
       {
         channel: 'slack',
         deliveryKey: (message.event as InboundEvent).deliveryKey,
+        event: message.event,
         error: 'origin 500',
         attempts: 20,
         answered: 201,

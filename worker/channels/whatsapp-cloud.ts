@@ -9,7 +9,7 @@
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
 import { type Bytes, equalsAny, hmac, secretList, toHex } from '../../contract/crypto'
-import { type Attachment, type EventKind, LIMITS } from '../../contract/event'
+import { type Attachment, type EventKind, jsonBytes, LIMITS } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
@@ -282,7 +282,7 @@ function media(type: string, part: Json): Attachment {
 /** Contact cards within the contract's 16 KiB: at most 20, whole, else names and phones only. */
 function boundedContacts(contacts: unknown[]): Json {
   const whole = contacts.slice(0, 20)
-  if (JSON.stringify(whole).length < LIMITS.content - 16) return { contacts: whole }
+  if (jsonBytes(whole) < LIMITS.content - 16) return { contacts: whole }
   const slim = (c: unknown) => ({ name: obj(obj(c)?.name)?.formatted_name, phones: obj(c)?.phones })
   return { contacts: whole.map(slim) }
 }

@@ -13,6 +13,10 @@
  * Dead-letter queue, per message: recorded in Postgres through the origin's signed
  * `POST /v1/failures/inbound` (channel_failures, stage inbound), retried until the origin takes it.
  *
+ * A message whose event is in R2 (claim-check.ts: too large for a queue message) has it read back
+ * first (R2 failing: retried); its object is deleted once the origin took the event, or recorded
+ * its dead letter, whose report carries the event whole. A dead letter of it carries the same key.
+ *
  * The handler never throws: locally a throwing `queue()` redelivers the whole batch, acked
  * messages included. Each message is acked or retried explicitly.
  * @module
@@ -23,7 +27,15 @@ import type { Env } from '../env'
 import { describeForward, type ForwardResult, forwardBody } from '../forward'
 import { claimStoreFor } from '../gateway'
 import { describeError, logLine, logProblem } from '../log'
-import { deadMessage, deadReport, decodeSpoolMessage } from './message'
+import {
+  ClaimCheckError,
+  deleteEventBody,
+  type EventBodies,
+  eventKeyOf,
+  type Packed,
+  unpackMessage,
+} from './claim-check'
+import { type DeadMessage, deadMessage, deadReport, decodeSpoolMessage } from './message'
 import { sendDeadLetter } from './producer'
 
 /** A dead-letter queue's name ends with this (wrangler.toml: `dead_letter_queue`). */
@@ -46,14 +58,14 @@ export async function consumeQueue(
 ): Promise<void> {
   const settings = settingsFor(env)
   const handle = isDeadLetterQueue(batch.queue)
-    ? (message: Message<unknown>) => recordDead(settings, message)
+    ? (message: Message<unknown>) => recordDead(settings, env, ctx, message)
     : (message: Message<unknown>) => deliverQueued(settings, env, ctx, message)
   await Promise.all(
     batch.messages.map(async (message) => {
       try {
         await handle(message)
       } catch (err) {
-        // A bug, not an answer: keep the message, on the normal schedule.
+        // A bug or R2 failing, not an answer: keep the message, on the normal schedule.
         logProblem('error', 'spool_consumer_error', {
           queue: batch.queue,
           error: describeError(err),
@@ -70,9 +82,12 @@ async function deliverQueued(
   ctx: ExecutionContext,
   message: Message<unknown>,
 ): Promise<void> {
-  const decoded = decodeSpoolMessage(message.body)
+  const bodies = env.SPOOL_BODIES ?? null
+  const { body, eventKey, unreadable } = await readBack(settings, bodies, message)
+  const decoded = decodeSpoolMessage(body)
   if (!decoded.ok) {
-    return deadLetter(env, settings, ctx, message, `unreadable message: ${decoded.reason}`)
+    const why = `unreadable message: ${unreadable ?? decoded.reason}`
+    return deadLetter(env, settings, ctx, message, why)
   }
   const { event, claimKey, queuedAt, ttlSeconds } = decoded.message
   const fields = {
@@ -99,6 +114,7 @@ async function deliverQueued(
     message.ack()
     later(claims?.delivered(claimKey, event.payloadHash, ttlSeconds))
     later(claims?.count(`spool_delivered:${event.channel}`))
+    later(deleteEventBody(bodies, eventKey))
     logLine('info', 'spool_delivered', {
       ...fields,
       origin: result.outcome ?? String(result.status),
@@ -122,9 +138,31 @@ async function deliverQueued(
 }
 
 /**
- * Out of attempts (or unreadable): onto the dead-letter queue with why, then acked. If that send
- * fails the message stays here, retried at the longest delay; Cloudflare's own `max_retries`
- * moves it to the same dead-letter queue in the end.
+ * The message with its event read back from R2 (claim-check.ts), and its key. An object that is
+ * gone (expired, deleted by hand) or not one of ours (too large) leaves the message as it is
+ * (`unreadable` says why): the spool consumer dead-letters it as unreadable, the dead-letter consumer records
+ * it with what is known. R2 failing or unbound throws: the message is retried on the normal
+ * schedule ({@link consumeQueue}).
+ */
+async function readBack(
+  settings: Settings,
+  bodies: EventBodies | null,
+  message: Message<unknown>,
+): Promise<{ body: unknown; eventKey: string | null; unreadable: string | null }> {
+  try {
+    const unpacked = await unpackMessage(bodies, message.body, settings.originTimeoutMs)
+    return { ...unpacked, unreadable: null }
+  } catch (err) {
+    if (!(err instanceof ClaimCheckError) || err.code === 'bodies_not_bound') throw err
+    return { body: message.body, eventKey: null, unreadable: `its event in R2: ${err.message}` }
+  }
+}
+
+/**
+ * Out of attempts (or unreadable): onto the dead-letter queue with why, then acked. An event in
+ * R2 stays there, the dead letter carrying its key. If that send fails the message stays here,
+ * retried at the longest delay; Cloudflare's own `max_retries` moves it to the same dead-letter
+ * queue in the end.
  */
 async function deadLetter(
   env: Env,
@@ -134,16 +172,22 @@ async function deadLetter(
   error: string,
 ): Promise<void> {
   const body = (message.body ?? {}) as Record<string, unknown>
+  const eventKey = eventKeyOf(body)
   const queued = {
     claimKey: typeof body.claimKey === 'string' ? body.claimKey : '',
     queuedAt: typeof body.queuedAt === 'number' ? body.queuedAt : 0,
-    event: body.event ?? null,
   }
-  const dead = deadMessage(queued, message.attempts, error)
+  const dead: Packed<DeadMessage> = eventKey
+    ? {
+        ...deadMessage({ ...queued, event: null }, message.attempts, error),
+        event: undefined,
+        eventKey,
+      }
+    : deadMessage({ ...queued, event: body.event ?? null }, message.attempts, error)
   const report = deadReport(dead, message.attempts, message.id)
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   try {
-    await sendDeadLetter(env.SPOOL_DEAD, dead, settings.originTimeoutMs)
+    await sendDeadLetter(env.SPOOL_DEAD, env.SPOOL_BODIES ?? null, dead, settings.originTimeoutMs)
   } catch (err) {
     logProblem('error', 'spool_dead_letter_failed', { ...fields, error: describeError(err) })
     message.retry({ delaySeconds: settings.spool.retryMaxSeconds })
@@ -155,15 +199,28 @@ async function deadLetter(
   logProblem('error', 'spool_dead_lettered', { ...fields, attempts: message.attempts, error })
 }
 
-/** A dead-letter message becomes a channel_failures row, through the origin, or waits. */
-async function recordDead(settings: Settings, message: Message<unknown>): Promise<void> {
-  const report = deadReport(message.body, message.attempts, message.id)
+/**
+ * A dead-letter message becomes a channel_failures row, through the origin, or waits. An event in
+ * R2 is read back into the report (the row keeps it whole, for the replay), and its object goes
+ * once the origin recorded it; an object that cannot be read is said so in the row's error.
+ */
+async function recordDead(
+  settings: Settings,
+  env: Env,
+  ctx: ExecutionContext,
+  message: Message<unknown>,
+): Promise<void> {
+  const bodies = env.SPOOL_BODIES ?? null
+  const { body, eventKey, unreadable } = await readBack(settings, bodies, message)
+  const report = deadReport(body, message.attempts, message.id)
+  if (unreadable) report.error += `; ${unreadable} (${eventKeyOf(message.body)})`
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   const result: ForwardResult = settings.origin
     ? await postReport(settings.origin, JSON.stringify(report), settings.originTimeoutMs)
     : { kind: 'failed', status: null, reason: 'network' }
   if (result.kind === 'accepted') {
     message.ack()
+    ctx.waitUntil(deleteEventBody(bodies, eventKey).catch(() => {}))
     logProblem('error', 'spool_dead_recorded', { ...fields, attempts: report.attempts })
     return
   }

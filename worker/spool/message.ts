@@ -1,7 +1,8 @@
 /**
  * What travels through the spool queues. Sent as JSON (`contentType: 'json'`), so an operator can
  * read a message in Cloudflare's dashboard, and small: the normalized event (already verified and
- * validated), never the vendor's raw body.
+ * validated), never the vendor's raw body. An event too large for a queue message travels as a
+ * claim check (claim-check.ts): the event in R2, the message carrying its key (`eventKey`).
  *
  *   spool queue         SpoolMessage: one event the origin could not take when it arrived
  *   dead-letter queue   DeadMessage: the same, with why and after how many attempts it was given
@@ -11,8 +12,8 @@
  */
 import { type InboundEvent, parseInboundEvent } from '../../contract/event'
 
-/** Cloudflare Queues refuses messages over 128,000 bytes (serialization included): keep clear. */
-export const MAX_SPOOL_MESSAGE_BYTES = 120_000
+/** A dead letter's error is for an operator's eye (the origin keeps 2,000 characters of it). */
+const MAX_ERROR_CHARS = 2_000
 
 export interface SpoolMessage {
   v: 2
@@ -40,7 +41,8 @@ export function deadMessage(
   attempts: number,
   error: string,
 ): DeadMessage {
-  return { v: 2, ...queued, dead: { attempts, error, at: Date.now() } }
+  const dead = { attempts, error: error.slice(0, MAX_ERROR_CHARS), at: Date.now() }
+  return { v: 2, ...queued, dead }
 }
 
 export function spoolMessage(
@@ -50,11 +52,6 @@ export function spoolMessage(
   now = Date.now(),
 ): SpoolMessage {
   return { v: 2, claimKey, event, queuedAt: now, ...(ttlSeconds ? { ttlSeconds } : {}) }
-}
-
-/** UTF-8 bytes of the message as JSON: what the size limit is measured against. */
-export function messageBytes(message: unknown): number {
-  return new TextEncoder().encode(JSON.stringify(message)).byteLength
 }
 
 export type DecodedSpoolMessage =

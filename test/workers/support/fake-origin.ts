@@ -48,6 +48,8 @@ export interface OriginCall {
 export interface DeadReportCall {
   channel: string
   deliveryKey: string
+  /** What channel_failures keeps for the replay. */
+  event: unknown
   error: string
   attempts: number
   answered: number
@@ -219,6 +221,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     space.dead.push({
       channel: report.channel,
       deliveryKey: report.deliveryKey,
+      event: report.event,
       error: report.error,
       attempts: report.attempts,
       answered,

@@ -1,0 +1,107 @@
+/**
+ * The claim check: an event too large for a queue message waits in R2 (the SPOOL_BODIES bucket),
+ * and its message carries the object's key (`eventKey`) instead. The same for both queues: a
+ * dead letter of such an event carries the same key. The consumer that is done with a message
+ * (the spool consumer once the origin took the event, the dead-letter consumer once the origin
+ * recorded it) deletes the object; an object left behind (a send that failed after the put, a
+ * crash) is an orphan that the bucket's lifecycle rule expires.
+ *
+ * The key is `spool/` and a random id: it names no tenant, sender or secret.
+ * @module
+ */
+import { jsonBytes, LIMITS } from '../../contract/event'
+import { withTimeout } from './timeout'
+
+/** Cloudflare Queues refuses messages over 128,000 bytes (serialization included): keep clear. */
+export const MAX_SPOOL_MESSAGE_BYTES = 120_000
+
+/** Every object of the claim check starts with this (the lifecycle rule's prefix). */
+export const EVENT_KEY_PREFIX = 'spool/'
+
+export type EventBodies = Pick<R2Bucket, 'put' | 'get' | 'delete'>
+
+/** A queue message with an event: inline, or in R2 under `eventKey`. */
+export type Packed<M extends { event: unknown }> =
+  | M
+  | (Omit<M, 'event'> & { event?: undefined; eventKey: string })
+
+export type ClaimCheckErrorCode =
+  | 'message_too_large'
+  | 'bodies_not_bound'
+  | 'event_body_missing'
+  | 'event_body_too_large'
+
+/** Why a message could not be packed or unpacked; R2's own failures pass through as they are. */
+export class ClaimCheckError extends Error {
+  constructor(
+    readonly code: ClaimCheckErrorCode,
+    detail: string,
+  ) {
+    super(`${code}: ${detail}`)
+    this.name = 'ClaimCheckError'
+  }
+}
+
+/**
+ * The message as it can go on a queue: itself when it fits one, else its event put in R2 (within
+ * `timeoutMs`) and the message carrying the key. Throws {@link ClaimCheckError} when it cannot.
+ */
+export async function packMessage<M extends { event: unknown }>(
+  bodies: EventBodies | null,
+  message: Packed<M>,
+  timeoutMs: number,
+): Promise<Packed<M>> {
+  const bytes = jsonBytes(message)
+  if (bytes <= MAX_SPOOL_MESSAGE_BYTES) return message
+  if (message.event === undefined) {
+    throw new ClaimCheckError('message_too_large', `${bytes} bytes with its event in R2`)
+  }
+  if (!bodies) throw new ClaimCheckError('bodies_not_bound', `${bytes} bytes and no SPOOL_BODIES`)
+  const eventKey = `${EVENT_KEY_PREFIX}${crypto.randomUUID()}`
+  const json = JSON.stringify(message.event)
+  await withTimeout(
+    bodies.put(eventKey, json, { httpMetadata: { contentType: 'application/json' } }),
+    timeoutMs,
+    'R2 put',
+  )
+  const { event: _, ...rest } = message
+  return { ...rest, eventKey } as Packed<M>
+}
+
+/**
+ * A message as it came off a queue, with its event inline again (read from R2 when it has an
+ * `eventKey`, within `timeoutMs`), and that key, for {@link deleteEventBody} once done. Throws
+ * {@link ClaimCheckError} when the object is gone or too large, or R2's error.
+ */
+export async function unpackMessage(
+  bodies: EventBodies | null,
+  body: unknown,
+  timeoutMs: number,
+): Promise<{ body: unknown; eventKey: string | null }> {
+  const eventKey = eventKeyOf(body)
+  if (eventKey === null) return { body, eventKey }
+  if (!bodies) throw new ClaimCheckError('bodies_not_bound', 'the event is in R2')
+  const object = await withTimeout(bodies.get(eventKey), timeoutMs, 'R2 get')
+  if (!object) throw new ClaimCheckError('event_body_missing', 'no such object (expired?)')
+  // Written by the producer within LIMITS.eventBytes; anything larger is not ours to read.
+  if (object.size > LIMITS.eventBytes) {
+    await object.body.cancel()
+    throw new ClaimCheckError('event_body_too_large', `${object.size} bytes`)
+  }
+  const event: unknown = JSON.parse(await object.text())
+  return { body: { ...(body as object), event }, eventKey }
+}
+
+/** The R2 key a message names, or null (its event is inline, or it is not a spool message). */
+export function eventKeyOf(body: unknown): string | null {
+  const key = (body as { eventKey?: unknown } | null)?.eventKey
+  return typeof key === 'string' && key.startsWith(EVENT_KEY_PREFIX) ? key : null
+}
+
+/** Done with a message: its event's object goes (nothing to do for an inline event). */
+export async function deleteEventBody(
+  bodies: EventBodies | null,
+  eventKey: string | null,
+): Promise<void> {
+  if (bodies && eventKey !== null) await bodies.delete(eventKey)
+}

@@ -38,7 +38,7 @@ function readmeTable(heading: string): DocRow[] {
   return table
     .slice(2)
     .map((line) => line.replace(/\\\|/g, '¦').split('|').slice(1, -1))
-    .filter(([first]) => !first?.trim().startsWith('bindings'))
+    .filter(([first]) => !first?.trim().startsWith('binding'))
     .map(([first = '', cell = '']) => {
       const names = [...first.matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1] as string)
       const leading = /^\s*(`[^`]*`(?:, `[^`]*`)*)/.exec(cell)?.[1]

@@ -46,8 +46,9 @@ const MIN_DEDUP_TTL_SECONDS = 86_400
 export const SECRET_NAMES: readonly string[] = WORKER_SETTINGS.filter((row) => row.secret).map(
   (row) => row.name,
 )
+export const WORKER_VARIABLE_NAMES: readonly string[] = WORKER_SETTINGS.map((row) => row.name)
 const SECRETS = new Set(SECRET_NAMES)
-const KNOWN = new Set(WORKER_SETTINGS.map((row) => row.name))
+const KNOWN = new Set(WORKER_VARIABLE_NAMES)
 
 const error = (what: string, fix: string): Finding => ({ level: 'error', what, fix })
 const warn = (what: string, fix: string): Finding => ({ level: 'warn', what, fix })
@@ -80,10 +81,10 @@ function varsSection(envName: string | undefined): string {
 function checkVars({ config, envName, secrets }: DeploymentInput): Finding[] {
   const findings: Finding[] = []
   for (const name of Object.keys(secrets)) {
-    if (!SECRETS.has(name)) {
+    if (!KNOWN.has(name)) {
       findings.push(
         warn(
-          `${name} in the secrets is not a secret the Worker reads`,
+          `${name} in the secrets is read by nothing`,
           'remove it, or correct its name (npm run doctor -- --print-secrets-template lists them)',
         ),
       )

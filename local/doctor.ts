@@ -15,7 +15,13 @@
 import { readFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { parseArgs, parseEnv } from 'node:util'
-import { checkDeployment, type Finding, SECRET_NAMES, secretsTemplate } from './deploy-checks'
+import {
+  checkDeployment,
+  type Finding,
+  SECRET_NAMES,
+  secretsTemplate,
+  WORKER_VARIABLE_NAMES,
+} from './deploy-checks'
 import { checkPostgres, checkRedis } from './deploy-reachability'
 import { readWranglerConfig, WRANGLER_TOML } from './wrangler-config'
 
@@ -64,16 +70,22 @@ export function readSecrets(
   file: string | undefined,
   env: NodeJS.ProcessEnv,
 ): Record<string, string> {
-  if (!file) return pickSecrets(env)
+  if (!file) return pick(env, SECRET_NAMES)
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new UsageError(`--secrets-file: cannot read it (${(err as NodeJS.ErrnoException).code})`)
+  }
+  // A dotenv file (.dev.vars) also holds the origin's and the stack's: the Worker's variables
+  // only, plain ones included (`wrangler dev` puts them on top of [vars], as here).
+  if (!text.trimStart().startsWith('{')) return pick(parseEnv(text), WORKER_VARIABLE_NAMES)
   let parsed: unknown
   try {
-    const text = readFileSync(file, 'utf8')
-    // A dotenv file (.dev.vars) also holds the origin's and the stack's: the Worker's secrets only.
-    if (!text.trimStart().startsWith('{')) return pickSecrets(parseEnv(text))
     parsed = JSON.parse(text)
-  } catch (err) {
-    // The message of a JSON error may quote the file's text: a secret. Only its kind goes out.
-    throw new UsageError(`--secrets-file: not a readable JSON file (${(err as Error).name})`)
+  } catch {
+    // The message of a JSON error may quote the file's text: a secret. Nothing of it goes out.
+    throw new UsageError('--secrets-file: not valid JSON')
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new UsageError('--secrets-file: a JSON object of NAME: "value" is expected')
@@ -85,9 +97,9 @@ export function readSecrets(
   )
 }
 
-function pickSecrets(values: NodeJS.ProcessEnv): Record<string, string> {
+function pick(values: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string> {
   return Object.fromEntries(
-    SECRET_NAMES.flatMap((name) => (values[name] ? [[name, values[name] as string]] : [])),
+    names.flatMap((name) => (values[name] ? [[name, values[name] as string]] : [])),
   )
 }
 

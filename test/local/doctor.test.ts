@@ -168,6 +168,7 @@ describe('deployment checks', () => {
 interface Run {
   code: number
   stdout: string
+  stderr: string
 }
 
 function doctor(args: string[], env: Record<string, string> = {}): Promise<Run> {
@@ -176,9 +177,9 @@ function doctor(args: string[], env: Record<string, string> = {}): Promise<Run> 
       process.execPath,
       ['--import', 'tsx', 'local/doctor.ts', ...args],
       { cwd: REPO_ROOT, env: { ...process.env, ...env }, timeout: 60_000 },
-      (err, stdout) => {
+      (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0
-        resolve({ code, stdout: String(stdout) })
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) })
       },
     )
   })
@@ -214,6 +215,25 @@ describe('npm run doctor', () => {
     const run = await doctor(['--env', 'production', '--config', toml], goodSecrets())
     expect(run.stdout).toMatch(/doctor: 0 errors/)
     expect(run.code).toBe(0)
+  })
+
+  it('on the dev configuration with .dev.vars.example: its loopback origin and short dev secret', async () => {
+    const run = await doctor(['--secrets-file', '.dev.vars.example'])
+    expect(run.code).toBe(1)
+    const errorLines = run.stdout.split('\n').filter((line) => line.startsWith('ERROR'))
+    expect(errorLines).toEqual([
+      'ERROR ORIGIN_URL http://127.0.0.1:8788 is a loopback address: every event would spool',
+      'ERROR ORIGIN_SHARED_SECRET: 1 of its 1 entries are shorter than 32 characters',
+    ])
+    expect(run.stdout).toContain('OK    channel telegram has what it needs')
+  })
+
+  it('a secrets file that is not JSON: exit 2, nothing of its text printed', async () => {
+    const file = join(dir, 'broken.json')
+    writeFileSync(file, '{"ORIGIN_SHARED_SECRET": "broken-secret-value')
+    const run = await doctor(['--secrets-file', file])
+    expect(run.code).toBe(2)
+    expect(run.stdout + run.stderr).not.toContain('broken-secret-value')
   })
 
   it('--print-secrets-template prints the bulk file', async () => {

@@ -12,11 +12,11 @@ const UNAVAILABLE_CLASSES = new Set(['08', '28', '3D', '53', '57', '58'])
 const RETRY_ONCE = new Set(['40001', '40P01'])
 
 /**
- * A SQLSTATE: a class Postgres defines (two digits, or F0, HV, P0, XX) and three more. Narrower than
- * "five characters" because node-postgres passes Node's socket errors through, and `EPIPE` would
- * pass for one.
+ * A SQLSTATE: its class is a digit and a digit or letter (23, 3D, 0A), or F0, HV, P0, XX; then three
+ * more. Narrower than "five characters" because node-postgres passes Node's socket errors through,
+ * and `EPIPE` would pass for one.
  */
-const SQLSTATE = /^(?:[0-9]{2}|F0|HV|P0|XX)[0-9A-Z]{3}$/
+const SQLSTATE = /^(?:[0-9][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/
 
 export function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code

@@ -318,6 +318,19 @@ function checkDedupTtls(env: Env): Finding[] {
   return findings
 }
 
+/** Who reads which secrets: each channel its own (from its variables), the rest the gateway. */
+export function secretsByReader(): Array<{ reader: string; names: string[] }> {
+  const channels = WEBHOOK_CHANNELS.map((channel) => ({
+    reader: `channel ${channel.name}`,
+    names: channel.variables.filter((row) => row.secret).map((row) => row.name),
+  }))
+  const ofChannels = new Set<string>(channels.flatMap((channel) => channel.names))
+  return [
+    { reader: 'the gateway', names: SECRET_NAMES.filter((name) => !ofChannels.has(name)) },
+    ...channels,
+  ]
+}
+
 /** The file `wrangler secret bulk` takes: every secret the Worker reads, empty. */
 export function secretsTemplate(): Record<string, string> {
   return Object.fromEntries(SECRET_NAMES.map((name) => [name, '']))

@@ -19,6 +19,7 @@ import {
   checkDeployment,
   type Finding,
   SECRET_NAMES,
+  secretsByReader,
   secretsTemplate,
   WORKER_VARIABLE_NAMES,
 } from './deploy-checks'
@@ -114,6 +115,13 @@ export async function runDoctor(argv: string[], env = process.env): Promise<numb
   const args = readArgs(argv)
   if (args.printTemplate) {
     process.stdout.write(`${JSON.stringify(secretsTemplate(), null, 2)}\n`)
+    // On stderr, so that stdout stays the file: which secret is whose, and what to do with it.
+    for (const { reader, names } of secretsByReader()) {
+      process.stderr.write(`${reader}: ${names.join(', ')}\n`)
+    }
+    process.stderr.write(
+      'fill in those you use, delete the rest, then: npx wrangler secret bulk FILE --env ENV\n',
+    )
     return 0
   }
   const config = await readWranglerConfig(args.config, args.env)

@@ -240,6 +240,9 @@ describe('npm run doctor', () => {
     const run = await doctor(['--print-secrets-template'])
     expect(run.code).toBe(0)
     expect(JSON.parse(run.stdout)).toEqual(secretsTemplate())
+    // Which secret is whose, from the channels' own variables.
+    expect(run.stderr).toMatch(/^channel whatsapp-cloud: WHATSAPP_APP_SECRET, /m)
+    expect(run.stderr).toMatch(/^the gateway: ORIGIN_SHARED_SECRET, /m)
   })
 
   it('reads the environments wrangler.toml ships', async () => {

@@ -32,6 +32,13 @@ export type Decision = GatewayDecision | IngestOutcome
 
 export const DECISION_MSG = 'decision'
 
+/**
+ * The Worker's webhook replies carry each item's gateway decision, comma-separated in batch order
+ * (`forwarded`, `duplicate`, ...): after verification only, so only the vendor learns it, and it
+ * decides nothing. `local/send-webhook.ts` reads it to say "new" or "duplicate".
+ */
+export const DECISION_HEADER = 'x-dedup-decision'
+
 export interface DecisionLog {
   /** Which part decided: the Worker, the origin's ingest, the origin's Gmail poller. */
   component: 'worker' | 'origin' | 'gmail'

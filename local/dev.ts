@@ -12,6 +12,8 @@
  * @module
  */
 import { relative } from 'node:path'
+import { writeDevStack } from '../origin/failures/dev-stack'
+import { WEBHOOK_CHANNELS } from '../worker/channels'
 import { loadDevVars } from './dev-vars'
 import { redact } from './redact'
 import {
@@ -163,6 +165,8 @@ async function main(): Promise<void> {
     const stack = await starting.catch((err) => {
       throw explain(err)
     })
+    // `npm run failures` finds this database by itself while the stack runs.
+    process.on('exit', writeDevStack(stack.originEnv))
     printSummary(stack, devVars.source, startedAt)
     watch(stack, devVars.fromEnvironment, () => shuttingDown)
   } catch (err) {
@@ -179,7 +183,8 @@ function printSummary(s: Stack, devVars: string, startedAt: number): void {
       : redact(s.database.databaseUrl)
   say()
   say(`inbound-dedup dev stack is up (${seconds(startedAt)}; settings from ${devVars})`)
-  say(`  worker    ${s.worker.url}     wrangler dev; webhooks at /webhooks/{slack,twilio,telegram}`)
+  say(`  worker    ${s.worker.url}     wrangler dev, its routes:`)
+  for (const line of workerRoutes(s.worker.url)) say(`              ${line}`)
   say(`  origin    ${s.origin.url}     POST /v1/events, /healthz, /metrics (Bearer OPERATOR_TOKEN)`)
   say(`  upstash   ${s.redis.url}     Upstash REST stand-in (${s.redis.mode})`)
   say(`  neon ws   ${s.database.neonWsProxy}  Neon WebSocket proxy (NEON_WS_PROXY)`)
@@ -189,6 +194,18 @@ function printSummary(s: Stack, devVars: string, startedAt: number): void {
   say('        npx tsx local/send-webhook.ts --help   (signed vendor webhooks)')
   say('  Ctrl-C stops everything.')
   say()
+}
+
+/** Every route of the Worker, from the channel registry: a new channel shows up by itself. */
+function workerRoutes(url: string): string[] {
+  const webhooks = WEBHOOK_CHANNELS.flatMap((channel) =>
+    channel.paths.map((path) => `POST ${url}/webhooks${path}  (${channel.name})`),
+  )
+  return [
+    ...webhooks,
+    `email() handler (Cloudflare Email Routing); locally: POST ${url}/cdn-cgi/handler/email?from=...&to=... with a raw message`,
+    `GET ${url}/healthz, GET ${url}/healthz/deep (Authorization: Bearer OPERATOR_TOKEN)`,
+  ]
 }
 
 /** When a child dies on its own, keep the rest running and say how to bring it back. */

@@ -30,6 +30,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
+import { isProcessAlive } from '../origin/process-alive'
 import { type PgliteWireServer, servePgliteWire } from './pglite-wire'
 
 export interface EmbeddedPostgresOptions {
@@ -80,7 +81,7 @@ function lockDataDir(dataDir: string): () => void {
   const lockFile = join(dataDir, '.inbound-dedup.lock')
   try {
     const owner = Number(readFileSync(lockFile, 'utf8').trim())
-    if (owner && isAlive(owner)) {
+    if (owner && isProcessAlive(owner)) {
       throw new EmbeddedPostgresError(
         'data_dir_locked',
         `${dataDir} is in use by process ${owner} (another \`npm run dev\`?). Stop it first.`,
@@ -125,15 +126,6 @@ export async function preparePgliteTemplate(): Promise<string> {
     }
   }
   return template
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 /**

@@ -5,9 +5,11 @@
  *   tsx local/send-webhook.ts slack    [--text hi] [--id Ev123] [--times 8]
  *   tsx local/send-webhook.ts twilio   [--text hi] [--id SM...] [--sms] [--status delivered]
  *   tsx local/send-webhook.ts telegram [--text hi] [--id 1001] [--chat 7] [--message-id 42] [--edit]
+ *   tsx local/send-webhook.ts whatsapp-cloud [--text hi] [--id wamid...] [--phone-number-id ID]
  *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
- * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Secrets
+ * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Each
+ * answer says what the gateway made of it (its `x-dedup-decision` header): new, duplicate, ... Secrets
  * come from the environment, else `.dev.vars`, else `.dev.vars.example` (what `npm run dev` uses).
  * With a per-tenant variable set (SLACK_SIGNING_SECRETS_BY_APP, ...), the request is signed as the
  * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id), else as its first tenant.
@@ -15,20 +17,33 @@
  * @module
  */
 import { parseArgs } from 'node:util'
+import { DECISION_HEADER } from '../contract/decision-log'
 import { parseTenantSecrets } from '../worker/tenants'
 import { loadDevVars } from './dev-vars'
-import { slackDelivery, telegramDelivery, twilioDelivery } from './vendor-deliveries'
+import {
+  randomHex,
+  slackDelivery,
+  telegramDelivery,
+  twilioDelivery,
+  waText,
+  whatsappCloudPost,
+} from './vendor-deliveries'
 
-const USAGE = `usage: tsx local/send-webhook.ts slack|twilio|telegram [options]
+const VENDORS = ['slack', 'twilio', 'telegram', 'whatsapp-cloud'] as const
+type Vendor = (typeof VENDORS)[number]
+
+const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
   --text TEXT        message text
-  --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id
+  --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id,
+                     WhatsApp message id (wamid)
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
-  --tenant ID        sign as this Slack app / Twilio account / Telegram bot (per-tenant secrets)
+  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app (per-tenant secrets)
   slack:    --channel C123 --user U123 --ts 1700000000.000100
   twilio:   --sms (an SMS instead of WhatsApp) --from +14155550100 --status delivered
-  telegram: --chat 7 --message-id 42 --edit`
+  telegram: --chat 7 --message-id 42 --edit
+  whatsapp-cloud: --phone-number-id 106540352242922`
 
 interface Built {
   url: string
@@ -47,6 +62,9 @@ const SECRET_NAMES = [
   'SLACK_TEAMS_BY_APP',
   'TWILIO_AUTH_TOKENS_BY_ACCOUNT',
   'TELEGRAM_SECRET_TOKENS_BY_BOT',
+  'WHATSAPP_APP_SECRET',
+  'WHATSAPP_APP_SECRETS_BY_APP',
+  'WHATSAPP_PHONE_NUMBERS_BY_APP',
   'PUBLIC_BASE_URL',
 ] as const
 
@@ -161,6 +179,51 @@ function buildTelegram(base: string, vars: Record<string, string>, o: Options): 
   return built(delivery.request(base))
 }
 
+/** A Meta POST with one text message, for a phone number the app writes for. */
+function buildWhatsappCloud(
+  base: string,
+  vars: Record<string, string>,
+  o: Options,
+): Promise<Built> {
+  const signed = signer(vars, 'WHATSAPP_APP_SECRETS_BY_APP', 'WHATSAPP_APP_SECRET', tenantOption(o))
+  const numbers = parseTenantSecrets(
+    'WHATSAPP_PHONE_NUMBERS_BY_APP',
+    vars.WHATSAPP_PHONE_NUMBERS_BY_APP,
+    { test: () => true, hint: '' },
+    [],
+  )
+  const phoneNumberId =
+    given(o, 'phone-number-id') ??
+    (signed.tenant ? numbers?.get(signed.tenant)?.[0] : undefined) ??
+    '106540352242922'
+  const id = given(o, 'id') ?? `wamid.LOCAL${randomHex(12)}`
+  const text = given(o, 'text') ?? 'hello from send-webhook'
+  const post = whatsappCloudPost([{ phoneNumberId, messages: [waText(id, text)] }], {
+    secret: signed.secret,
+  })
+  return built(post.request(base))
+}
+
+const BUILDERS: Record<
+  Vendor,
+  (base: string, vars: Record<string, string>, o: Options) => Promise<Built>
+> = {
+  slack: buildSlack,
+  twilio: buildTwilio,
+  telegram: buildTelegram,
+  'whatsapp-cloud': buildWhatsappCloud,
+}
+
+/** What the gateway made of a delivery, in words: its x-dedup-decision header. */
+function describeDecision(header: string | null): string {
+  if (!header) return 'no decision (refused before one was made)'
+  const words: Record<string, string> = { forwarded: 'new', duplicate: 'duplicate' }
+  return header
+    .split(',')
+    .map((decision) => words[decision] ?? decision)
+    .join(', ')
+}
+
 function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`
 }
@@ -173,6 +236,10 @@ function toCurl(built: Built): string {
     ...headers,
     `--data-raw ${shellQuote(built.body)}`,
   ].join(' \\\n  ')
+}
+
+function isVendor(name: string | undefined): name is Vendor {
+  return (VENDORS as readonly string[]).includes(name ?? '')
 }
 
 async function main(): Promise<void> {
@@ -193,12 +260,13 @@ async function main(): Promise<void> {
       chat: { type: 'string' },
       'message-id': { type: 'string' },
       edit: { type: 'boolean' },
+      'phone-number-id': { type: 'string' },
       tenant: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
   const vendor = positionals[0]
-  if (values.help || !vendor || !['slack', 'twilio', 'telegram'].includes(vendor)) {
+  if (values.help || !isVendor(vendor)) {
     console.log(USAGE)
     process.exitCode = values.help ? 0 : 2
     return
@@ -209,12 +277,7 @@ async function main(): Promise<void> {
     warn: (m) => console.error(m),
   }).values
   const base = (values.url ?? process.env.WORKER_URL ?? 'http://127.0.0.1:8787').replace(/\/+$/, '')
-  const request =
-    vendor === 'slack'
-      ? await buildSlack(base, vars, values)
-      : vendor === 'twilio'
-        ? await buildTwilio(base, vars, values)
-        : await buildTelegram(base, vars, values)
+  const request = await BUILDERS[vendor](base, vars, values)
 
   if (values.curl) {
     console.log(toCurl(request))
@@ -228,7 +291,8 @@ async function main(): Promise<void> {
       body: request.body,
     })
     const text = (await response.text()).slice(0, 200)
-    console.log(`${i}/${times} ${vendor} -> ${response.status} ${text}`)
+    const decision = describeDecision(response.headers.get(DECISION_HEADER))
+    console.log(`${i}/${times} ${vendor} -> ${response.status} ${decision} ${text}`)
   }
 }
 

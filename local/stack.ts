@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import type pg from 'pg'
+import type { DatabaseDriver } from '../origin/db/driver'
 import { type Balancer, startBalancer } from './balancer'
 import { type DatabaseLayer, startDatabaseLayer } from './database-layer'
 import { type OriginHandle, startOrigin } from './origin-process'
@@ -90,6 +91,11 @@ export class StackStartError extends Error {
 export interface StackOptions {
   /** Omitted: no database, and then no origin processes (see `originUrl`). */
   postgres?: PostgresChoice
+  /**
+   * The origins' DATABASE_DRIVER: `pg` reaches Postgres over TCP (the Neon proxy is then not on
+   * their path, and its `dropConnections` does not reach them). @default 'neon', through the proxy
+   */
+  databaseDriver?: DatabaseDriver
   /** Where PGlite keeps its files. @default '<repo>/.data/pglite' */
   pgliteDir?: string
   redis: RedisChoice
@@ -227,6 +233,7 @@ async function build(
 
   const originEnv: Record<string, string> = {
     ...database?.originEnv,
+    ...(options.databaseDriver ? { DATABASE_DRIVER: options.databaseDriver } : {}),
     ...(options.keyPrefix !== undefined ? { REDIS_KEY_PREFIX: options.keyPrefix } : {}),
     ...(options.originsUseRedis
       ? { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: upstashToken }

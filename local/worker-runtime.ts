@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Miniflare } from 'miniflare'
+import { writePrivateEnvFile } from './env-file'
 import { childPids } from './proc'
 import {
   type ExitInfo,
@@ -69,7 +70,8 @@ function secretValues(vars: Record<string, string>, names?: string[]): string[] 
 
 /**
  * `wrangler dev` (local mode) in its own process group, ready when GET /healthz answers.
- * Secrets go in as `--var` (visible to `ps` on this machine, never printed by us: masked in output).
+ * The bindings go in through a private file (`--env-file`, local/env-file.ts), never on the
+ * command line where `ps` shows them; the output masks the secrets too.
  */
 export async function startWorkerDev(options: WorkerOptions): Promise<WorkerDevHandle> {
   const port = options.port || (await freePort())
@@ -85,7 +87,8 @@ export async function startWorkerDev(options: WorkerOptions): Promise<WorkerDevH
     String(inspectorPort),
     '--show-interactive-dev-session=false',
   ]
-  for (const [key, value] of Object.entries(options.vars)) args.push('--var', `${key}:${value}`)
+  const envFile = writePrivateEnvFile(options.vars)
+  args.push('--env-file', envFile.path)
   const child = new GroupProcess({
     name: 'wrangler dev',
     command: WRANGLER_BIN,
@@ -103,6 +106,7 @@ export async function startWorkerDev(options: WorkerOptions): Promise<WorkerDevH
     })
   } catch (err) {
     await child.stop({ signal: 'SIGKILL' }).catch(() => {})
+    envFile.remove()
     if (child.exit) throw child.exitedEarly(child.exit)
     throw err instanceof ProcessError ? child.notReady(err.message) : err
   }
@@ -115,6 +119,7 @@ export async function startWorkerDev(options: WorkerOptions): Promise<WorkerDevH
     output: (lines) => child.output(lines),
     stop: once(async () => {
       await child.stop({ graceMs: 5_000 })
+      envFile.remove()
     }),
   }
 }
@@ -183,7 +188,7 @@ export async function startWorkerMiniflare(
       bindings: { ...config.vars, ...options.vars },
       ...miniflareQueueOptions(config, options.queueConsumers),
       // In memory, like the queues: the claim check's bucket lives as long as this Miniflare.
-      r2Buckets: config.r2Buckets,
+      r2Buckets: Object.fromEntries(config.r2Buckets.map((b) => [b.binding, b.bucketName])),
       port: options.port ?? 0,
       host: '127.0.0.1',
       cf: false,

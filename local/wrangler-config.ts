@@ -41,8 +41,8 @@ export interface WranglerConfig {
     producers: Array<{ binding: string; queue: string }>
     consumers: QueueConsumerConfig[]
   }
-  /** `[[r2_buckets]]`: binding to bucket name. */
-  r2Buckets: Record<string, string>
+  /** `[[r2_buckets]]`: binding → bucket name. */
+  r2Buckets: Array<{ binding: string; bucketName: string }>
 }
 
 /** One `[[queues.consumers]]` entry, as wrangler.toml spells it. */
@@ -57,23 +57,30 @@ export interface QueueConsumerConfig {
 
 const READ_SCRIPT = `
 const { unstable_readConfig } = await import('wrangler')
-const c = unstable_readConfig({ config: process.argv[1] })
+const c = unstable_readConfig({ config: process.argv[1], env: process.argv[2] || undefined })
 const vars = Object.fromEntries(Object.entries(c.vars ?? {}).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]))
-process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, queues: { producers: (c.queues?.producers ?? []).map((p) => ({ binding: p.binding, queue: p.queue })), consumers: c.queues?.consumers ?? [] }, r2Buckets: Object.fromEntries((c.r2_buckets ?? []).map((b) => [b.binding, b.bucket_name])) }) + '\\n')
+process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, queues: { producers: (c.queues?.producers ?? []).map((p) => ({ binding: p.binding, queue: p.queue })), consumers: c.queues?.consumers ?? [] }, r2Buckets: (c.r2_buckets ?? []).map((b) => ({ binding: b.binding, bucketName: b.bucket_name })) }) + '\\n')
 `
 
-/** Parsed configs by path: each file is read once per process. */
+/** Parsed configs by path and environment: each is read once per process. */
 const cache = new Map<string, Promise<WranglerConfig>>()
 
-/** Reads a wrangler config once per process and path (bounded: 30 s). */
-export function readWranglerConfig(configPath = WRANGLER_TOML): Promise<WranglerConfig> {
-  const known = cache.get(configPath)
+/**
+ * Reads a wrangler config once per process, path and environment (bounded: 30 s). `env` names an
+ * `[env.NAME]` section, as `wrangler deploy --env NAME` reads it; unset, the top level.
+ */
+export function readWranglerConfig(
+  configPath = WRANGLER_TOML,
+  env?: string,
+): Promise<WranglerConfig> {
+  const cacheKey = `${configPath}\0${env ?? ''}`
+  const known = cache.get(cacheKey)
   if (known) return known
   const reading = (async () => {
     const child = new GroupProcess({
       name: 'wrangler config reader',
       command: process.execPath,
-      args: ['--input-type=module', '-e', READ_SCRIPT, configPath],
+      args: ['--input-type=module', '-e', READ_SCRIPT, configPath, env ?? ''],
       cwd: REPO_ROOT,
       env: wranglerEnv(),
     })
@@ -88,8 +95,8 @@ export function readWranglerConfig(configPath = WRANGLER_TOML): Promise<Wrangler
       await child.stop({ graceMs: 1_000 })
     }
   })()
-  cache.set(configPath, reading)
-  reading.catch(() => cache.delete(configPath))
+  cache.set(cacheKey, reading)
+  reading.catch(() => cache.delete(cacheKey))
   return reading
 }
 
@@ -99,15 +106,16 @@ export function readWranglerConfig(configPath = WRANGLER_TOML): Promise<Wrangler
  */
 export async function buildWorker(
   outDir: string,
-  options: { configPath?: string; timeoutMs?: number } = {},
+  options: { configPath?: string; env?: string; timeoutMs?: number } = {},
 ): Promise<string> {
   const configPath = options.configPath ?? WRANGLER_TOML
   mkdirSync(outDir, { recursive: true })
-  const config = readWranglerConfig(configPath)
+  const config = readWranglerConfig(configPath, options.env)
+  const envArgs = options.env ? ['--env', options.env] : []
   const build = new GroupProcess({
-    name: `wrangler deploy --dry-run (${basename(configPath)})`,
+    name: `wrangler deploy --dry-run (${basename(configPath)}${options.env ? ` --env ${options.env}` : ''})`,
     command: WRANGLER_BIN,
-    args: ['deploy', '--dry-run', '--outdir', outDir, '--config', configPath],
+    args: ['deploy', '--dry-run', '--outdir', outDir, '--config', configPath, ...envArgs],
     cwd: REPO_ROOT,
     env: wranglerEnv(),
   })

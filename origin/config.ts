@@ -9,12 +9,18 @@ import { ORIGIN_TIMEOUT_MS } from '../claims/settings'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { readInt, readText, setting } from '../contract/settings'
+import { DATABASE_DRIVERS, type DatabaseDriver, driverForUrl, isDatabaseDriver } from './db/driver'
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
 
 /** What every database pool of the origin's process is opened with (origin/db), the CLI's too. */
 export interface DatabaseSettings {
-  /** `DATABASE_URL`: the Postgres (Neon) connection string. */
+  /** `DATABASE_URL`: the Postgres connection string (Neon or any Postgres 15+). */
   databaseUrl: string
+  /**
+   * `DATABASE_DRIVER`: `neon` (WebSockets) or `pg` (TCP). @default `neon` for a `*.neon.tech` host
+   * or when NEON_WS_PROXY is set, else `pg`
+   */
+  databaseDriver: DatabaseDriver
   /**
    * `NEON_WS_PROXY`: `host:port/v2` of a local WebSocket-to-TCP proxy. Local use only; unset
    * against real Neon, whose endpoint the driver finds by itself.
@@ -68,7 +74,13 @@ export const DATABASE_URL = setting({
   name: 'DATABASE_URL',
   kind: 'string',
   secret: true,
-  doc: 'the Postgres (Neon) connection string',
+  doc: 'the Postgres connection string (Neon, or any Postgres 15+)',
+})
+export const DATABASE_DRIVER = setting({
+  name: 'DATABASE_DRIVER',
+  kind: 'string',
+  secret: false,
+  doc: 'neon (WebSockets) or pg (TCP); unset: neon for a *.neon.tech host or with NEON_WS_PROXY, else pg',
 })
 export const NEON_WS_PROXY = setting({
   name: 'NEON_WS_PROXY',
@@ -145,6 +157,7 @@ export const LOG_LEVEL = setting({
 /** The serving origin's own rows (origin/settings.ts adds Gmail's, the relay's, the claims'). */
 export const CORE_SETTINGS = [
   DATABASE_URL,
+  DATABASE_DRIVER,
   NEON_WS_PROXY,
   ORIGIN_SHARED_SECRET,
   ORIGIN_PORT,
@@ -192,7 +205,7 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
 }
 
 /**
- * DATABASE_URL, NEON_WS_PROXY and the database waits, as every pool of the origin's process reads
+ * DATABASE_URL, DATABASE_DRIVER, NEON_WS_PROXY and the database waits, as every pool of the origin's process reads
  * them (the failures CLI's too); records each problem. The check that the pool wait stays below
  * the forward budget is the serving origin's own (loadConfig): the CLI serves no forward.
  */
@@ -213,12 +226,22 @@ export function readDatabaseSettings(env: OriginEnv, problems: string[]): Databa
     )
   }
 
+  const driverName = readText(env, DATABASE_DRIVER)
+  if (driverName && !isDatabaseDriver(driverName)) {
+    problems.push(
+      `DATABASE_DRIVER must be ${DATABASE_DRIVERS.join(' or ')} (neon: Neon's WebSocket driver; pg: any Postgres over TCP)`,
+    )
+  }
+  const databaseDriver =
+    driverName && isDatabaseDriver(driverName) ? driverName : driverForUrl(databaseUrl, neonWsProxy)
+
   // The Worker's forward budget, read with the claim settings' row (same variable, same default).
   const originTimeoutMs = readInt(env, ORIGIN_TIMEOUT_MS, problems)
   // Unset, the pool wait follows a shorter forward budget instead of refusing to start.
   const defaultPoolWait = Math.min(DB_CONNECT_TIMEOUT_MS.default, Math.floor(originTimeoutMs / 2))
   return {
     databaseUrl,
+    databaseDriver,
     neonWsProxy,
     dbQueryTimeoutMs: readInt(env, DB_QUERY_TIMEOUT_MS, problems),
     dbConnectTimeoutMs: readInt(env, DB_CONNECT_TIMEOUT_MS, problems, defaultPoolWait),

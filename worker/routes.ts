@@ -7,6 +7,7 @@
  * @module
  */
 import { Hono } from 'hono'
+import { DECISION_HEADER } from '../contract/decision-log'
 import { WEBHOOK_CHANNELS } from './channels'
 import { challengeReply, httpReply } from './channels/replies'
 import type { WebhookChannel } from './channels/types'
@@ -67,6 +68,7 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
   })
   const outcomes = await deliverAll(ctx, classified, request.parts.body.text)
   const reply = httpReply(channel.replies, outcomes)
+  reply.headers.set(DECISION_HEADER, outcomes.map((outcome) => outcome.decision).join(','))
   // One line per item of a batch, each with the status the whole request got.
   for (const outcome of outcomes) logOutcome(ctx, outcome, reply.status)
   return reply

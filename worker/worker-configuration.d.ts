@@ -3,6 +3,46 @@ declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./index");
 	}
+	interface StagingEnv {
+		SPOOL_BODIES: R2Bucket;
+		SPOOL: Queue;
+		SPOOL_DEAD: Queue;
+		ORIGIN_URL: string;
+		PUBLIC_BASE_URL: string;
+		TELEGRAM_BOT_ID: string;
+		DEDUP_TTL_SECONDS: string;
+		CLAIM_LEASE_MS: string;
+		ORIGIN_TIMEOUT_MS: string;
+		REDIS_TIMEOUT_MS: string;
+		INFLIGHT_WAIT_MS: string;
+		MAX_BODY_BYTES: string;
+		REDIS_KEY_PREFIX: string;
+		SPOOL_MAX_ATTEMPTS: string;
+		SPOOL_RETRY_BASE_SECONDS: string;
+		SPOOL_RETRY_MAX_SECONDS: string;
+		SETTLED_MEMO_ENTRIES: string;
+		SETTLED_MEMO_SECONDS: string;
+	}
+	interface ProductionEnv {
+		SPOOL_BODIES: R2Bucket;
+		SPOOL: Queue;
+		SPOOL_DEAD: Queue;
+		ORIGIN_URL: string;
+		PUBLIC_BASE_URL: string;
+		TELEGRAM_BOT_ID: string;
+		DEDUP_TTL_SECONDS: string;
+		CLAIM_LEASE_MS: string;
+		ORIGIN_TIMEOUT_MS: string;
+		REDIS_TIMEOUT_MS: string;
+		INFLIGHT_WAIT_MS: string;
+		MAX_BODY_BYTES: string;
+		REDIS_KEY_PREFIX: string;
+		SPOOL_MAX_ATTEMPTS: string;
+		SPOOL_RETRY_BASE_SECONDS: string;
+		SPOOL_RETRY_MAX_SECONDS: string;
+		SETTLED_MEMO_ENTRIES: string;
+		SETTLED_MEMO_SECONDS: string;
+	}
 	interface Env {
 		SPOOL_BODIES: R2Bucket;
 		SPOOL: Queue;

@@ -11,9 +11,16 @@ const UNAVAILABLE_CLASSES = new Set(['08', '28', '3D', '53', '57', '58'])
 /** Serialization failure and deadlock: the transaction runs once more. */
 const RETRY_ONCE = new Set(['40001', '40P01'])
 
+/**
+ * A SQLSTATE: its class is a digit and a digit or letter (23, 3D, 0A), or F0, HV, P0, XX; then three
+ * more. Narrower than "five characters" because node-postgres passes Node's socket errors through,
+ * and `EPIPE` would pass for one.
+ */
+const SQLSTATE = /^(?:[0-9][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/
+
 export function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
+  return typeof code === 'string' && SQLSTATE.test(code) ? code : undefined
 }
 
 /** A serialization failure or deadlock (40001, 40P01): worth running the transaction again. */
@@ -22,8 +29,8 @@ export function isRetryOnce(err: unknown): boolean {
 }
 
 /**
- * Anything the driver throws without a SQLSTATE (refused WebSocket, "Connection terminated",
- * "Query read timeout", pool wait timeout) is the database being out of reach.
+ * Anything the driver throws without a SQLSTATE (refused WebSocket or TCP connection, EPIPE,
+ * "Connection terminated", "Query read timeout", pool wait timeout) is the database being out of reach.
  */
 export function toDatabaseError(err: unknown): unknown {
   const state = sqlState(err)

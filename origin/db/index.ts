@@ -1,5 +1,6 @@
 /**
- * Postgres through `@neondatabase/serverless` (a `pg`-compatible Pool over WebSockets), with every
+ * Postgres through either driver (driver.ts: `@neondatabase/serverless` over WebSockets, or
+ * node-postgres over TCP; DATABASE_DRIVER, else by the URL), with every
  * wait bounded: opening or waiting for a connection (`connectionTimeoutMillis`), each statement on
  * the server (`statement_timeout`: a session default set on every new connection, and `SET LOCAL`
  * in each transaction) and on the client (`query_timeout`, a little longer so the server's cancel
@@ -9,7 +10,7 @@
  * for a connection gives up, and a transaction or single statement in progress loses its
  * connection (Postgres rolls it back).
  *
- * The pieces: pool.ts (the pool, its per-connection settings, the checkout), transaction.ts (one
+ * The pieces: driver.ts (the two drivers behind one interface), pool.ts (the pool, its per-connection settings, the checkout), transaction.ts (one
  * transaction and its one retry), errors.ts (driver and SQL failures → the origin's errors).
  * Driver failures come out as {@link DatabaseUnavailableError} (503, retryable).
  * @module
@@ -17,10 +18,19 @@
 import type { DatabaseSettings } from '../config'
 import type { DatabaseUnavailableError } from '../errors'
 import type { Logger } from '../log'
+import { driverForUrl } from './driver'
 import { sqlState, toDatabaseError } from './errors'
-import { checkoutFrom, createPool, lease, type PoolOptions, throwIfGone } from './pool'
+import {
+  checkoutFrom,
+  connectionSetup,
+  createPool,
+  lease,
+  type PoolOptions,
+  throwIfGone,
+} from './pool'
 import { type Queryable, type StatementOptions, transactions, type Work } from './transaction'
 
+export { type DatabaseDriver, driverForUrl } from './driver'
 export type { Queryable, StatementOptions } from './transaction'
 
 export type DatabaseOptions = PoolOptions
@@ -55,6 +65,7 @@ export function openDatabase(
   logger: Logger,
 ): Database {
   return createDatabase({
+    driver: settings.databaseDriver,
     databaseUrl: settings.databaseUrl,
     neonWsProxy: settings.neonWsProxy,
     poolMax,
@@ -67,8 +78,9 @@ export function openDatabase(
 export function createDatabase(options: DatabaseOptions): Database {
   const { logger } = options
   const queryTimeoutMs = Math.floor(options.queryTimeoutMs)
-  const pool = createPool({ ...options, queryTimeoutMs })
-  const checkout = checkoutFrom(pool)
+  const driver = options.driver ?? driverForUrl(options.databaseUrl, options.neonWsProxy)
+  const pool = createPool({ ...options, driver, queryTimeoutMs })
+  const checkout = checkoutFrom(pool, connectionSetup(queryTimeoutMs, logger))
   const transaction = transactions(checkout, queryTimeoutMs, logger)
 
   async function query<R>(

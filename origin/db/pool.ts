@@ -1,6 +1,6 @@
 /**
- * The connection pool under {@link createDatabase}: `@neondatabase/serverless`'s `pg`-compatible
- * Pool over WebSockets, each new connection bounded on the server (`statement_timeout`) before
+ * The connection pool under {@link createDatabase}: a `pg`-compatible Pool of either driver
+ * (driver.ts: Neon over WebSockets, node-postgres over TCP), each new connection bounded on the server (`statement_timeout`) before
  * its first use, and a checkout that gives up when the caller's `AbortSignal` does.
  *
  * Why `SET` after connecting rather than a startup parameter: Neon's proxy drops a
@@ -17,22 +17,16 @@
  * process. The statement in flight fails by itself, and the client is discarded.
  * @module
  */
-import {
-  Client,
-  type ClientConfig,
-  neonConfig,
-  Pool,
-  type PoolClient,
-} from '@neondatabase/serverless'
-import ws from 'ws'
 import { ClientGoneError, describeError } from '../errors'
 import type { Logger } from '../log'
+import { type DatabaseDriver, type DriverClient, type DriverPool, openDriverPool } from './driver'
 import { toDatabaseError } from './errors'
 
-// Node 20 has no global WebSocket; the driver needs a constructor. Harmless against real Neon.
-neonConfig.webSocketConstructor = ws
+export type PoolClient = DriverClient
 
 export interface PoolOptions {
+  /** @default by the URL (driver.ts driverForUrl) */
+  driver?: DatabaseDriver | undefined
   databaseUrl: string
   /** `host:port/v2` of the local proxy; undefined against real Neon (driver defaults). */
   neonWsProxy?: string | undefined
@@ -50,26 +44,6 @@ export interface PoolOptions {
  * this, releasing its locks, instead of waiting out its statement_timeout.
  */
 const CLIENT_CHECK_INTERVAL_MS = 1000
-
-/**
- * The local proxy settings go on each client rather than on the global `neonConfig`, so pools
- * aimed at different proxies (or at real Neon) can live in one process (tests start several).
- * They are the settings the team brief prescribes for NEON_WS_PROXY.
- */
-function localProxyClient(wsProxy: string): typeof Client {
-  return class LocalProxyClient extends Client {
-    constructor(config?: string | ClientConfig) {
-      super(config)
-      const local = this.neonConfig
-      local.webSocketConstructor = ws
-      // The local proxy speaks plain ws://, no TLS.
-      local.useSecureWebSocket = false
-      // Pipelined startup is refused with trust auth ("invalid frontend message type 112").
-      local.pipelineConnect = false
-      local.wsProxy = (host, port) => `${wsProxy}?address=${host}:${port}`
-    }
-  }
-}
 
 /** Neon's pooled endpoints carry `-pooler` in the host name (PgBouncer, transaction mode). */
 function isNeonPooler(databaseUrl: string): boolean {
@@ -95,43 +69,64 @@ function untilAborted(signal: AbortSignal) {
   return { promise, dispose: () => signal.removeEventListener('abort', onAbort) }
 }
 
-export function createPool(options: PoolOptions): Pool {
+export function createPool(options: PoolOptions & { driver: DatabaseDriver }): DriverPool {
   const { logger, queryTimeoutMs } = options
-  const pool = new Pool({
-    connectionString: options.databaseUrl,
+  const pool = openDriverPool({
+    driver: options.driver,
+    databaseUrl: options.databaseUrl,
+    neonWsProxy: options.neonWsProxy,
     max: options.poolMax,
     connectionTimeoutMillis: options.connectTimeoutMs,
     // Client-side bound: also covers a connection that hangs without the server noticing.
     query_timeout: queryTimeoutMs + 1000,
     idleTimeoutMillis: 30_000,
   })
-  if (options.neonWsProxy) pool.Client = localProxyClient(options.neonWsProxy)
-  if (isNeonPooler(options.databaseUrl)) {
+  if (options.driver === 'neon' && isNeonPooler(options.databaseUrl)) {
     logger.warn('database: pooled Neon endpoint, session settings do not stick', {
       hint: 'statements outside transactions are bounded only by the role default: ALTER ROLE <role> SET statement_timeout = <DB_QUERY_TIMEOUT_MS>',
     })
   }
-  // The pool emits 'connect' before it hands a new client out, so these run before its first use.
   pool.on('connect', (client: PoolClient) => {
     client.on('error', (err: unknown) =>
       logger.warn('database connection lost', describeError(err)),
     )
-    client
+  })
+  // Idle clients' errors also reach the pool (which then discards them); logged above already.
+  pool.on('error', () => {})
+  return pool
+}
+
+/**
+ * The session settings of a new connection, applied once, before its first use, one statement
+ * after the other: node-postgres deprecates queueing a query while another runs.
+ */
+export function connectionSetup(
+  queryTimeoutMs: number,
+  logger: Logger,
+): (client: PoolClient) => Promise<void> {
+  const done = new WeakMap<PoolClient, Promise<void>>()
+  const setUp = async (client: PoolClient) => {
+    await client
       .query(`SET statement_timeout = ${queryTimeoutMs}`)
       .catch((err: unknown) =>
         logger.warn('database: SET statement_timeout failed', describeError(err)),
       )
     // Not every server has it (PGlite refuses it): best effort, and a separate statement so that
     // its failure cannot undo the timeout above.
-    client
+    await client
       .query(`SET client_connection_check_interval = ${CLIENT_CHECK_INTERVAL_MS}`)
       .catch((err: unknown) =>
         logger.debug('database: client_connection_check_interval not set', describeError(err)),
       )
-  })
-  // Idle clients' errors also reach the pool (which then discards them); logged above already.
-  pool.on('error', () => {})
-  return pool
+  }
+  return (client) => {
+    let setting = done.get(client)
+    if (!setting) {
+      setting = setUp(client)
+      done.set(client, setting)
+    }
+    return setting
+  }
 }
 
 export type Checkout = (signal: AbortSignal | undefined) => Promise<PoolClient>
@@ -180,10 +175,16 @@ export function lease(client: PoolClient, signal: AbortSignal | undefined): Leas
 }
 
 /** A pooled client; gives up with {@link ClientGoneError} once `signal` aborts. */
-export function checkoutFrom(pool: Pool): Checkout {
+export function checkoutFrom(
+  pool: DriverPool,
+  setUp: (client: PoolClient) => Promise<void>,
+): Checkout {
   return async (signal) => {
     throwIfGone(signal)
-    const pending = pool.connect()
+    const pending = pool.connect().then(async (client) => {
+      await setUp(client)
+      return client
+    })
     const gone = signal ? untilAborted(signal) : undefined
     try {
       return await (gone ? Promise.race([pending, gone.promise]) : pending)

@@ -7,7 +7,8 @@
  *   replay <id>                                          replay one dead row
  *   replay --all-dead                                    the same for every dead row
  *
- * Reads DATABASE_URL, NEON_WS_PROXY and DB_* like the origin (origin/config.ts); a downstream replay also DOWNSTREAM_URL
+ * Reads DATABASE_URL, DATABASE_DRIVER, NEON_WS_PROXY and DB_* like the origin (origin/config.ts);
+ * without DATABASE_URL, those of a running `npm run dev` (dev-stack.ts). A downstream replay also DOWNSTREAM_URL
  * (and DOWNSTREAM_TIMEOUT_MS, FAILURE_*); the replay of a Gmail inbound row the origin's GMAIL_*
  * settings (and the worker's UPSTASH_REDIS_REST_*, REDIS_KEY_PREFIX, when set), because it fetches
  * the message again (origin/gmail/replay.ts). A downstream replay goes through the same statements
@@ -30,6 +31,7 @@ import { type DownstreamConfig, readDownstream } from '../outbox/config'
 import { type Command, parseArgs, USAGE, UsageError } from './cli-args'
 import { type CliIo, EXIT, failureTable } from './cli-output'
 import { replayAllDead, replayOne } from './cli-replay'
+import { DEV_STACK_FILE, readDevStack } from './dev-stack'
 import { type RetryPolicy, readRetryPolicy } from './policy'
 import { listFailures } from './store'
 
@@ -109,6 +111,15 @@ export async function runCli(args: readonly string[], env: OriginEnv, io: CliIo)
   }
 }
 
+/** Without DATABASE_URL, the database of a running `npm run dev` (dev-stack.ts), said on stderr. */
+function withDevStack(env: OriginEnv, io: CliIo): OriginEnv {
+  if (env.DATABASE_URL) return env
+  const dev = readDevStack()
+  if (!dev) return env
+  io.err(`DATABASE_URL is unset: using the database of the running npm run dev (${DEV_STACK_FILE})`)
+  return { ...env, ...dev }
+}
+
 async function list(
   db: Database,
   command: Extract<Command, { name: 'list' }>,
@@ -132,7 +143,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),
   }
-  runCli(process.argv.slice(2), process.env, io).then(
+  runCli(process.argv.slice(2), withDevStack(process.env, io), io).then(
     (code) => process.exit(code),
     (err: unknown) => {
       io.err(`failures: ${describeError(err).message ?? 'unexpected error'}`)

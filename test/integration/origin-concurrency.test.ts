@@ -8,7 +8,7 @@ import type { InboundEvent, IngestResult } from '../../contract/event'
 import { type OriginHandle, startOrigin } from '../../local/origin-process'
 import type { ExitInfo } from '../../local/processes'
 import { fileTestbed } from '../support/for-file'
-import { eventFixture, signedPost } from '../support/origin'
+import { eventFixture, signedPost, TEST_DATABASE_DRIVER } from '../support/origin'
 
 const DELIVERIES = 50
 
@@ -82,6 +82,7 @@ describe('many deliveries of one message', () => {
     const env = {
       DATABASE_URL: bed.databaseUrl,
       NEON_WS_PROXY: bed.wsProxy,
+      DATABASE_DRIVER: TEST_DATABASE_DRIVER,
       ORIGIN_SHARED_SECRET: bed.secret,
       LOG_LEVEL: 'warn',
       ...RACE_POOL_WAIT,

@@ -8,7 +8,12 @@ import type { InboundEvent } from '../../contract/event'
 import { createDatabase, type Database } from '../../origin/db'
 import { ingestEvent } from '../../origin/ingest'
 import { silentLogger } from '../../origin/log'
-import { eventFixture, type OriginTestbed, startOriginTestbed } from '../support/origin'
+import {
+  eventFixture,
+  type OriginTestbed,
+  startOriginTestbed,
+  TEST_DATABASE_DRIVER,
+} from '../support/origin'
 
 let bed: OriginTestbed
 let db: Database
@@ -18,6 +23,7 @@ beforeAll(async () => {
   db = createDatabase({
     databaseUrl: bed.databaseUrl,
     neonWsProxy: bed.wsProxy,
+    driver: TEST_DATABASE_DRIVER,
     poolMax: 2,
     connectTimeoutMs: 5000,
     queryTimeoutMs: 5000,

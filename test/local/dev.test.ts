@@ -3,6 +3,8 @@
  * REDIS_URL set, on free ports, it creates and migrates the database, brings up the stand-in, the
  * origin and wrangler dev, prints its URLs, serves a webhook, and on SIGINT stops everything.
  */
+import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import {
@@ -14,6 +16,7 @@ import {
 import { REDIS_URL, scratch } from '../../local/services'
 import { REPO_ROOT } from '../../local/stack'
 import { telegramDelivery } from '../../local/vendor-deliveries'
+import { DEV_STACK_FILE } from '../../origin/failures/dev-stack'
 import { send } from '../support/test-stack'
 
 const run = scratch('dev')
@@ -49,8 +52,9 @@ describe('npm run dev', () => {
       keepLines: 400,
     })
     try {
+      // The summary's last line: the whole summary is out.
       await dev.waitForLine(
-        (line) => (line.includes('dev stack is up') ? true : undefined),
+        (line) => (line.includes('Ctrl-C stops everything') ? true : undefined),
         120_000,
       )
       const summary = dev.output(400)
@@ -79,6 +83,30 @@ describe('npm run dev', () => {
         await client.end()
       }
 
+      // The banner lists every route, WhatsApp Cloud's and the email handler's included.
+      expect(summary).toContain(`/webhooks/whatsapp-cloud`)
+      expect(summary).toContain('/cdn-cgi/handler/email')
+
+      // send-webhook covers WhatsApp Cloud and says what became of each attempt.
+      const wamid = `wamid.DEVTEST${run.databaseName}`
+      const sent = await tool('local/send-webhook.ts', [
+        'whatsapp-cloud',
+        '--id',
+        wamid,
+        '--times',
+        '2',
+        '--url',
+        `http://127.0.0.1:${ports.WORKER_PORT}`,
+      ])
+      expect(sent.stdout).toMatch(/1\/2 whatsapp-cloud -> 200 new/)
+      expect(sent.stdout).toMatch(/2\/2 whatsapp-cloud -> 200 duplicate/)
+
+      // The failures CLI finds the stack's database by itself (no DATABASE_URL).
+      expect(existsSync(DEV_STACK_FILE)).toBe(true)
+      const failures = await tool('origin/failures/cli.ts', ['list'])
+      expect(failures).toMatchObject({ code: 0, stdout: 'no failures\n' })
+      expect(failures.stderr).toContain('using the database of the running npm run dev')
+
       // Ctrl-C: SIGINT to the group, as a terminal does.
       signalGroup(dev.pid, 'SIGINT')
       const exit = await Promise.race([
@@ -90,8 +118,28 @@ describe('npm run dev', () => {
       expect(exit.code).toBe(0)
       expect(dev.output(10)).toMatch(/stopped\./)
       for (const port of Object.values(ports)) expect(await listening(port)).toBe(false)
+      expect(existsSync(DEV_STACK_FILE)).toBe(false)
     } finally {
       await dev.stop({ graceMs: 5_000 })
     }
   })
 })
+
+/** A repo tool run as a person runs it, without DATABASE_URL (bounded: 60 s). */
+function tool(
+  script: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { DATABASE_URL: _, ...env } = process.env
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', script, ...args],
+      { cwd: REPO_ROOT, env, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) })
+      },
+    )
+  })
+}

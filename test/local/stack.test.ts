@@ -3,6 +3,7 @@
  * share (local/stack.ts and its pieces): each piece starts on port 0, answers, restarts where it
  * should, and leaves nothing behind.
  */
+import { readdirSync, readFileSync } from 'node:fs'
 import { Redis as Upstash } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type DatabaseLayer, ensureDatabase, startDatabaseLayer } from '../../local/database-layer'
@@ -152,8 +153,9 @@ describe('the Worker', () => {
     UPSTASH_REDIS_REST_TOKEN: SECRET,
   }
 
-  it('under wrangler dev: ready on /healthz, secrets masked, whole group stopped', async () => {
-    const worker = await startWorkerDev({ vars })
+  it('under wrangler dev: ready on /healthz, secrets masked and off every command line, whole group stopped', async () => {
+    const operatorToken = `operator-$HOME-'"${SECRET}`
+    const worker = await startWorkerDev({ vars: { ...vars, OPERATOR_TOKEN: operatorToken } })
     let pid = 0
     try {
       pid = worker.pid
@@ -163,6 +165,15 @@ describe('the Worker', () => {
       expect(text).not.toContain(SECRET)
       // wrangler.toml's queues and R2 bucket, simulated locally by wrangler dev.
       expect(JSON.parse(text)).toMatchObject({ spool: true, spoolBodies: true })
+      // No process of this machine shows a secret in its arguments (`ps`)...
+      expect(commandLinesWith(SECRET)).toEqual([])
+      // ... and the Worker has it, exactly (`$`, both quotes): /healthz/deep answers the token.
+      const deep = await fetch(`${worker.url}/healthz/deep`, {
+        headers: { authorization: `Bearer ${operatorToken}` },
+      })
+      await deep.arrayBuffer()
+      expect(deep.status).not.toBe(404)
+      expect(deep.status).not.toBe(401)
     } finally {
       await worker.stop()
     }
@@ -241,3 +252,17 @@ describe('startStack', () => {
     ).rejects.toThrow(/needs an origin/)
   })
 })
+
+/** The pids whose command line holds `text` (every process this user may read). */
+function commandLinesWith(text: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text)
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+}

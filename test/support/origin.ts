@@ -21,10 +21,18 @@ import { signForward } from '../../contract/forward-signature'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
 import { createTestDatabase, databasePool } from '../../local/services'
 import { loadConfig, type OriginConfig } from '../../origin/config'
+import type { DatabaseDriver } from '../../origin/db'
 import { type Logger, silentLogger } from '../../origin/log'
 import { type RunningOrigin, startOrigin } from '../../origin/server'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+/**
+ * The driver the origins of the integration tests use: `TEST_DATABASE_DRIVER` (vitest.config.ts's
+ * `integration-pg` project sets `pg`), else `neon` through the local proxy, as before.
+ */
+export const TEST_DATABASE_DRIVER: DatabaseDriver =
+  process.env.TEST_DATABASE_DRIVER === 'pg' ? 'pg' : 'neon'
 
 export interface InProcessOriginOptions {
   databaseUrl: string
@@ -34,6 +42,8 @@ export interface InProcessOriginOptions {
   secret: string
   /** @default silent */
   logger?: Logger
+  /** More origin variables (DATABASE_DRIVER, ...). */
+  env?: Record<string, string>
   /** Overrides applied after the env-derived config (e.g. `{ maxEventBytes: 2048 }`). */
   config?: Partial<OriginConfig>
 }
@@ -55,9 +65,11 @@ export function startOriginInProcess(options: InProcessOriginOptions): Promise<R
     ...loadConfig({
       DATABASE_URL: options.databaseUrl,
       NEON_WS_PROXY: options.wsProxy,
+      DATABASE_DRIVER: TEST_DATABASE_DRIVER,
       ORIGIN_SHARED_SECRET: options.secret,
       ORIGIN_PORT: '0',
       OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,
+      ...options.env,
     }),
     ...options.config,
   }
@@ -210,7 +222,13 @@ export function runFailuresCli(
       ['--import', 'tsx', 'origin/failures/cli.ts', ...args],
       {
         cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: tb.databaseUrl, NEON_WS_PROXY: tb.wsProxy, ...env },
+        env: {
+          ...process.env,
+          DATABASE_URL: tb.databaseUrl,
+          NEON_WS_PROXY: tb.wsProxy,
+          DATABASE_DRIVER: TEST_DATABASE_DRIVER,
+          ...env,
+        },
         timeout: 60_000,
       },
       (err, stdout, stderr) => {

@@ -108,6 +108,16 @@ describe('routes', () => {
     })
   })
 
+  it('says in x-dedup-decision what became of a delivery: forwarded, then duplicate', async () => {
+    const h = harness()
+    const delivery = slackDelivery()
+    const first = await h.send(delivery)
+    const again = await h.send(delivery)
+    expect([first.status, again.status]).toEqual([200, 200])
+    expect(first.headers.get('x-dedup-decision')).toBe('forwarded')
+    expect(again.headers.get('x-dedup-decision')).toBe('duplicate')
+  })
+
   it('answers url_verification with the challenge, after verifying it', async () => {
     const h = harness()
     const challenge = '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P'

@@ -22,6 +22,7 @@ import type { PrivateRedis } from '../../../local/private-redis'
 import type { RedisLayer } from '../../../local/redis-layer'
 import { type Stack, startStack } from '../../../local/stack'
 import { TEST_SECRETS, vendorBindings } from '../../../local/vendor-deliveries'
+import { TEST_DATABASE_DRIVER } from '../../support/origin'
 
 export interface FaultWorker {
   url: string
@@ -157,6 +158,8 @@ export async function startFaultStack(options: FaultStackOptions = {}): Promise<
   const spoolChannels = options.spoolChannels ?? process.env.FAULTS_SPOOL_CHANNELS
   const stack = await startStack({
     postgres: 'private',
+    // TEST_DATABASE_DRIVER=pg: the origins on node-postgres over TCP (the soak's too).
+    databaseDriver: TEST_DATABASE_DRIVER,
     redis: 'private',
     keyPrefix: 'faults:',
     originSecret: TEST_SECRETS.origin,

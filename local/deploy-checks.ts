@@ -1,0 +1,337 @@
+/**
+ * What a deployment of the Worker needs, checked before `wrangler deploy`: one finding per problem,
+ * each with its fix. The checks read the same tables and parser the Worker reads
+ * (worker/settings.ts, worker/config.ts `parseSettings`), so a channel's new variable is checked
+ * without a list here. Values never appear in a finding: a secret's name, never the secret.
+ * `npm run doctor` (local/doctor.ts) prints them; deploy-reachability.ts adds the network's.
+ * @module
+ */
+import { backoffMs } from '../contract/backoff'
+import { secretList } from '../contract/crypto'
+import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import { WEBHOOK_CHANNELS } from '../worker/channels'
+import { parseSettings } from '../worker/config'
+import type { Env } from '../worker/env'
+import { ORIGIN_URL, WORKER_SETTINGS } from '../worker/settings'
+import type { WranglerConfig } from './wrangler-config'
+
+export type FindingLevel = 'error' | 'warn' | 'ok'
+
+export interface Finding {
+  level: FindingLevel
+  /** What holds or is wrong; names variables, never their values (ORIGIN_URL aside: not secret). */
+  what: string
+  /** How to fix it; empty for `ok`. */
+  fix: string
+}
+
+export interface DeploymentInput {
+  /** The `[env.NAME]` section checked; undefined: the top level. */
+  envName: string | undefined
+  config: WranglerConfig
+  /** The Worker's secrets as they will be put (`wrangler secret bulk`'s file), by name. */
+  secrets: Record<string, string>
+}
+
+/** The URL in wrangler.toml's environments until someone sets theirs. */
+export const PLACEHOLDER_ORIGIN_HOST = 'origin.example.com'
+/** ORIGIN_SHARED_SECRET entries shorter than this are guessable offline from one signature. */
+export const MIN_SHARED_SECRET_LENGTH = 32
+/** Cloudflare Queues keep a message 4 days unless the queue was created with more (at most 14). */
+export const DEFAULT_QUEUE_RETENTION_SECONDS = 4 * 86_400
+export const MAX_QUEUE_RETENTION_SECONDS = 14 * 86_400
+/** Telegram keeps an unanswered update 24 h: no channel's TTL may be shorter. */
+const MIN_DEDUP_TTL_SECONDS = 86_400
+
+export const SECRET_NAMES: readonly string[] = WORKER_SETTINGS.filter((row) => row.secret).map(
+  (row) => row.name,
+)
+export const WORKER_VARIABLE_NAMES: readonly string[] = WORKER_SETTINGS.map((row) => row.name)
+const SECRETS = new Set(SECRET_NAMES)
+const KNOWN = new Set(WORKER_VARIABLE_NAMES)
+
+const error = (what: string, fix: string): Finding => ({ level: 'error', what, fix })
+const warn = (what: string, fix: string): Finding => ({ level: 'warn', what, fix })
+const ok = (what: string): Finding => ({ level: 'ok', what, fix: '' })
+
+/** Every finding for one environment, configuration first, then channels, queues, TTLs. */
+export function checkDeployment(input: DeploymentInput): Finding[] {
+  // An empty value in the bulk file is a secret not given (the template's blanks).
+  const secrets = Object.fromEntries(Object.entries(input.secrets).filter(([, v]) => v.trim()))
+  const env = { ...input.config.vars, ...secrets } as unknown as Env
+  return [
+    ...checkVars(input),
+    ...checkOriginUrl(input.config.vars[ORIGIN_URL.name], input.envName),
+    ...checkSharedSecret(secrets[ORIGIN_SHARED_SECRET.name], input.envName),
+    ...checkChannels(env, input.envName),
+    ...checkQueues(input.config, env),
+    ...checkDedupTtls(env),
+  ]
+}
+
+/** `wrangler secret put NAME [--env E]`, as the fix for a missing secret. */
+function putSecret(name: string, envName: string | undefined): string {
+  return `npx wrangler secret put ${name}${envName ? ` --env ${envName}` : ''} (or add it to the file for \`wrangler secret bulk\`)`
+}
+
+function varsSection(envName: string | undefined): string {
+  return envName ? `[env.${envName}.vars]` : '[vars]'
+}
+
+function checkVars({ config, envName, secrets }: DeploymentInput): Finding[] {
+  const findings: Finding[] = []
+  for (const name of Object.keys(secrets)) {
+    if (!KNOWN.has(name)) {
+      findings.push(
+        warn(
+          `${name} in the secrets is read by nothing`,
+          'remove it, or correct its name (npm run doctor -- --print-secrets-template lists them)',
+        ),
+      )
+    }
+  }
+  for (const name of Object.keys(config.vars)) {
+    if (SECRETS.has(name)) {
+      findings.push(
+        error(
+          `${name} is a secret but sits in ${varsSection(envName)}`,
+          `remove it from wrangler.toml; ${putSecret(name, envName)}`,
+        ),
+      )
+    } else if (!KNOWN.has(name)) {
+      findings.push(
+        warn(
+          `${name} in ${varsSection(envName)} is read by nothing`,
+          'remove it, or correct its name (worker/settings.ts lists every variable)',
+        ),
+      )
+    }
+  }
+  return findings
+}
+
+export function checkOriginUrl(value: string | undefined, envName: string | undefined): Finding[] {
+  const fix = `set ORIGIN_URL in ${varsSection(envName)} to your origin's https:// URL`
+  if (!value) return [error('ORIGIN_URL is not set: every channel would answer 503', fix)]
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return [error('ORIGIN_URL is not a URL', fix)]
+  }
+  if (url.hostname === PLACEHOLDER_ORIGIN_HOST) {
+    return [error(`ORIGIN_URL is still the placeholder ${value}`, fix)]
+  }
+  if (isLoopback(url.hostname)) {
+    return [error(`ORIGIN_URL ${value} is a loopback address: every event would spool`, fix)]
+  }
+  if (url.protocol !== 'https:') {
+    return [
+      error(
+        `ORIGIN_URL ${value} is not https: events (message bodies) would cross the internet in clear`,
+        fix,
+      ),
+    ]
+  }
+  return [ok(`ORIGIN_URL is https (${url.host})`)]
+}
+
+function isLoopback(hostname: string): boolean {
+  return (
+    hostname === 'localhost' ||
+    hostname.startsWith('127.') ||
+    hostname === '[::1]' ||
+    hostname === '0.0.0.0'
+  )
+}
+
+export function checkSharedSecret(
+  value: string | undefined,
+  envName: string | undefined,
+): Finding[] {
+  const name = ORIGIN_SHARED_SECRET.name
+  const entries = secretList(value)
+  if (entries.length === 0) {
+    return [
+      error(
+        `${name} is not set: no event can reach the origin`,
+        `${putSecret(name, envName)}, the same value as the origin's (openssl rand -hex 32)`,
+      ),
+    ]
+  }
+  const short = entries.filter((entry) => entry.length < MIN_SHARED_SECRET_LENGTH).length
+  if (short > 0) {
+    return [
+      error(
+        `${name}: ${short} of its ${entries.length} entries are shorter than ${MIN_SHARED_SECRET_LENGTH} characters`,
+        `generate one with openssl rand -hex 32, put it on both sides (${putSecret(name, envName)})`,
+      ),
+    ]
+  }
+  return [
+    ok(`${name} is set (${entries.length} entries, each ${MIN_SHARED_SECRET_LENGTH}+ characters)`),
+  ]
+}
+
+/**
+ * Each channel the deployment uses (one of its variables set) must have all it needs; a channel
+ * with none set is off, which is fine, but one of them at least must be on.
+ */
+function checkChannels(env: Env, envName: string | undefined): Finding[] {
+  const settings = parseSettings(env)
+  const findings: Finding[] = settings.warnings.map((warning) =>
+    warn(warning, 'set or correct the variable it names (the Worker logs the same at start)'),
+  )
+  if (settings.channelsInUse.size === 0) {
+    findings.push(
+      error(
+        'no webhook channel is configured',
+        `put the secrets of the channels you use (npm run doctor -- --print-secrets-template lists them); ${putSecret('SLACK_SIGNING_SECRET', envName)}`,
+      ),
+    )
+  }
+  for (const channel of WEBHOOK_CHANNELS) {
+    if (!settings.channelsInUse.has(channel.name)) continue
+    const config = channel.pick(settings)
+    if (config.ok) {
+      findings.push(ok(`channel ${channel.name} has what it needs`))
+      continue
+    }
+    // The origin's two are reported once, above.
+    const own = config.missing.filter(
+      (name) => name !== ORIGIN_URL.name && name !== ORIGIN_SHARED_SECRET.name,
+    )
+    for (const missing of own) {
+      // "A (or B)": the first is the one to set.
+      const name = missing.split(' ')[0] ?? missing
+      const fix = SECRETS.has(name)
+        ? putSecret(name, envName)
+        : `set ${name} in ${varsSection(envName)}`
+      findings.push(error(`channel ${channel.name} is configured but misses ${missing}`, fix))
+    }
+  }
+  return findings
+}
+
+/**
+ * The spool's two queues: bound, the dead-letter queue wired, the consumer's retries above the
+ * code's own attempts, and a retention that outlives the whole retry schedule.
+ */
+function checkQueues(config: WranglerConfig, env: Env): Finding[] {
+  const findings: Finding[] = []
+  const queueOf = (binding: string) => config.queues.producers.find((p) => p.binding === binding)
+  const spool = queueOf('SPOOL')?.queue
+  const dead = queueOf('SPOOL_DEAD')?.queue
+  if (!spool || !dead) {
+    return [
+      error(
+        'the SPOOL and SPOOL_DEAD queue producers are not both bound',
+        'declare both [[queues.producers]] (binding SPOOL and SPOOL_DEAD), as the top level does',
+      ),
+    ]
+  }
+  const consumer = config.queues.consumers.find((c) => c.queue === spool)
+  const spoolSettings = parseSettings(env).spool
+  if (!dead.endsWith('-dead')) {
+    findings.push(
+      error(`dead-letter queue ${dead} does not end in -dead`, 'rename it to <spool>-dead'),
+    )
+  }
+  if (consumer?.dead_letter_queue !== dead) {
+    findings.push(
+      error(
+        `queue ${spool} has no consumer with dead_letter_queue = "${dead}"`,
+        'add its [[queues.consumers]] entry with dead_letter_queue, as the top level has',
+      ),
+    )
+  } else if ((consumer.max_retries ?? 3) <= spoolSettings.maxAttempts) {
+    findings.push(
+      error(
+        `queue ${spool}: max_retries must stay above SPOOL_MAX_ATTEMPTS (${spoolSettings.maxAttempts})`,
+        'raise max_retries (the top level has 100)',
+      ),
+    )
+  }
+  if (!config.queues.consumers.some((c) => c.queue === dead)) {
+    findings.push(
+      error(
+        `queue ${dead} has no consumer: dead events would never be recorded`,
+        'add its [[queues.consumers]] entry, as the top level has',
+      ),
+    )
+  }
+  const span = spoolScheduleSeconds(spoolSettings)
+  const retention = Math.max(DEFAULT_QUEUE_RETENTION_SECONDS, Math.ceil(span * 1.5))
+  if (retention > MAX_QUEUE_RETENTION_SECONDS) {
+    findings.push(
+      error(
+        `the spool retries for up to ${hours(span)} h, longer than a queue can keep a message (14 days)`,
+        'lower SPOOL_MAX_ATTEMPTS or SPOOL_RETRY_MAX_SECONDS',
+      ),
+    )
+  } else {
+    const create = [spool, dead]
+      .map((q) => `npx wrangler queues create ${q} --message-retention-period-secs ${retention}`)
+      .join(' && ')
+    findings.push(
+      warn(
+        `queues ${spool} and ${dead} must exist and keep messages ${retention} s (the spool retries for up to ${hours(span)} h)`,
+        `once per environment: ${create}`,
+      ),
+    )
+  }
+  return findings
+}
+
+/** The longest a spooled event waits before it goes dead: every wait at its ceiling. */
+export function spoolScheduleSeconds(spool: {
+  maxAttempts: number
+  retryBaseSeconds: number
+  retryMaxSeconds: number
+}): number {
+  const policy = { baseMs: spool.retryBaseSeconds * 1000, maxMs: spool.retryMaxSeconds * 1000 }
+  let ms = 0
+  for (let attempt = 1; attempt < spool.maxAttempts; attempt++) ms += backoffMs(policy, attempt, 1)
+  return Math.round(ms / 1000)
+}
+
+const hours = (seconds: number) => (seconds / 3600).toFixed(1)
+
+/** No channel's dedup TTL below its vendor's redelivery horizon (a day at least). */
+function checkDedupTtls(env: Env): Finding[] {
+  const settings = parseSettings(env)
+  const findings: Finding[] = []
+  for (const channel of WEBHOOK_CHANNELS) {
+    const ttl = settings.dedupTtlByChannel[channel.name] ?? 0
+    const horizon = Math.max(channel.dedupTtl.horizonSeconds ?? 0, MIN_DEDUP_TTL_SECONDS)
+    if (ttl < horizon) {
+      findings.push(
+        error(
+          `channel ${channel.name}: dedup TTL ${ttl} s is below its vendor's redelivery horizon (${horizon} s): a late redelivery would be a second message`,
+          `set ${channel.dedupTtl.name} (or DEDUP_TTL_SECONDS) to ${horizon} or more`,
+        ),
+      )
+    }
+  }
+  if (findings.length === 0)
+    findings.push(ok("every channel's dedup TTL covers its vendor's horizon"))
+  return findings
+}
+
+/** Who reads which secrets: each channel its own (from its variables), the rest the gateway. */
+export function secretsByReader(): Array<{ reader: string; names: string[] }> {
+  const channels = WEBHOOK_CHANNELS.map((channel) => ({
+    reader: `channel ${channel.name}`,
+    names: channel.variables.filter((row) => row.secret).map((row) => row.name),
+  }))
+  const ofChannels = new Set<string>(channels.flatMap((channel) => channel.names))
+  return [
+    { reader: 'the gateway', names: SECRET_NAMES.filter((name) => !ofChannels.has(name)) },
+    ...channels,
+  ]
+}
+
+/** The file `wrangler secret bulk` takes: every secret the Worker reads, empty. */
+export function secretsTemplate(): Record<string, string> {
+  return Object.fromEntries(SECRET_NAMES.map((name) => [name, '']))
+}

@@ -107,6 +107,14 @@ describe('npm run dev', () => {
       expect(failures).toMatchObject({ code: 0, stdout: 'no failures\n' })
       expect(failures.stderr).toContain('using the database of the running npm run dev')
 
+      // dev:sql shows the rows, on the same database, without a URL: the WhatsApp Cloud message once.
+      const rows = await tool('local/dev-sql.ts', [
+        `select channel, channel_message_id from messages where channel_message_id like '%${wamid}'`,
+      ])
+      expect(rows).toMatchObject({ code: 0 })
+      expect(rows.stdout).toContain(wamid)
+      expect(rows.stdout).toContain('(1 row)')
+
       // Ctrl-C: SIGINT to the group, as a terminal does.
       signalGroup(dev.pid, 'SIGINT')
       const exit = await Promise.race([

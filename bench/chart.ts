@@ -1,5 +1,5 @@
 /**
- * The README's chart, as a small hand-written SVG: throughput (events/s) and p99 latency against
+ * The benchmark's chart (docs/benchmark.md), as a small hand-written SVG: throughput (events/s) and p99 latency against
  * concurrency, one line per scenario, two panels side by side. No chart library: a few dozen
  * lines of SVG are easier to keep than a dependency.
  * @module

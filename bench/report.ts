@@ -1,6 +1,6 @@
 /**
  * What a run reports: the issue's targets judged against the measurements, the results table
- * (printed, and as Markdown for the README), and the machine the numbers came from.
+ * (printed, and as Markdown for docs/benchmark.md), and the machine the numbers came from.
  * @module
  */
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'

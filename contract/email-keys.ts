@@ -1,5 +1,5 @@
 /**
- * An email's key material and threading references (README's key table), shared by the parser
+ * An email's key material and threading references (docs/keys.md's key table), shared by the parser
  * (contract/email.ts) and the origin's lookups across the upgrade that added the sender:
  *
  * - mailbox: the receiving inbox, canonical (contract/mailbox.ts: lower-cased, `+tag` stripped,

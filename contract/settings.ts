@@ -2,7 +2,7 @@
  * Settings as rows of a table, and the readers that read a row from strings (Worker bindings, a
  * process environment). Each wing lists its settings once (worker/settings.ts, origin/settings.ts;
  * claims/settings.ts for the claim settings both read): the parsers read through the rows, `npm
- * run dev` routes variables by them, and a test checks the README's configuration tables and
+ * run dev` routes variables by them, and a test checks docs/configuration.md's tables and
  * `.dev.vars.example` against them.
  *
  * An invalid value is reported into `report` (the Worker logs it and uses the default; the origin
@@ -17,7 +17,7 @@ interface Row<N extends string> {
    * wrangler.toml's [vars]; no value is ever logged, a secret's least of all.
    */
   readonly secret: boolean
-  /** One line for the reader of the code; the README's row says the rest. */
+  /** One line for the reader of the code; its row in docs/configuration.md says the rest. */
   readonly doc: string
 }
 

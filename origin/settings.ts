@@ -3,7 +3,7 @@
  * (gmail/config.ts), the outbox relay's and its retry policy's (outbox/config.ts,
  * failures/policy.ts) and the claim settings the poller reads as the Worker does
  * (claims/settings.ts). The parsers read through these rows; `npm run dev` routes variables by
- * this table and test/local/settings-docs.test.ts checks README's "Origin" table against it.
+ * this table and test/local/settings-docs.test.ts checks docs/configuration.md's "Origin" table against it.
  * @module
  */
 import { CLAIM_SETTINGS } from '../claims/settings'

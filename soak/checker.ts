@@ -12,11 +12,11 @@
  * - a second row or a second outbox row is **doubled**;
  * - a forged message (wrong signature) is answered 4xx and writes nothing, else it **leaked**.
  *
- * One exception, counted apart as **overtaken**: a delete that reached the origin before its
- * message did (the message waiting in the spool queue, which does not keep order) is answered
- * "ignored" there and remembered as a tombstone, so the message lands deleted; only the narrow
- * race the README names (the message's insert began before the tombstone was written and committed
- * after the delete looked again) leaves it undeleted. Those are counted here, not as lost.
+ * Counted apart, for information, as **overtaken**: a delete that reached the origin before its
+ * message did (the message waiting in the spool queue, which does not keep order). It is answered
+ * "ignored" there and remembered as a tombstone, and the message must land deleted all the same:
+ * the ingest and the delete hold the message key's lock (migration 20261202000001), so no race
+ * leaves it undeleted, and one left undeleted is a **lost** delete like any other.
  *
  * Twilio messages answered 5xx and never 2xx are counted apart ("the vendor will not retry"):
  * with the spool queue up there must be none. A copy answered 503 while another copy of the same
@@ -38,7 +38,7 @@ export interface Verdict {
   message: SoakMessage
   rows: number
   lost: boolean
-  /** Its delete was overtaken (see the module note): not applied, not counted as lost. */
+  /** Its delete reached the origin before its message (see the module note). */
   overtaken: boolean
   doubled: number
   leaked: number
@@ -126,12 +126,11 @@ function verdictOf(message: SoakMessage, rows: readonly Row[], deleteIgnored: bo
     verdict.lost = true
     problems.push(`lost edit ${message.edits} of ${what}: the row says "${rows[0]?.body}"`)
   } else if (message.deleted && !rows.some((row) => row.deleted)) {
-    if (deleteIgnored) verdict.overtaken = true
-    else {
-      verdict.lost = true
-      problems.push(`lost delete of ${what}: the row is not marked deleted`)
-    }
+    verdict.lost = true
+    const first = deleteIgnored ? ' (the delete came first; its tombstone was not applied)' : ''
+    problems.push(`lost delete of ${what}: the row is not marked deleted${first}`)
   }
+  verdict.overtaken = message.deleted && deleteIgnored
   verdict.doubled = Math.max(0, rows.length - 1) + Math.max(0, outbox - Math.max(rows.length, 1))
   if (verdict.doubled > 0) problems.push(`doubled ${what}: ${rows.length} rows, ${outbox} outbox`)
   if (problems.length > 0) verdict.problem = problems.join('; ')

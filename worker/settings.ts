@@ -2,7 +2,7 @@
  * The Worker's settings, one table: its own rows below, the claim settings (claims/settings.ts),
  * the spool's (spool/config.ts) and each webhook channel's (the `variables` of its object in
  * channels/). worker/env.ts types the bindings from it, worker/config.ts parses through its rows,
- * `npm run dev` routes variables by it and test/local/settings-docs.test.ts checks README's
+ * `npm run dev` routes variables by it and test/local/settings-docs.test.ts checks docs/configuration.md's
  * "Worker" table, `.dev.vars.example` and wrangler.toml's [vars] against it.
  * @module
  */

@@ -6,7 +6,7 @@
  *
  * Not `@upstash/redis`: a profile of the duplicate path put its command objects, header merging
  * and base64 reply decoding near a quarter of a replay, but before/after bench runs did not
- * measure a gain (README, Benchmark, per lever). It is kept for its bounds and for having nothing
+ * measure a gain (docs/benchmark.md, per lever). It is kept for its bounds and for having nothing
  * between the command and the fetch: one attempt, no retries, a fresh `AbortSignal.timeout` per
  * call, a reply of at most {@link MAX_REPLY_BYTES}. Our values are short ASCII strings, so the
  * plain JSON reply is exact.

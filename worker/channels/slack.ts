@@ -1,7 +1,7 @@
 /**
  * Slack: Events API callbacks and interactivity posts.
  *
- * Keys (see README's key table):
+ * Keys (see docs/keys.md's key table):
  * - delivery: `dedup:slack:{api_app_id}:{event_id}`; Slack retries carry the same `event_id`.
  *   Without an `event_id` (old payloads did that) a hash of team|type|channel|event_ts|ts stands in.
  * - message: `{team_id}:{channel}:{ts}` (`message.ts` for edits, `deleted_ts` for deletes): Slack

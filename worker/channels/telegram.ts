@@ -1,7 +1,7 @@
 /**
  * Telegram Bot API webhooks.
  *
- * Keys (see README's key table):
+ * Keys (see docs/keys.md's key table):
  * - delivery: `dedup:telegram:{bot id}:{update_id}`. `update_id` is unique per bot only, and after
  *   a week of silence the next one is random: a set of seen ids with a TTL, never "below the last".
  * - message: `{bot id}:{chat.id}:{message_id}` (message ids are unique per chat only, chats are

@@ -1,7 +1,7 @@
 /**
  * Twilio Programmable Messaging: inbound WhatsApp / SMS messages and status callbacks.
  *
- * Keys (see README's key table):
+ * Keys (see docs/keys.md's key table):
  * - inbound delivery: `dedup:{wa|sms}:{account tag}:{compact MessageSid}`; message key
  *   `{AccountSid}:{MessageSid}` (a MessageSid is unique within its account).
  * - status callback: `dedup:tw-status:{account tag}:{compact MessageSid}:{MessageStatus}[:{ErrorCode}]`,

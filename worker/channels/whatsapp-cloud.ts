@@ -1,7 +1,7 @@
 /**
  * WhatsApp Cloud API (Meta): the GET subscription handshake, and POSTs that are batches
  * (`entry[].changes[].value.messages[]` / `statuses[]`, several phone numbers), each item its own
- * delivery (worker/deliver-batch.ts). Keys (README's key table): messages scoped by the receiving
+ * delivery (worker/deliver-batch.ts). Keys (docs/keys.md's key table): messages scoped by the receiving
  * phone_number_id (Meta does not say what a wamid is unique within), an edit / revoke under its
  * original's message key, statuses recorded in their own namespace, never rows.
  * @module

@@ -4,6 +4,7 @@
  * (worker/settings.ts); parsed once per isolate and env.
  * @module
  */
+import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
 import { rawValue, readInt, type StringEnv, setting } from '../../contract/settings'
 import { perIsolate } from '../per-isolate'
 import { parseTenantSecrets } from '../tenants'
@@ -20,16 +21,6 @@ export const API_ALLOWED_ORIGINS = setting({
   secret: false,
   doc: 'browser origins per tenant, TENANT=https://a.example|https://b.example,OTHER=…',
 })
-export const IDEMPOTENCY_TTL_SECONDS = setting({
-  name: 'IDEMPOTENCY_TTL_SECONDS',
-  kind: 'int',
-  secret: false,
-  default: 86_400,
-  min: 60,
-  max: 30 * 86_400,
-  doc: "how long an Idempotency-Key's answer is replayed (Redis and Postgres)",
-})
-
 export const API_SETTINGS = [API_KEYS, API_ALLOWED_ORIGINS, IDEMPOTENCY_TTL_SECONDS] as const
 
 export interface ApiSettings {

@@ -163,9 +163,10 @@ export function idempotency<E extends Env & { Variables: IdempotencyVariables }>
       store,
       { key: scope, hash: call.fingerprint, ttlSeconds: call.ttlSeconds },
       {
-        async settled({ state, payloadMismatch }) {
+        async settled({ payloadMismatch }) {
           if (payloadMismatch) return reused()
-          const stored = state === 'done' ? await keptAnswer(store, scope) : null
+          // `spooled` too: the queued message may have landed since, its answer kept by a retry.
+          const stored = await keptAnswer(store, scope)
           if (stored?.fingerprint === call.fingerprint) return replay(stored)
           // Queued and not landed, or the stored answer gone: Postgres decides (via the route).
           const response = await runRoute()

@@ -95,9 +95,14 @@ async function landOrQueue(
 }> {
   if (!settings.origin) return { response: unavailable(), decision: 'retry' }
   const result = await forwardEvent(settings.origin, event, settings.originTimeoutMs)
-  if (result.kind === 'accepted' && result.answer) {
-    const decision = result.answer.replayed || result.duplicate ? 'duplicate' : 'forwarded'
-    return { response: answerResponse(result.answer), decision }
+  if (result.kind === 'accepted') {
+    if (result.answer) {
+      const decision = result.answer.replayed || result.duplicate ? 'duplicate' : 'forwarded'
+      return { response: answerResponse(result.answer), decision }
+    }
+    // An origin older than the API took it but stored no answer: nothing to give, or replay.
+    logProblem('error', 'origin_stored_no_answer', { deliveryKey: event.deliveryKey })
+    return { response: unavailable(), decision: 'retry' }
   }
   if (result.kind === 'permanent') {
     return {
@@ -105,7 +110,7 @@ async function landOrQueue(
       decision: 'rejected',
     }
   }
-  // Failed, or an origin too old to store answers: not taken; queued when possible.
+  // Not taken now: queued when possible.
   const queued = await enqueueEvent(
     {
       queue: env.SPOOL ?? null,

@@ -12,7 +12,9 @@ CREATE TABLE idempotency_keys (
   -- SHA-256 (hex) of method, path and canonical body: the same key with another request is 422.
   fingerprint text NOT NULL,
   status      smallint NOT NULL,
-  body        jsonb NOT NULL,
+  -- json, not jsonb: json keeps the text as it came, key order included, so a replay is the same
+  -- bytes as the first answer (jsonb would reorder the keys).
+  body        json NOT NULL,
   created_at  timestamptz NOT NULL DEFAULT now(),
   -- Past it the row answers nothing (IDEMPOTENCY_TTL_SECONDS); a later request overwrites it.
   expires_at  timestamptz NOT NULL,

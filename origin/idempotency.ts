@@ -47,6 +47,7 @@ export async function ingestAnswered(
     const result = await ingest(tx, event)
     const answer = createdAnswer(result)
     await saveAnswer(tx, event.tenant, request, answer)
+    await sweepExpired(tx)
     return { ...result, answer: { ...answer, replayed: false } }
   })
 }
@@ -96,7 +97,7 @@ export async function saveAnswer(
 ): Promise<void> {
   await db.query(
     `INSERT INTO idempotency_keys (tenant, route, key_hash, fingerprint, status, body, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, now() + make_interval(secs => $7))
+     VALUES ($1, $2, $3, $4, $5, $6::json, now() + make_interval(secs => $7))
      ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO UPDATE
        SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, body = EXCLUDED.body,
            created_at = now(), expires_at = EXCLUDED.expires_at
@@ -113,10 +114,29 @@ export async function saveAnswer(
   )
 }
 
+/** Expired rows each new answer removes: more than arrive, so the table stays one retention. */
+const SWEEP_ROWS = 10
+
+/**
+ * Removes a few expired rows (oldest first). Rows another transaction holds are skipped, not
+ * waited for: a sweep never blocks or deadlocks an ingest.
+ */
+export async function sweepExpired(db: Queryable): Promise<void> {
+  await db.query(
+    `DELETE FROM idempotency_keys WHERE (tenant, route, key_hash) IN (
+       SELECT tenant, route, key_hash FROM idempotency_keys
+        WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
+    [SWEEP_ROWS],
+  )
+}
+
 /** The same rows for a route of the origin's own (the middleware's `durable`). */
 export function durableAnswers(db: Database): DurableAnswers {
   return {
     find: (call: IdempotentCall) => findAnswer(db, call.tenant, call),
-    save: (call: IdempotentCall, answer) => saveAnswer(db, call.tenant, call, answer),
+    async save(call: IdempotentCall, answer) {
+      await saveAnswer(db, call.tenant, call, answer)
+      await sweepExpired(db)
+    },
   }
 }

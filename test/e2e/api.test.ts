@@ -141,7 +141,10 @@ describe('POST /v1/messages end to end', () => {
     const key = freshKey()
     const first = await post(key)
     await dropRedisClaims()
-    expect(await post(key)).toEqual({ ...first, replayed: true })
+    const fromPostgres = await post(key)
+    expect(fromPostgres).toEqual({ ...first, replayed: true })
+    // The same bytes: key order included.
+    expect(JSON.stringify(fromPostgres.body)).toBe(JSON.stringify(first.body))
     await e2e.stack.sql.query(
       `UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
         WHERE tenant = 'acme' AND key_hash = $1`,

@@ -10,6 +10,7 @@ import { sha256Hex } from '../../contract/crypto'
 import { eventually, startTestStack, type TestStack } from '../support/test-stack'
 
 const KEYS = { acme: 'e2e-acme-key', globex: 'e2e-globex-key' }
+const APP = 'https://app.acme.example'
 
 let e2e: TestStack
 let checkAnswer: (response: Response, body: unknown) => void
@@ -21,6 +22,7 @@ beforeAll(async () => {
         [await sha256Hex(KEYS.acme)]: 'acme',
         [await sha256Hex(KEYS.globex)]: 'globex',
       }),
+      API_ALLOWED_ORIGINS: `acme=${APP}`,
       SPOOL_RETRY_BASE_SECONDS: '1',
       SPOOL_RETRY_MAX_SECONDS: '2',
     },
@@ -187,6 +189,54 @@ describe('POST /v1/messages end to end', () => {
     expect(await rows('acme', key)).toBe(1)
     expect(await storedAnswers('acme', key)).toEqual([{ status: 201 }])
   }, 120_000)
+})
+
+describe('CORS end to end', () => {
+  it('a preflight from an allowed origin: 204; its POST answered with the headers exposed', async () => {
+    const preflight = await fetch(`${e2e.stack.worker.url}/v1/messages`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: APP,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, idempotency-key',
+      },
+    })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(APP)
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/Idempotency-Key/)
+    const response = await fetch(`${e2e.stack.worker.url}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        origin: APP,
+        authorization: `Bearer ${KEYS.acme}`,
+        'content-type': 'application/json',
+        'idempotency-key': freshKey(),
+      },
+      body: JSON.stringify(MESSAGE),
+    })
+    checkAnswer(response, await response.clone().json())
+    expect(response.status).toBe(201)
+    expect(response.headers.get('access-control-expose-headers')).toMatch(
+      /Idempotent-Replayed.*Retry-After/,
+    )
+  })
+
+  it("globex's key from acme's origin: 403, nothing written", async () => {
+    const key = freshKey()
+    const response = await fetch(`${e2e.stack.worker.url}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        origin: APP,
+        authorization: `Bearer ${KEYS.globex}`,
+        'content-type': 'application/json',
+        'idempotency-key': key,
+      },
+      body: JSON.stringify(MESSAGE),
+    })
+    checkAnswer(response, await response.clone().json())
+    expect(response.status).toBe(403)
+    expect(await rows('globex', key)).toBe(0)
+  })
 })
 
 /**

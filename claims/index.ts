@@ -10,6 +10,17 @@ import type { ClaimSettings } from './settings'
 import { ClaimStore } from './store'
 
 export { type DeliveryKey, formatDeliveryKey } from '../contract/delivery-key'
+export {
+  answerResponse,
+  type DurableAnswer,
+  type DurableAnswers,
+  type IdempotencyOptions,
+  type IdempotencyVariables,
+  type IdempotentCall,
+  idempotency,
+  parseIdempotencyKey,
+  REPLAYED_HEADER,
+} from './idempotency'
 export { SettledMemo, type SettledMemoSettings } from './memo'
 export type { RedisPort } from './port'
 export {

@@ -20,3 +20,6 @@ return 0`
 
 /** The whole stats hash (a plain command the port does not name). */
 export const READ_HASH = `return redis.call('HGETALL', KEYS[1])`
+
+/** A plain GET (a stored Idempotency-Key answer; the port names no GET of its own). */
+export const READ_VALUE = `return redis.call('GET', KEYS[1])`

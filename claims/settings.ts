@@ -89,6 +89,20 @@ export const ORIGIN_TIMEOUT_MS = setting({
   doc: 'budget of one forward to the origin (the lease must outlive it)',
 })
 
+/**
+ * How long an Idempotency-Key's answer is replayed (claims/idempotency.ts): its Redis claim and
+ * its Postgres row. Not a claim setting of the poller's: the Worker's API reads it.
+ */
+export const IDEMPOTENCY_TTL_SECONDS = setting({
+  name: 'IDEMPOTENCY_TTL_SECONDS',
+  kind: 'int',
+  secret: false,
+  default: 86_400,
+  min: 60,
+  max: 30 * 86_400,
+  doc: "how long an Idempotency-Key's answer is replayed (Redis and Postgres)",
+})
+
 export const CLAIM_SETTINGS = [
   UPSTASH_URL,
   UPSTASH_TOKEN,

@@ -15,7 +15,7 @@
  * Any Redis error or timeout is `unavailable`: the caller fails open (forwards; Postgres decides).
  * @module
  */
-import { DELETE_IF_OURS, READ_HASH, SET_IF_OURS_OR_GONE } from './lua-scripts'
+import { DELETE_IF_OURS, READ_HASH, READ_VALUE, SET_IF_OURS_OR_GONE } from './lua-scripts'
 import type { SettledMemo } from './memo'
 import type { RedisPort } from './port'
 import { type ClaimOutcome, decodeValue, inflightValue, settledValue } from './states'
@@ -120,6 +120,20 @@ export class ClaimStore {
       if (outcome.status !== 'inflight') return outcome
     }
     return outcome
+  }
+
+  /**
+   * Keeps a value beside a claim for as long as its `done` (an Idempotency-Key's stored answer,
+   * claims/idempotency.ts): the first write wins, as the first completed request does.
+   */
+  async keep(key: string, value: string, ttlSeconds: number): Promise<void> {
+    await this.redis.setNxGetEx(this.redisKey(key), value, ttlSeconds)
+  }
+
+  /** A value {@link keep} stored; null when there is none (expired, evicted, never written). */
+  async kept(key: string): Promise<string | null> {
+    const value = await this.redis.evalScript(READ_VALUE, [this.redisKey(key)], [])
+    return typeof value === 'string' ? value : null
   }
 
   /**

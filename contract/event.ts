@@ -5,9 +5,11 @@
  */
 import * as v from 'valibot'
 import { sha256Hex } from './crypto'
+import { IdempotencySchema, type StoredAnswer } from './idempotency'
 import { storable } from './storable'
 
-export const CHANNELS = ['slack', 'whatsapp', 'sms', 'telegram', 'email'] as const
+/** `api`: our own clients' POST /v1/messages (worker/api/), behind an Idempotency-Key. */
+export const CHANNELS = ['slack', 'whatsapp', 'sms', 'telegram', 'email', 'api'] as const
 export type Channel = (typeof CHANNELS)[number]
 
 export const EVENT_KINDS = ['message', 'edit', 'delete'] as const
@@ -123,6 +125,11 @@ const EventFields = v.strictObject({
    * none). The stored row's `body` is the text, or the caption of media-only messages.
    */
   attachments: v.optional(v.pipe(v.array(AttachmentSchema), v.maxLength(LIMITS.attachments))),
+  /**
+   * `api` only: the request's Idempotency-Key scope and fingerprint; the origin stores the answer
+   * under it, in the message's transaction (contract/idempotency.ts).
+   */
+  idempotency: v.optional(IdempotencySchema),
   /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */
   payloadHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16,64}$/)),
 })
@@ -148,7 +155,7 @@ export type InboundEventDraft = Omit<InboundEvent, 'v' | 'payloadHash'>
  * stands in for `occurredAt`, and it differs on every redelivery. It stays out of their hash, or
  * every replay would read as a payload mismatch.
  */
-const RECEIVE_TIME_CHANNELS: ReadonlySet<Channel> = new Set(['sms', 'whatsapp'])
+const RECEIVE_TIME_CHANNELS: ReadonlySet<Channel> = new Set(['sms', 'whatsapp', 'api'])
 
 /**
  * The payload hash covers what a user would see (kind, sender, text, subject, time), not the vendor's
@@ -217,4 +224,6 @@ export interface IngestResult {
   customerId: string | null
   /** Set when the key was known with another payload hash (kept the first). */
   payloadMismatch?: boolean
+  /** Events with `idempotency`: the answer stored for their key (the client's answer). */
+  answer?: StoredAnswer
 }

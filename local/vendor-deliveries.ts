@@ -52,6 +52,15 @@ export const WA_VERIFY_TOKEN = 'test-whatsapp-verify-token'
 export const FORGED_SECRET = 'not-the-configured-secret'
 
 /**
+ * The public API's key of the tests' gateways, for tenant {@link API_TEST_TENANT}; API_KEYS holds
+ * only its SHA-256 ({@link API_TEST_KEY_SHA256}, test/unit/api-auth.test.ts pins the two together).
+ */
+export const API_TEST_KEY = 'test-api-key'
+export const API_TEST_KEY_SHA256 =
+  '4c806362b613f7496abf284146efd31da90e4b16169fe001841ca17290f427c4'
+export const API_TEST_TENANT = 'test-tenant'
+
+/**
  * The Worker bindings under which a gateway accepts deliveries signed with `secrets` (the test
  * secrets: Meta's channel too, with {@link WA_TEST_SECRET}).
  */
@@ -62,7 +71,11 @@ export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<st
     TELEGRAM_SECRET_TOKEN: secrets.telegram,
     TELEGRAM_BOT_ID: secrets.telegramBotId,
     ...(secrets === TEST_SECRETS
-      ? { WHATSAPP_APP_SECRET: WA_TEST_SECRET, WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN }
+      ? {
+          WHATSAPP_APP_SECRET: WA_TEST_SECRET,
+          WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN,
+          API_KEYS: JSON.stringify({ [API_TEST_KEY_SHA256]: API_TEST_TENANT }),
+        }
       : {}),
   }
 }
@@ -551,5 +564,51 @@ export async function partsOf(request: Request): Promise<RequestParts> {
     url: request.url,
     headers: request.headers,
     body: await readBoundedBody(request, 1024 * 1024),
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Our own API (POST /v1/messages)
+
+/** One user action of an API client: the same Idempotency-Key on every attempt. */
+export interface ApiDelivery {
+  channel: 'api'
+  /** `messages.channel_message_id` of its row (a plain key is its own part). */
+  messageKey: string
+  /** The Idempotency-Key, unquoted. */
+  key: string
+  /** One attempt at the gateway at `base`: the same request again (a client retry). */
+  request(base: string): Promise<Request>
+}
+
+export interface ApiMessageFields {
+  /** `[A-Za-z0-9_-]`, at most 64 (then it is its own message key part). @default a fresh one */
+  key?: string
+  text?: string
+  customerId?: string
+  /** Sent with a key no gateway is configured with: 401, nothing written. */
+  forged?: boolean
+}
+
+export function apiDelivery(fields: ApiMessageFields = {}): ApiDelivery {
+  const key = fields.key ?? `k-${randomId()}`
+  const body = JSON.stringify({
+    customer: { id: fields.customerId ?? 'api-customer-1' },
+    text: fields.text ?? `hello ${key}`,
+  })
+  return {
+    channel: 'api',
+    key,
+    messageKey: `${API_TEST_TENANT}:${key}`,
+    request: async (base) =>
+      new Request(`${base}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${fields.forged ? FORGED_SECRET : API_TEST_KEY}`,
+          'content-type': 'application/json',
+          'idempotency-key': `"${key}"`,
+        },
+        body,
+      }),
   }
 }

@@ -31,6 +31,7 @@ import {
   OriginError,
   UnauthorizedError,
 } from './errors'
+import { failureReplayRoutes } from './failures/http'
 import { recordInboundFailure } from './failures/inbound'
 import { ingestEvent } from './ingest'
 import type { Logger } from './log'
@@ -129,6 +130,9 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
     })
     return c.json({ failureId: id }, 201)
   })
+
+  // The operator's replay of a dead inbound event, behind Idempotency-Key (failures/http.ts).
+  app.route('/v1/failures', failureReplayRoutes({ db, operatorToken: deps.operatorToken }))
 
   app.get('/healthz', async (c) => {
     try {

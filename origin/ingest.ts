@@ -10,7 +10,8 @@
  * @module
  */
 import { type InboundEvent, type IngestResult, payloadHashOf } from '../contract/event'
-import type { Database } from './db'
+import type { Database, Queryable } from './db'
+import { ingestAnswered } from './idempotency'
 import {
   applyDelete,
   applyEdit,
@@ -62,7 +63,7 @@ function duplicateOf(winner: StoredMessage, event: InboundEvent): IngestResult {
  * Worker still on the old code) had its hash taken over that key, so the mismatch check uses it
  * too.
  */
-async function ingestMessage(db: Database, event: InboundEvent): Promise<IngestResult> {
+async function ingestMessage(db: Queryable, event: InboundEvent): Promise<IngestResult> {
   const { outcome, stored, otherKey } = await ingestNewMessage(db, event, null)
   if (outcome === 'created') return resultFor('created', stored)
   if (outcome === 'other_form' && otherKey !== null) {
@@ -109,6 +110,8 @@ async function ingestDelete(db: Database, event: InboundEvent): Promise<IngestRe
 }
 
 export function ingestEvent(db: Database, event: InboundEvent): Promise<IngestResult> {
+  // An `api` event (a message) has its answer stored with it (origin/idempotency.ts).
+  if (event.idempotency) return ingestAnswered(db, event, event.idempotency, ingestMessage)
   switch (event.kind) {
     case 'message':
       return ingestMessage(db, event)

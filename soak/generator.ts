@@ -2,7 +2,8 @@
  * The generator: an open-loop load. {@link planEvents} draws, from the seed alone, what happens
  * when: `rate` events a second for the run's duration, each one of
  *
- * - `new`: a new message on one of the channels (2% of them forged: signed with a wrong secret);
+ * - `new`: a new message on one of the channels, our own API's included (2% of them forged:
+ *   signed with a wrong secret, or sent with a wrong API key);
  * - `replay` (the same delivery again, later), `copies` (2-4 copies of it at once, as a vendor
  *   that sends twice does), `fresh-id` (the same message under a new delivery id): together a
  *   quarter of the events;
@@ -69,6 +70,7 @@ const CHANNEL_WEIGHTS: Record<SoakChannel, number> = {
   telegram: 2,
   email: 2,
   gmail: 1,
+  api: 2,
 }
 const FORGED_SHARE = 0.02
 /** Replays, edits and deletes pick among this many of the latest messages. */

@@ -10,6 +10,8 @@
  * - WhatsApp Cloud: every POST is a **batch**, as Meta sends them: the message, its `sent`
  *   status, and the run's previous WhatsApp Cloud message again (Meta batching a retry with new
  *   traffic), over two phone numbers; the earlier one must be a duplicate, the status no row;
+ * - our own API (POST /v1/messages): one Idempotency-Key per message, so its fresh delivery id is
+ *   the same request again (a new key would be a new user action, a new message);
  * - **edits** (Slack `message_changed`, Telegram `edited_message`), each later than the last;
  * - a **delete** (Slack `message_deleted`).
  *
@@ -19,6 +21,7 @@
  * @module
  */
 import {
+  apiDelivery,
   emailRequest,
   MAILBOX,
   nowSeconds,
@@ -54,14 +57,16 @@ export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'telegram',
   'email',
   'gmail',
+  'api',
 ]
-/** Channels whose requests carry a signature that can be forged. */
+/** Channels whose requests carry a signature (an API key) that can be forged. */
 export const SIGNED: readonly SoakChannel[] = [
   'slack',
   'whatsapp',
   'whatsapp-cloud',
   'sms',
   'telegram',
+  'api',
 ]
 /** Channels with edits on the wire; Slack alone also sends deletes. */
 export const EDITABLE: readonly SoakChannel[] = ['slack', 'telegram']
@@ -199,6 +204,17 @@ export class MessageMaker {
         ...(message.channel === 'gmail' ? { raw } : {}),
         request: async (url) => emailRequest(url, raw, { from }),
       }
+    }
+    if (message.channel === 'api') {
+      // The marker is the key: every shape is the original request again.
+      message.deliveryIds.add(message.marker)
+      const api = apiDelivery({
+        key: message.marker,
+        text: message.text(0),
+        customerId: `soak-customer-${message.n % 5}`,
+        forged: message.forged,
+      })
+      return { name, request: api.request }
     }
     const signed = this.signed(message, shape, k, text)
     message.deliveryIds.add(signed.deliveryKey.slice(signed.deliveryKey.lastIndexOf(':') + 1))

@@ -13,6 +13,7 @@
  * @module
  */
 
+import * as v from 'valibot'
 import { readBoundedBody } from '../contract/body'
 import type { InboundEvent, IngestOutcome } from '../contract/event'
 import {
@@ -22,6 +23,7 @@ import {
   signForward,
   verifyAnswer,
 } from '../contract/forward-signature'
+import { type StoredAnswer, StoredAnswerSchema } from '../contract/idempotency'
 import { isRedirect, NO_REDIRECT } from '../contract/no-redirect'
 import type { OriginConfig } from './config'
 
@@ -32,6 +34,8 @@ export type ForwardResult =
       outcome: IngestOutcome | null
       duplicate: boolean
       payloadMismatch: boolean
+      /** An `api` event's answer, stored by the origin for its Idempotency-Key. */
+      answer?: StoredAnswer
     }
   | { kind: 'permanent'; status: number; code: string | null }
   | { kind: 'failed'; status: number | null; reason: FailureReason }
@@ -168,6 +172,7 @@ function sortAnswer(status: number, answer: Record<string, unknown>): ForwardRes
       outcome: typeof answer.outcome === 'string' ? (answer.outcome as IngestOutcome) : null,
       duplicate: answer.duplicate === true,
       payloadMismatch: answer.payloadMismatch === true,
+      ...storedAnswer(answer.answer),
     }
   }
   if (PERMANENT_STATUSES.has(status)) {
@@ -179,6 +184,11 @@ function sortAnswer(status: number, answer: Record<string, unknown>): ForwardRes
     }
   }
   return { kind: 'failed', status, reason: 'status' }
+}
+
+function storedAnswer(value: unknown): { answer?: StoredAnswer } {
+  const parsed = v.safeParse(StoredAnswerSchema, value)
+  return parsed.success ? { answer: parsed.output } : {}
 }
 
 /**

@@ -2,12 +2,13 @@
  * The edge gateway Worker: vendor webhooks in (verified, keyed, claimed), one normalized event per
  * logical message out to the origin. Routes: POST /webhooks/{slack,twilio,telegram,whatsapp-cloud}
  * (and GET /webhooks/whatsapp-cloud, Meta's handshake), GET /healthz,
- * GET /healthz/deep (operator token). `queue()` consumes the spool queue and its dead letters;
+ * GET /healthz/deep (operator token); the public API under /v1 (worker/api/routes.ts). `queue()` consumes the spool queue and its dead letters;
  * `email()` is the Email Routing relay. Errors become responses in one place, `app.onError`.
  * @module
  */
 import { Hono } from 'hono'
 import { operatorAccess } from '../contract/operator-token'
+import { api } from './api/routes'
 import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
 import type { Env } from './env'
@@ -20,6 +21,7 @@ import { consumeQueue } from './spool/consumer'
 const app = new Hono<{ Bindings: Env }>()
 
 app.route('/webhooks', webhooks)
+app.route('/v1', api)
 
 app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env), spoolBindings(c.env))))
 

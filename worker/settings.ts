@@ -10,6 +10,7 @@ import { CLAIM_SETTINGS } from '../claims/settings'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { EMAIL_MAILBOX_ALIASES } from '../contract/mailbox'
 import { type SettingRow, setting, settingTable } from '../contract/settings'
+import { API_SETTINGS } from './api/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
 import { SPOOL_SETTINGS } from './spool/config'
 
@@ -88,12 +89,14 @@ type WorkerRow =
   | (typeof CORE_SETTINGS)[number]
   | (typeof CLAIM_SETTINGS)[number]
   | (typeof SPOOL_SETTINGS)[number]
+  | (typeof API_SETTINGS)[number]
   | ChannelSettingRow
 
 export const WORKER_SETTINGS: readonly SettingRow[] = settingTable(
   CORE_SETTINGS,
   CLAIM_SETTINGS,
   SPOOL_SETTINGS,
+  API_SETTINGS,
   CHANNEL_SETTINGS,
 )
 

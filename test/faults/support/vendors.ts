@@ -13,6 +13,9 @@
  * - Email (Cloudflare Email Routing, via Miniflare's `/cdn-cgi/handler/email`): a thrown handler
  *   is a temporary SMTP failure (500 here) and the sending MTA retries with backoff; a
  *   `setReject` (400 here) is a bounce, never retried.
+ * - Our own API client (POST /v1/messages, docs/api.md): one Idempotency-Key per message, the
+ *   same on every retry; retries a timeout, a lost connection, a 5xx and a 409 (after its
+ *   Retry-After), with exponential backoff and jitter; a 202 (queued) is taken.
  *
  * Every logical message carries a unique marker at the start of its text; rows are found by it,
  * not by the key the gateway computed, so a row filed under a wrong key still counts.
@@ -20,6 +23,7 @@
  */
 import { delay } from '../../../local/processes'
 import {
+  apiDelivery,
   emailRequest,
   MAILBOX,
   rawEmail,
@@ -33,12 +37,12 @@ import {
 import { senderKeyPart } from '../../email/support/emails'
 
 /** The `messages.channel` a delivery should end up in. */
-export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'email'
-export const CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'email']
-/** The four channels whose requests can be forged (email has no request signature). */
-export const SIGNED_CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms']
+export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'email' | 'api'
+export const CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'email', 'api']
+/** The channels whose requests can be forged (email has no request signature; api a wrong key). */
+export const SIGNED_CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'api']
 
-export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta'
+export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta' | 'api'
 
 /** What one attempt got: an HTTP status, or no answer in time, or no connection. */
 export type Outcome = number | 'timeout' | 'refused' | 'network'
@@ -77,6 +81,8 @@ interface RetryPolicy {
   retryDelaysMs: number[]
   /** Whether the vendor tries again after this answer. */
   retries(outcome: Outcome, noRetryHeader: boolean): boolean
+  /** Waits at least an answer's Retry-After, each wait jittered (half to all of it). */
+  client?: boolean
 }
 
 const is2xx = (outcome: Outcome) => typeof outcome === 'number' && outcome >= 200 && outcome < 300
@@ -101,6 +107,13 @@ export const POLICIES: Record<Vendor, RetryPolicy> = {
     timeoutMs: 10_000,
     retryDelaysMs: [500, 1_000, 2_000, ...Array<number>(9).fill(3_000)],
     retries: (outcome) => outcome !== 200,
+  },
+  api: {
+    timeoutMs: 5_000,
+    retryDelaysMs: [250, 500, 1_000, 2_000, ...Array<number>(8).fill(4_000)],
+    retries: (outcome) =>
+      typeof outcome !== 'number' || outcome >= 500 || outcome === 409 || outcome === 429,
+    client: true,
   },
   email: {
     timeoutMs: 30_000,
@@ -157,6 +170,11 @@ export class MessageFactory {
         request: async (url) => emailRequest(url, raw, { from }),
       }
     }
+    if (channel === 'api') {
+      // The marker is a plain key: its own message key part, and the needle of its log lines.
+      const api = apiDelivery({ key: marker, text, customerId: `api-customer-${sender}`, forged })
+      return { ...base, messageKey: api.messageKey, needle: marker, request: api.request }
+    }
     const delivery = this.delivery(channel, { n, sender, text, forged, marker })
     const key = delivery.deliveryKey.replace(/^dedup:/, '')
     return {
@@ -171,7 +189,7 @@ export class MessageFactory {
   }
 
   private delivery(
-    channel: Exclude<Channel, 'email'>,
+    channel: Exclude<Channel, 'email' | 'api'>,
     m: { n: number; sender: number; text: string; forged: boolean; marker: string },
   ): SignedDelivery {
     const { n, sender, text, forged } = m
@@ -270,6 +288,7 @@ export async function deliver(
   for (let retry = 0; ; retry++) {
     const attempt: Attempt = { at: Date.now() - firstAt, outcome: 'network', inFault: inFault() }
     let noRetry = false
+    let retryAfterMs = 0
     try {
       const response = await fetch(await message.request(workerUrl, retry, previous), {
         signal: AbortSignal.timeout(policy.timeoutMs),
@@ -277,6 +296,7 @@ export async function deliver(
       await response.arrayBuffer()
       attempt.outcome = response.status
       noRetry = response.headers.get('x-slack-no-retry') === '1'
+      retryAfterMs = 1_000 * (Number(response.headers.get('retry-after')) || 0)
     } catch (err) {
       attempt.outcome = failureOf(err)
     }
@@ -285,7 +305,9 @@ export async function deliver(
     const wait = policy.retryDelaysMs[retry]
     if (is2xx(attempt.outcome) || wait === undefined || !policy.retries(attempt.outcome, noRetry))
       return
-    await delay(wait)
+    await delay(
+      policy.client ? Math.max(retryAfterMs, wait / 2 + Math.random() * (wait / 2)) : wait,
+    )
   }
 }
 

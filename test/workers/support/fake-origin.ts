@@ -16,6 +16,8 @@ import {
   signAnswer,
   verifyForward,
 } from '../../../contract/forward-signature'
+import type { IdempotentRequest } from '../../../contract/idempotency'
+import { problemBody } from '../../../contract/problem'
 import { readBody } from '../../../local/http-body'
 
 /** How the origin of one namespace answers. */
@@ -60,6 +62,8 @@ interface Namespace {
   calls: OriginCall[]
   rows: Map<string, string>
   dead: DeadReportCall[]
+  /** Idempotency-Key answers by (tenant, route, key hash). */
+  answers: Map<string, { fingerprint: string; status: number; body: unknown }>
 }
 
 export interface FakeOrigin {
@@ -101,7 +105,13 @@ const healthHits = new Map<string, number>()
 export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
   const namespaces = new Map<string, Namespace>()
   const ns = (id: string): Namespace => {
-    const n = namespaces.get(id) ?? { mode: { kind: 'ok' }, calls: [], rows: new Map(), dead: [] }
+    const n = namespaces.get(id) ?? {
+      mode: { kind: 'ok' },
+      calls: [],
+      rows: new Map(),
+      dead: [],
+      answers: new Map(),
+    }
     namespaces.set(id, n)
     return n
   }
@@ -190,6 +200,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       return reply(400, { error: { code: 'invalid_event', message: 'rejected by test' } })
     }
     if (mode.kind === 'delay') await new Promise((r) => setTimeout(r, mode.ms))
+    if (event.idempotency) return answerOnce(space, event, event.idempotency, reply, call)
     const rowKey = `${event.channel}:${event.messageKey}`
     const existing = space.rows.get(rowKey)
     if (existing !== undefined && event.kind === 'message') {
@@ -211,6 +222,47 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       messageId: '1',
       conversationId: '1',
       customerId: '1',
+    })
+  }
+
+  /**
+   * An `api` event, as origin/idempotency.ts does it: the answer stored for its key (replayed, or
+   * 422 for another fingerprint), else its row and its answer, stored together.
+   */
+  function answerOnce(
+    space: Namespace,
+    event: InboundEvent,
+    request: IdempotentRequest,
+    reply: Reply,
+    call: OriginCall,
+  ): Promise<void> {
+    const scope = `${event.tenant}|${request.route}|${request.keyHash}`
+    const found = space.answers.get(scope)
+    const created = !found && !space.rows.has(`${event.channel}:${event.messageKey}`)
+    if (created) space.rows.set(`${event.channel}:${event.messageKey}`, event.payloadHash)
+    const stored = found ?? {
+      fingerprint: request.fingerprint,
+      status: 201,
+      body: {
+        id: String(space.rows.size),
+        conversationId: '1',
+        customerId: '1',
+        status: 'created',
+      },
+    }
+    if (!found) space.answers.set(scope, stored)
+    const answer =
+      stored.fingerprint === request.fingerprint
+        ? { status: stored.status, body: stored.body, replayed: found !== undefined }
+        : { status: 422, body: problemBody('idempotency_key_reused'), replayed: false }
+    call.answered = created ? 201 : 200
+    return reply(call.answered, {
+      outcome: created ? 'created' : 'duplicate',
+      duplicate: !created,
+      messageId: null,
+      conversationId: null,
+      customerId: null,
+      answer,
     })
   }
 

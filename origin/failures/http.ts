@@ -1,0 +1,66 @@
+/**
+ * `POST /v1/failures/inbound/{id}/replay`: the operator's replay of one dead inbound event, over
+ * HTTP (what `npm run failures -- replay <id>` does for queue rows), behind OPERATOR_TOKEN and an
+ * Idempotency-Key (claims/idempotency.ts, the API's middleware): a retried click or a script run
+ * twice gets the first answer again, replayed, instead of "no longer dead". Its answers are
+ * stored in the same `idempotency_keys` rows (origin/idempotency.ts), scoped to tenant `operator`.
+ * @module
+ */
+import { Hono } from 'hono'
+import { type ClaimStore, type IdempotencyVariables, idempotency } from '../../claims'
+import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
+import { operatorAccess } from '../../contract/operator-token'
+import { problemResponse } from '../../contract/problem'
+import type { Database } from '../db'
+import { durableAnswers } from '../idempotency'
+import { getDeadInboundFailure, replayInboundEvent } from './inbound'
+
+export interface FailureReplayDeps {
+  db: Database
+  operatorToken: string | undefined
+  /** The Redis claim in front; null: the Postgres rows decide alone. */
+  claims?: ClaimStore | null
+  /** @default IDEMPOTENCY_TTL_SECONDS's default (24 h) */
+  idempotencyTtlSeconds?: number
+}
+
+/** The operator's scope in `idempotency_keys` (the API's tenants are API keys' tenants). */
+const OPERATOR_TENANT = 'operator'
+/** The body is empty or a small JSON note; nothing larger is read. */
+const MAX_BODY_BYTES = 4_096
+
+type ReplayEnv = { Variables: IdempotencyVariables }
+
+export function failureReplayRoutes(deps: FailureReplayDeps): Hono<ReplayEnv> {
+  const routes = new Hono<ReplayEnv>()
+  routes.post(
+    '/inbound/:id/replay',
+    async (c, next) => {
+      const access = operatorAccess(deps.operatorToken, c.req.header('authorization'))
+      if (!access.ok) return problemResponse(access.status === 404 ? 'not_found' : 'unauthorized')
+      await next()
+    },
+    idempotency<ReplayEnv>({
+      route: 'POST /v1/failures/inbound/{id}/replay',
+      tenant: () => OPERATOR_TENANT,
+      claims: () => deps.claims ?? null,
+      ttlSeconds: () => deps.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS.default,
+      maxBodyBytes: () => MAX_BODY_BYTES,
+      durable: () => durableAnswers(deps.db),
+    }),
+    async (c) => {
+      const id = c.req.param('id')
+      const failure = /^\d{1,18}$/.test(id) ? await getDeadInboundFailure(deps.db, id) : null
+      if (!failure || failure.source === 'gmail') {
+        return problemResponse('not_found', 'no dead inbound failure of the queue with this id')
+      }
+      const replay = await replayInboundEvent(deps.db, failure)
+      if (replay.outcome === 'not_replayable') {
+        return problemResponse('invalid_request', 'its stored event cannot be ingested')
+      }
+      const { outcome, messageId } = replay.result
+      return c.json({ failureId: id, replay: replay.outcome, outcome, messageId }, 200)
+    },
+  )
+  return routes
+}

@@ -1,0 +1,86 @@
+/**
+ * POST /v1/messages: the request body (valibot) and the `api` event it becomes. The event's
+ * tenant is the API key's; its message key comes from the Idempotency-Key, so however often a
+ * client sends one user action (and however long after the stored answer expired), it is one row.
+ * @module
+ */
+import * as v from 'valibot'
+import type { IdempotentCall } from '../../claims/idempotency'
+import { AttachmentSchema, type InboundEventDraft, LIMITS } from '../../contract/event'
+
+const Text = (max: number) => v.pipe(v.string(), v.maxLength(max))
+
+export const MessageRequestSchema = v.pipe(
+  v.strictObject({
+    customer: v.strictObject({
+      /** Your id for the customer: the same id is the same customer. */
+      id: v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key)),
+      name: v.optional(Text(LIMITS.name)),
+      email: v.optional(v.pipe(v.string(), v.maxLength(320), v.email())),
+    }),
+    text: v.optional(Text(LIMITS.body)),
+    attachments: v.optional(v.pipe(v.array(AttachmentSchema), v.maxLength(LIMITS.attachments))),
+    /** When the customer sent it (RFC 3339); absent: when the gateway received it. */
+    sentAt: v.optional(v.pipe(v.string(), v.isoTimestamp())),
+  }),
+  v.check(
+    (request) => Boolean(request.text) || (request.attachments?.length ?? 0) > 0,
+    'text or an attachment is required',
+  ),
+)
+export type MessageRequest = v.InferOutput<typeof MessageRequestSchema>
+
+export type ParsedRequest = { ok: true; request: MessageRequest } | { ok: false; detail: string }
+
+/** The body as a request; the detail names the field and the rule, never a value. */
+export function parseMessageRequest(body: string): ParsedRequest {
+  let json: unknown
+  try {
+    json = JSON.parse(body)
+  } catch {
+    return { ok: false, detail: 'the body is not JSON' }
+  }
+  const result = v.safeParse(MessageRequestSchema, json)
+  if (result.success) return { ok: true, request: result.output }
+  const issue = result.issues[0]
+  const path = issue?.path?.map((p) => String(p.key)).join('.') || '(body)'
+  const rule = issue?.type === 'check' ? 'text or an attachment is required' : issue?.type
+  return { ok: false, detail: `${path}: ${rule ?? 'invalid'}` }
+}
+
+/** A key of these characters is its own message key part; any other is hashed. */
+const PLAIN_KEY = /^[A-Za-z0-9_-]{1,64}$/
+
+/** `{tenant}:{key}`, or `{tenant}:sha256:{hash of key}` (never the same: `:` is not plain). */
+export function apiMessageKey(call: Pick<IdempotentCall, 'tenant' | 'key' | 'keyHash'>): string {
+  const part = PLAIN_KEY.test(call.key) ? call.key : `sha256:${call.keyHash}`
+  return `${call.tenant}:${part}`
+}
+
+export function messageDraft(
+  call: IdempotentCall,
+  request: MessageRequest,
+  receivedAt: Date,
+): InboundEventDraft {
+  const messageKey = apiMessageKey(call)
+  return {
+    kind: 'message',
+    channel: 'api',
+    tenant: call.tenant,
+    deliveryKey: `api:${messageKey}`,
+    messageKey,
+    sender: {
+      externalId: request.customer.id,
+      ...(request.customer.name ? { displayName: request.customer.name } : {}),
+    },
+    body: request.text ?? '',
+    occurredAt: request.sentAt ?? receivedAt.toISOString(),
+    ...(request.attachments?.length ? { attachments: request.attachments } : {}),
+    idempotency: {
+      route: call.route,
+      keyHash: call.keyHash,
+      fingerprint: call.fingerprint,
+      ttlSeconds: call.ttlSeconds,
+    },
+  }
+}

@@ -114,6 +114,8 @@ async function landOrQueue(
   const queued = await enqueueEvent(
     {
       queue: env.SPOOL ?? null,
+      // An API message is bounded far below a queue message; the bucket is passed all the same.
+      bodies: env.SPOOL_BODIES ?? null,
       enabled: settings.spool.channels.has('api'),
       timeoutMs: settings.originTimeoutMs,
       ttlSeconds: event.idempotency?.ttlSeconds,

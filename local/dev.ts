@@ -181,6 +181,7 @@ function printSummary(s: Stack, devVars: string, startedAt: number): void {
   say(`inbound-dedup dev stack is up (${seconds(startedAt)}; settings from ${devVars})`)
   say(`  worker    ${s.worker.url}     wrangler dev; webhooks at /webhooks/{slack,twilio,telegram}`)
   say(`  origin    ${s.origin.url}     POST /v1/events, /healthz, /metrics`)
+  say(`  console   ${s.origin.url}/console   sign in with OPERATOR_TOKEN (from ${devVars})`)
   say(`  upstash   ${s.redis.url}     Upstash REST stand-in (${s.redis.mode})`)
   say(`  neon ws   ${s.database.neonWsProxy}  Neon WebSocket proxy (NEON_WS_PROXY)`)
   say(`  postgres  ${db}`)

@@ -8,6 +8,7 @@
  */
 import { CLAIM_SETTINGS } from '../claims/settings'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import { OPERATOR_TOKEN } from '../contract/operator-token'
 import { type SettingRow, setting, settingTable } from '../contract/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
 import { SPOOL_SETTINGS } from './spool/config'
@@ -18,12 +19,8 @@ export const ORIGIN_URL = setting({
   secret: false,
   doc: 'the origin; unset: every channel answers 503',
 })
-export const OPERATOR_TOKEN = setting({
-  name: 'OPERATOR_TOKEN',
-  kind: 'string',
-  secret: true,
-  doc: 'bearer token for GET /healthz/deep; unset: that route answers 404',
-})
+// One row for both wings (the origin's console signs in with it too).
+export { OPERATOR_TOKEN } from '../contract/operator-token'
 export const INFLIGHT_WAIT_MS = setting({
   name: 'INFLIGHT_WAIT_MS',
   kind: 'int',
@@ -62,6 +59,16 @@ export const SETTLED_MEMO_SECONDS = setting({
   doc: 'how long a memo entry lives (at most the dedup TTL)',
 })
 
+export const DECISION_FLUSH_SECONDS = setting({
+  name: 'DECISION_FLUSH_SECONDS',
+  kind: 'int',
+  secret: false,
+  default: 5,
+  min: 0,
+  max: 300,
+  doc: "how often each isolate sends its decision counts to the origin (the console's); 0: off",
+})
+
 const CORE_SETTINGS = [
   ORIGIN_URL,
   ORIGIN_SHARED_SECRET,
@@ -70,6 +77,7 @@ const CORE_SETTINGS = [
   MAX_BODY_BYTES,
   SETTLED_MEMO_ENTRIES,
   SETTLED_MEMO_SECONDS,
+  DECISION_FLUSH_SECONDS,
 ] as const
 
 type WorkerRow =

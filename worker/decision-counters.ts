@@ -43,6 +43,8 @@ export function countDecision(target: FlushTarget, decision: CountedDecision): v
   tally.add({ ...decision, reason }, Date.now())
   if (scheduled) return
   scheduled = true
+  // An isolate's first decision waits a whole interval too: the ones right after it join it.
+  if (lastFlushAt === 0) lastFlushAt = Date.now()
   target.waitUntil(flushLoop(target.origin, target.everySeconds * 1000))
 }
 

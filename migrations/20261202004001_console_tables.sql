@@ -98,12 +98,15 @@ CREATE TABLE console_jobs (
 -- The failures list: filtered by channel / stage / status, newest first, paged by id.
 CREATE INDEX channel_failures_list_idx ON channel_failures (status, channel, stage, id DESC);
 CREATE INDEX channel_failures_created_idx ON channel_failures (created_at DESC, id DESC);
+-- Lookup: a message's failures (downstream rows name it).
+CREATE INDEX channel_failures_message_idx ON channel_failures (message_id) WHERE message_id IS NOT NULL;
 -- Lookup by a vendor id: the key ends with ":{id}".
 CREATE INDEX channel_failures_key_suffix_idx
   ON channel_failures (reverse(delivery_key) text_pattern_ops);
 
 -- migrate:down
 DROP INDEX channel_failures_key_suffix_idx;
+DROP INDEX channel_failures_message_idx;
 DROP INDEX channel_failures_created_idx;
 DROP INDEX channel_failures_list_idx;
 DROP TABLE console_jobs;

@@ -102,7 +102,10 @@ export interface FailureRow {
   updatedAt: Date
 }
 
-/** The columns a page shows (the error cut for the table), for {@link toFailureRow}. */
+/**
+ * The columns a page shows (the error cut for the table), for {@link toFailureRow}. `id` comes out
+ * as text: an ORDER BY must name `channel_failures.id`, or it sorts the text ('995' after '1004').
+ */
 export const FAILURE_COLUMNS = `id::text, channel, stage, status, attempts, source, delivery_key,
   message_id::text, left(error, 300) AS error, created_at, updated_at`
 
@@ -129,7 +132,7 @@ export async function listFailurePage(
   const { sql, values } = where(filter)
   const rows = await db.query<Record<string, unknown>>(
     `SELECT ${FAILURE_COLUMNS} FROM channel_failures ${sql}
-      ORDER BY id DESC LIMIT ${PAGE_SIZE + 1}`,
+      ORDER BY channel_failures.id DESC LIMIT ${PAGE_SIZE + 1}`,
     values,
   )
   const page = rows.slice(0, PAGE_SIZE).map(toFailureRow)
@@ -160,7 +163,7 @@ export async function nextReplayable(
   values.push(afterId)
   const rows = await db.query<{ id: string }>(
     `SELECT id::text FROM channel_failures ${sql} AND id > $${values.length}::bigint
-      ORDER BY id LIMIT 1`,
+      ORDER BY channel_failures.id LIMIT 1`,
     values,
   )
   return rows[0]?.id ?? null

@@ -179,7 +179,7 @@ async function findFailures(
   const rows = await db.query<Record<string, unknown>>(
     `SELECT ${FAILURE_COLUMNS} FROM channel_failures
       WHERE ${keyMatches('delivery_key')} OR message_id = ANY($3::bigint[])
-      ORDER BY id DESC LIMIT 50`,
+      ORDER BY channel_failures.id DESC LIMIT 50`,
     [pattern, query, messageIds],
   )
   return rows.map(toFailureRow)

@@ -233,6 +233,34 @@ describe('bulk replay', () => {
     expect(second).toMatch(/0 dead rows match/)
   })
 
+  it('ids across a digit boundary (995 to 1004): every row replayed, in id order', async () => {
+    await tb.sql.query('ALTER TABLE channel_failures ALTER COLUMN id RESTART WITH 995')
+    const keys = await deadInbound(10, 'sms')
+    const session = await signIn()
+    const started = await post('/bulk-replays', session, { channel: 'sms' })
+    const id = /\/console\/jobs\/(\d+)/.exec(started.headers.get('location') ?? '')?.[1] as string
+    let status = ''
+    for (let i = 0; i < 100 && status !== 'done'; i++) {
+      await new Promise((r) => setTimeout(r, 100))
+      const { rows } = await tb.sql.query<{ status: string }>(
+        'SELECT status FROM console_jobs WHERE id = $1',
+        [id],
+      )
+      status = rows[0]?.status ?? ''
+    }
+    for (const key of keys) {
+      expect(
+        await tb.count('channel_failures', "delivery_key = $1 AND status = 'resolved'", [key]),
+      ).toBe(1)
+    }
+    // The list pages in id order too: 1004 first, 995 last.
+    const list = await (
+      await ui.app.request(`${BASE}/failures?channel=sms`, { headers: { cookie: session.cookie } })
+    ).text()
+    const ids = [...list.matchAll(/data-failure-id="(\d+)"/g)].map((m) => Number(m[1]))
+    expect(ids).toEqual([...ids].sort((a, b) => b - a))
+  })
+
   it('cancel: the run stops before its next row; what is left stays dead', async () => {
     await deadInbound(60, 'whatsapp')
     const session = await signIn()

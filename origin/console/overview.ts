@@ -179,16 +179,24 @@ async function seriesOf(db: Queryable, range: Range): Promise<Map<string, Series
       GROUP BY 1, 2 ORDER BY 1, 2`,
     [range.since, range.until, step],
   )
+  // Every step of the range has a point (zero when nothing was counted): a line, not dots.
+  const first = Math.floor(range.since.getTime() / 1000 / step) * step
+  const last = Math.floor(range.until.getTime() / 1000 / step) * step
   const out = new Map<string, SeriesPoint[]>()
   for (const r of rows) {
-    const points = out.get(r.channel) ?? []
-    points.push({
-      at: new Date(Number(r.t) * 1000),
-      forwarded: Number(r.forwarded ?? 0),
-      duplicate: Number(r.duplicate ?? 0),
-      rejected: Number(r.rejected ?? 0),
-    })
-    out.set(r.channel, points)
+    let points = out.get(r.channel)
+    if (!points) {
+      points = []
+      for (let t = first; t <= last; t += step) {
+        points.push({ at: new Date(t * 1000), forwarded: 0, duplicate: 0, rejected: 0 })
+      }
+      out.set(r.channel, points)
+    }
+    const point = points[Math.round((Number(r.t) - first) / step)]
+    if (!point) continue
+    point.forwarded = Number(r.forwarded ?? 0)
+    point.duplicate = Number(r.duplicate ?? 0)
+    point.rejected = Number(r.rejected ?? 0)
   }
   return out
 }

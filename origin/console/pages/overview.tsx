@@ -61,11 +61,13 @@ export const OverviewPage: FC<{
   <Layout title="Overview" session={session} current="overview">
     <form method="get" action="/console" class="card">
       Range:{' '}
-      {Object.keys(RANGES).map((r) => (
-        <a href={`/console?range=${r}`} class={r === range ? 'on' : ''}>
-          {`last ${r}`}{' '}
-        </a>
-      ))}
+      {Object.keys(RANGES).map((r) =>
+        r === range ? (
+          <strong>{`last ${r} `}</strong>
+        ) : (
+          <a href={`/console?range=${r}`}>{`last ${r} `}</a>
+        ),
+      )}
       · from <input type="datetime-local" name="since" value={since.toISOString().slice(0, 16)} />{' '}
       to <input type="datetime-local" name="until" value={until.toISOString().slice(0, 16)} />{' '}
       <button type="submit">Show</button>

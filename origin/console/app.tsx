@@ -77,6 +77,8 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
   app.get('/login', (c) => c.html(<LoginPage noTokens={config.tokens.length === 0} />))
 
   app.post('/login', async (c) => {
+    // No session yet, so no CSRF token: a sign-in posted from another site is refused by origin.
+    if (!sameSite(c)) return c.text('cross-site sign-in refused', 403)
     const form = await readForm(c)
     const who = matchToken(config.tokens, form.token ?? '')
     if (!who) {
@@ -217,6 +219,22 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
       [c.get('session').tokenName, `failure ${id}`],
     )
     return rows[0] ? `Replay of failure ${id}: ${rows[0].result}` : undefined
+  }
+}
+
+/**
+ * The request comes from a page of this site: the browser's Sec-Fetch-Site says so, or its Origin
+ * names this host. A client that sends neither (curl, a script) is not a browser being tricked.
+ */
+function sameSite(c: Context<Env>): boolean {
+  const site = c.req.header('sec-fetch-site')
+  if (site && site !== 'same-origin' && site !== 'none') return false
+  const origin = c.req.header('origin')
+  if (!origin) return true
+  try {
+    return new URL(origin).host === (c.req.header('host') ?? new URL(c.req.url).host)
+  } catch {
+    return false
   }
 }
 

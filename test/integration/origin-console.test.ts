@@ -193,6 +193,20 @@ describe('sessions', () => {
   })
 })
 
+describe('sign-in from another site', () => {
+  it('a cross-site sign-in form is refused (login CSRF); a same-origin one works', async () => {
+    const attempt = (headers: Record<string, string>) =>
+      ui.app.request(`${BASE}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams({ token: OPERATOR }),
+      })
+    expect((await attempt({ origin: 'https://evil.example' })).status).toBe(403)
+    expect((await attempt({ 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    expect((await attempt({ origin: 'http://console.test' })).status).toBe(303)
+  })
+})
+
 describe('bulk replay', () => {
   it('estimate, run, audit: every dead row once; a second run finds nothing', async () => {
     const keys = await deadInbound(5, 'telegram')

@@ -60,7 +60,9 @@ const SECURITY_HEADERS = {
   'content-security-policy':
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
+  // Not no-referrer: then a browser sends `Origin: null` with the sign-in form, which reads as
+  // cross-site. same-origin sends nothing to other sites.
+  'referrer-policy': 'same-origin',
   'cache-control': 'no-store',
 }
 
@@ -228,7 +230,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
  */
 function sameSite(c: Context<Env>): boolean {
   const site = c.req.header('sec-fetch-site')
-  if (site && site !== 'same-origin' && site !== 'none') return false
+  if (site) return site === 'same-origin' || site === 'none'
   const origin = c.req.header('origin')
   if (!origin) return true
   try {

@@ -203,7 +203,12 @@ describe('sign-in from another site', () => {
       })
     expect((await attempt({ origin: 'https://evil.example' })).status).toBe(403)
     expect((await attempt({ 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    expect(
+      (await attempt({ origin: 'https://evil.example', 'sec-fetch-site': 'same-site' })).status,
+    ).toBe(403)
     expect((await attempt({ origin: 'http://console.test' })).status).toBe(303)
+    // A browser on a page with Referrer-Policy no-referrer sends `Origin: null`; Sec-Fetch-Site decides.
+    expect((await attempt({ origin: 'null', 'sec-fetch-site': 'same-origin' })).status).toBe(303)
   })
 })
 

@@ -29,6 +29,9 @@ export interface CountedDecision {
   reason?: string
   deliveryKey?: string
   payloadMismatch?: boolean
+  /** A mismatch's hashes: the one kept for the key, and this delivery's. */
+  storedHash?: string
+  offeredHash?: string
   /** How long the gateway took to decide; absent for refusals timed by nobody. */
   ms?: number
 }
@@ -54,6 +57,8 @@ const SampledKey = v.strictObject({
   decidedBy: v.pipe(short(16), v.minLength(1)),
   reason: short(64),
   payloadMismatch: v.boolean(),
+  storedHash: v.optional(short(64)),
+  offeredHash: v.optional(short(64)),
   ms: count,
   /** Unix ms. */
   at: count,
@@ -156,6 +161,8 @@ export class DecisionTally {
       decidedBy: decision.decidedBy,
       reason,
       payloadMismatch: decision.payloadMismatch === true,
+      ...(decision.storedHash ? { storedHash: decision.storedHash.slice(0, 64) } : {}),
+      ...(decision.offeredHash ? { offeredHash: decision.offeredHash.slice(0, 64) } : {}),
       ms: Math.max(0, Math.round(decision.ms ?? 0)),
       at: nowMs,
     })

@@ -33,6 +33,9 @@ CREATE TABLE gateway_decision_keys (
   decided_by   text NOT NULL,
   reason       text NOT NULL DEFAULT '',
   payload_mismatch boolean NOT NULL DEFAULT false,
+  -- A mismatch's hashes: the one Redis kept for the key, and the resent delivery's.
+  stored_hash  text,
+  offered_hash text,
   ms           integer NOT NULL DEFAULT 0,
   decided_at   timestamptz NOT NULL
 );

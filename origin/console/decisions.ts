@@ -42,11 +42,13 @@ export async function recordDecisionBatch(db: Queryable, batch: DecisionBatch): 
   if (batch.keys.length > 0) {
     await db.query(
       `INSERT INTO gateway_decision_keys
-         (delivery_key, channel, decision, decided_by, reason, payload_mismatch, ms, decided_at)
+         (delivery_key, channel, decision, decided_by, reason, payload_mismatch, stored_hash,
+          offered_hash, ms, decided_at)
        SELECT k."deliveryKey", k.channel, k.decision, k."decidedBy", k.reason, k."payloadMismatch",
-              k.ms, to_timestamp(k.at / 1000.0)
+              k."storedHash", k."offeredHash", k.ms, to_timestamp(k.at / 1000.0)
          FROM jsonb_to_recordset($1::jsonb) AS k("deliveryKey" text, channel text, decision text,
-              "decidedBy" text, reason text, "payloadMismatch" boolean, ms integer, at bigint)`,
+              "decidedBy" text, reason text, "payloadMismatch" boolean, "storedHash" text,
+              "offeredHash" text, ms integer, at bigint)`,
       [JSON.stringify(batch.keys)],
     )
     await db.query(

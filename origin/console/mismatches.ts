@@ -1,8 +1,7 @@
 /**
- * Payload mismatches: a vendor resent a key with other content. The origin's ingest records the
- * ones it sees with both hashes (the stored message's, the offered event's); the ones Redis
- * answered come from the gateway's sampled decisions, with the stored message's hash (the Worker
- * keeps no second hash).
+ * Payload mismatches: a vendor resent a key with other content, with both hashes (the one kept
+ * for the key, the resent one's). The origin's ingest records the ones it sees; the ones Redis
+ * answered come from the gateway's sampled decisions (bounded per flush: a sample, not all).
  * @module
  */
 import type { InboundEvent, IngestResult } from '../../contract/event'
@@ -38,8 +37,8 @@ export async function listMismatches(db: Queryable, limit = 100): Promise<Mismat
              offered_hash, seen_at
         FROM payload_mismatches ORDER BY seen_at DESC, id DESC LIMIT $1)
      UNION ALL
-     (SELECT k.decided_by, k.channel, k.delivery_key, m.id::text, m.payload_hash, NULL,
-             k.decided_at
+     (SELECT k.decided_by, k.channel, k.delivery_key, m.id::text,
+             coalesce(k.stored_hash, m.payload_hash), k.offered_hash, k.decided_at
         FROM gateway_decision_keys k
         LEFT JOIN messages m ON reverse(m.first_delivery_key) = reverse(k.delivery_key)
        WHERE k.payload_mismatch AND k.decided_by <> 'postgres'

@@ -53,7 +53,14 @@ describe('the operator console', () => {
     assert.equal(new URL(page.url()).pathname, '/console/login')
     await page.getByLabel('Token').fill('not-a-configured-token')
     await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.getByRole('alert').waitFor()
+    await page
+      .getByRole('alert')
+      .waitFor({ timeout: 5_000 })
+      .catch(async (err) => {
+        throw new Error(`no alert; the page says: ${(await page.content()).slice(0, 500)}`, {
+          cause: err,
+        })
+      })
     assert.match((await page.getByRole('alert').textContent()) ?? '', /does not sign in/)
 
     await ui.signIn(OPERATOR)
@@ -73,6 +80,26 @@ describe('the operator console', () => {
     const rejected = ui.page.locator('tr[data-channel="slack"] td[data-category="rejected"]')
     assert.match((await rejected.textContent()) ?? '', /bad_signature: 1/)
     expect(await e2e.rows(event)).toBe(1)
+  })
+
+  it('a Slack event resent with other content: a payload mismatch at Redis, listed with both hashes', async () => {
+    const first = slackDelivery({ text: 'the original text' })
+    const eventId = first.deliveryKey.split(':').pop() as string
+    const ts = first.messageKey.split(':').pop() as string
+    const resent = slackDelivery({ eventId, ts, text: 'other text under the same event_id' })
+    expect(await e2e.deliver(first)).toBe(200)
+    expect(await e2e.deliver(resent)).toBe(200)
+    await eventually(async () => (await ui.count('slack', 'payload_mismatch')) === 1, 30_000)
+    await ui.page.goto(`${ui.base}/console/mismatches`)
+    const row = ui.page.locator('tr', { hasText: first.deliveryKey })
+    await row.first().waitFor()
+    const cells = (await row.first().locator('td').allTextContents()).map((t) => t.trim())
+    expect(cells[1]).toBe('redis')
+    const [stored, offered] = cells.slice(5)
+    expect(stored).toMatch(/^[0-9a-f]{14,}$/)
+    expect(offered).toMatch(/^[0-9a-f]{14,}$/)
+    expect(offered?.startsWith(stored as string)).toBe(false)
+    expect(await e2e.rows(first)).toBe(1)
   })
 
   it('a Twilio message looked up by its MessageSid: the row, its customer, outbox and Redis claim', async () => {

@@ -7,8 +7,9 @@ import { Layout, when } from './layout'
 export const MismatchesPage: FC<{ session: Session; rows: Mismatch[] }> = ({ session, rows }) => (
   <Layout title="Payload mismatches" session={session} current="mismatches">
     <p class="muted">
-      The first content is kept; the resend is answered as a duplicate. Postgres-layer rows carry
-      both hashes; Redis-layer rows the stored message's (the gateway keeps no second hash).
+      The first content is kept; the resend is answered as a duplicate. Redis keeps a 56-bit prefix
+      of the first hash; Redis-layer rows are the gateway's sample (at most 200 keyed decisions per
+      isolate and flush).
     </p>
     {rows.length === 0 ? (
       <p class="muted">None.</p>

@@ -11,6 +11,7 @@ import type { Database } from '../db'
 import type { ReplayCliDeps } from '../failures/cli-replay'
 import type { Logger } from '../log'
 import { listFailurePage, parseFilter } from './failures'
+import { healthOf } from './health'
 import { lookup } from './lookup'
 import { listMismatches } from './mismatches'
 import { overview, type Range } from './overview'
@@ -18,7 +19,7 @@ import { BulkEstimatePage, FailuresPage, JobPage } from './pages/failures'
 import { LoginPage } from './pages/login'
 import { LookupPage } from './pages/lookup'
 import { MismatchesPage } from './pages/mismatches'
-import { type Health, OverviewPage, RANGES } from './pages/overview'
+import { OverviewPage, RANGES } from './pages/overview'
 import {
   audit,
   auditedReplay,
@@ -123,7 +124,10 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
 
   app.get('/', async (c) => {
     const { range, since, until } = rangeOf(c.req.query())
-    const [channels, health] = await Promise.all([overview(db, { since, until }), healthOf(deps)])
+    const [channels, health] = await Promise.all([
+      overview(db, { since, until }),
+      healthOf(db, deps.claims),
+    ])
     return c.html(
       <OverviewPage
         session={c.get('session')}
@@ -272,38 +276,4 @@ function rangeOf(query: Record<string, string>): Range & { range: string } {
   if (since && until && since < until) return { range: 'custom', since, until }
   const range = query.range === 'day' ? 'day' : 'hour'
   return { range, since: new Date(now - RANGES[range] * 1000), until: new Date(now + 60_000) }
-}
-
-async function healthOf(deps: ConsoleDeps): Promise<Health> {
-  const postgres = await deps.db.ping().then(
-    () => 'ok' as const,
-    () => 'down' as const,
-  )
-  let redis: Health['redis'] = 'not configured'
-  let queue: Health['queue'] = null
-  if (deps.claims) {
-    try {
-      queue = await deps.claims.stats()
-      redis = 'ok'
-    } catch {
-      redis = 'down'
-    }
-  }
-  const hour = { since: new Date(Date.now() - 3_600_000), until: new Date(Date.now() + 60_000) }
-  const lastHour = await deps.db
-    .query<{ spooled: string; dead: string }>(
-      `SELECT (SELECT coalesce(sum(count), 0) FROM gateway_decisions
-                WHERE decision = 'spooled' AND bucket >= $1 AND bucket < $2)::text AS spooled,
-              (SELECT count(*) FROM channel_failures
-                WHERE stage = 'inbound' AND created_at >= $1 AND created_at < $2)::text AS dead`,
-      [hour.since, hour.until],
-    )
-    .catch(() => [])
-  return {
-    postgres,
-    redis,
-    queue,
-    spooledLastHour: Number(lastHour[0]?.spooled ?? 0),
-    deadLastHour: Number(lastHour[0]?.dead ?? 0),
-  }
 }

@@ -5,19 +5,11 @@
  * @module
  */
 import type { FC } from 'hono/jsx'
+import type { Health } from '../health'
 import { CATEGORIES, type Category, type ChannelOverview } from '../overview'
 import type { Session } from '../session'
 import { Chart } from './chart'
 import { Layout } from './layout'
-
-export interface Health {
-  postgres: 'ok' | 'down'
-  redis: 'ok' | 'down' | 'not configured'
-  /** The claim store's stats hash (spool_queued:slack, ...); null when Redis is not read. */
-  queue: Record<string, number> | null
-  deadLastHour: number
-  spooledLastHour: number
-}
 
 const LABELS: Record<Category, string> = {
   forwarded: 'new (forwarded)',

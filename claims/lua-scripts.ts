@@ -23,3 +23,8 @@ export const READ_HASH = `return redis.call('HGETALL', KEYS[1])`
 
 /** A plain GET (a stored Idempotency-Key answer; the port names no GET of its own). */
 export const READ_VALUE = `return redis.call('GET', KEYS[1])`
+
+/** A key's value and its TTL in ms (the console's lookup); nil when the key is gone. */
+export const READ_WITH_TTL = `local v = redis.call('GET', KEYS[1])
+if v == false then return false end
+return {v, redis.call('PTTL', KEYS[1])}`

@@ -29,6 +29,8 @@ export interface Settled {
   payloadMismatch: boolean
   /** Who said so: Redis, or this isolate's memo of settled keys (claims/memo.ts, off by default). */
   from: 'redis' | 'memo'
+  /** The hash Redis holds for the key (a 56-bit prefix when settled); null when none is kept. */
+  storedHash: string | null
 }
 
 export interface ClaimedWork<R> {
@@ -68,7 +70,7 @@ export async function runClaimed<R>(
   const { memo } = store
   // The memo's only answer: done, with this very payload. Anything else asks Redis.
   if (memo?.isDone(key, hash))
-    return work.settled({ state: 'done', payloadMismatch: false, from: 'memo' })
+    return work.settled({ state: 'done', payloadMismatch: false, from: 'memo', storedHash: hash })
   const token = newClaimToken()
   let outcome = await store.claim(key, token, hash)
   if (outcome.status === 'inflight' && options.waitUntilMs !== undefined) {
@@ -83,7 +85,12 @@ export async function runClaimed<R>(
       if (outcome.state === 'done' && outcome.hash !== null && !payloadMismatch) {
         memo?.rememberDone(key, hash)
       }
-      return work.settled({ state: outcome.state, payloadMismatch, from: 'redis' })
+      return work.settled({
+        state: outcome.state,
+        payloadMismatch,
+        from: 'redis',
+        storedHash: outcome.hash,
+      })
     }
     case 'inflight':
       if (work.inflight) return work.inflight()

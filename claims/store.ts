@@ -15,7 +15,13 @@
  * Any Redis error or timeout is `unavailable`: the caller fails open (forwards; Postgres decides).
  * @module
  */
-import { DELETE_IF_OURS, READ_HASH, READ_VALUE, SET_IF_OURS_OR_GONE } from './lua-scripts'
+import {
+  DELETE_IF_OURS,
+  READ_HASH,
+  READ_VALUE,
+  READ_WITH_TTL,
+  SET_IF_OURS_OR_GONE,
+} from './lua-scripts'
 import type { SettledMemo } from './memo'
 import type { RedisPort } from './port'
 import { type ClaimOutcome, decodeValue, inflightValue, settledValue } from './states'
@@ -153,6 +159,17 @@ export class ClaimStore {
       for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = Number(flat[i + 1])
     }
     return out
+  }
+
+  /** A delivery key's claim as it stands (state, hash, ms left), for the operator; null: none. */
+  async inspect(
+    key: string,
+  ): Promise<
+    (Exclude<ClaimOutcome, { status: 'claimed' | 'unavailable' }> & { ttlMs: number }) | null
+  > {
+    const found = await this.redis.evalScript(READ_WITH_TTL, [this.redisKey(key)], [])
+    if (!Array.isArray(found)) return null
+    return { ...decodeValue(String(found[0])), ttlMs: Number(found[1]) }
   }
 
   async ping(): Promise<void> {

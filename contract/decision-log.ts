@@ -65,6 +65,9 @@ export interface DecisionLog {
   gmailId?: string
   reason?: string
   payloadMismatch?: boolean
+  /** A payload mismatch's two hashes: the one kept for the key, and this delivery's. */
+  storedHash?: string
+  offeredHash?: string
   fallbackKey?: boolean
 }
 

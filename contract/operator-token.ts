@@ -1,10 +1,20 @@
 /**
- * The operator's routes (the Worker's `GET /healthz/deep`, the origin's `GET /metrics`): open only
- * to `Authorization: Bearer {OPERATOR_TOKEN}`, compared in constant time. Without a token
- * configured the route does not exist (404): nothing is ever served to anyone by default.
+ * The operator's token: one row in both wings' settings tables, and the check of the operator's
+ * bearer routes (the Worker's `GET /healthz/deep`, the origin's `GET /metrics`): open only to
+ * `Authorization: Bearer {OPERATOR_TOKEN}`, compared in constant time. Without a token configured
+ * such a route does not exist (404): nothing is ever served to anyone by default. The origin's
+ * console takes the same token as a sign-in token (role operator).
  * @module
  */
 import { timingSafeEqual } from './crypto'
+import { setting } from './settings'
+
+export const OPERATOR_TOKEN = setting({
+  name: 'OPERATOR_TOKEN',
+  kind: 'string',
+  secret: true,
+  doc: 'the operator token: GET /healthz/deep (Worker), GET /metrics and console sign-in (origin); unset: none of them',
+})
 
 export type OperatorAccess =
   | { ok: true }

@@ -186,6 +186,7 @@ function printSummary(s: Stack, devVars: string, startedAt: number): void {
   say(`  worker    ${s.worker.url}     wrangler dev, its routes:`)
   for (const line of workerRoutes(s.worker.url)) say(`              ${line}`)
   say(`  origin    ${s.origin.url}     POST /v1/events, /healthz, /metrics (Bearer OPERATOR_TOKEN)`)
+  say(`  console   ${s.origin.url}/console   sign in with OPERATOR_TOKEN (from ${devVars})`)
   say(`  upstash   ${s.redis.url}     Upstash REST stand-in (${s.redis.mode})`)
   say(`  neon ws   ${s.database.neonWsProxy}  Neon WebSocket proxy (NEON_WS_PROXY)`)
   say(`  postgres  ${db}`)

@@ -19,6 +19,9 @@ import {
 } from '../contract/forward-signature'
 import { operatorAccess } from '../contract/operator-token'
 import { storable } from '../contract/storable'
+import { type ConsoleDeps, createConsoleApp } from './console/app'
+import { parseDecisionBatch, recordDecisionBatch } from './console/decisions'
+import { recordPayloadMismatch } from './console/mismatches'
 import type { Database } from './db'
 import {
   BodyTooLargeError,
@@ -49,6 +52,8 @@ export interface OriginDeps {
   metrics?: OriginMetrics
   /** Clock in unix seconds, for the signature's freshness window. @default Date.now */
   nowSeconds?: () => number
+  /** The operator console at /console (origin/console/); unset: not served. */
+  console?: Omit<ConsoleDeps, 'db' | 'logger'>
 }
 
 /** Set on a request whose signature verified: its answer, error or not, is signed with it. */
@@ -61,6 +66,7 @@ type OriginEnv = { Variables: { verified?: Verified } }
 
 const EVENTS: ForwardRoute = { method: 'POST', path: '/v1/events' }
 const INBOUND_FAILURES: ForwardRoute = { method: 'POST', path: '/v1/failures/inbound' }
+const DECISIONS: ForwardRoute = { method: 'POST', path: '/v1/decisions' }
 
 export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   const { db, logger } = deps
@@ -113,8 +119,22 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
     const result = await ingestEvent(db.withSignal(c.req.raw.signal), event)
     const durationMs = performance.now() - started
     record(metrics, logger, event, result, durationMs)
+    if (result.payloadMismatch) {
+      // For the console's mismatch list; the answer does not wait for it, nor fail with it.
+      recordPayloadMismatch(db, event, result).catch((err: unknown) =>
+        logger.warn('payload mismatch not recorded', describeError(err)),
+      )
+    }
     return c.json(result, result.outcome === 'created' ? 201 : 200)
   })
+
+  // The Worker isolates' decision counts (worker/decision-counters.ts), for the console.
+  app.post('/v1/decisions', async (c) => {
+    await recordDecisionBatch(db, parseDecisionBatch(parseJson(await signedBody(c, DECISIONS))))
+    return c.json({ ok: true })
+  })
+
+  if (deps.console) app.route('/console', createConsoleApp({ ...deps.console, db, logger }))
 
   // The Worker's dead-letter consumer: an event the spool queue gave up on, kept for replay.
   app.post('/v1/failures/inbound', async (c) => {

@@ -8,6 +8,7 @@
 import { ORIGIN_TIMEOUT_MS } from '../claims/settings'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import { OPERATOR_TOKEN } from '../contract/operator-token'
 import { readInt, readText, setting } from '../contract/settings'
 import { DATABASE_DRIVERS, type DatabaseDriver, driverForUrl, isDatabaseDriver } from './db/driver'
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
@@ -139,12 +140,6 @@ export const MAX_EVENT_BYTES = setting({
   min: 1024,
   max: 16 * 1024 * 1024,
   doc: 'larger bodies get 413 before they are read',
-})
-export const OPERATOR_TOKEN = setting({
-  name: 'OPERATOR_TOKEN',
-  kind: 'string',
-  secret: true,
-  doc: 'bearer token for GET /metrics; unset: that route answers 404',
 })
 export const LOG_LEVEL = setting({
   name: 'LOG_LEVEL',

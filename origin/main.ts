@@ -5,6 +5,7 @@
  * @module
  */
 import { ConfigError, loadConfig } from './config'
+import { consoleDeps, loadConsoleConfig } from './console'
 import { describeError } from './errors'
 import { loadGmailConfig, startGmailPolling } from './gmail'
 import { formatListeningLine } from './listening-line'
@@ -31,8 +32,11 @@ function loadSettings(env: NodeJS.ProcessEnv) {
   const config = read(() => loadConfig(env))
   const gmail = read(() => loadGmailConfig(env))
   const relay = read(() => loadRelayConfig(env))
-  if (!config || gmail === undefined || relay === undefined) throw new ConfigError(problems)
-  return { config, gmail, relay }
+  const consoleConfig = read(() => loadConsoleConfig(env))
+  if (!config || gmail === undefined || relay === undefined || !consoleConfig) {
+    throw new ConfigError(problems)
+  }
+  return { config, gmail, relay, consoleConfig }
 }
 
 async function main(): Promise<void> {
@@ -49,7 +53,17 @@ async function main(): Promise<void> {
   const { config, gmail: gmailConfig, relay: relayConfig } = settings
   const logger = createLogger({ level: config.logLevel })
   const metrics = createMetrics()
-  const origin = await startOrigin(config, { logger, metrics })
+  const origin = await startOrigin(config, {
+    logger,
+    metrics,
+    console: consoleDeps({
+      config: settings.consoleConfig,
+      env: process.env,
+      relay: relayConfig,
+      gmail: gmailConfig,
+      logger,
+    }),
+  })
   // Off unless GMAIL_* are set; a failing poll is logged and retried, it never stops the origin.
   const gmail = gmailConfig
     ? startGmailPolling({

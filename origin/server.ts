@@ -6,7 +6,7 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
-import { createOriginApp } from './app'
+import { createOriginApp, type OriginDeps } from './app'
 import type { OriginConfig } from './config'
 import { openDatabase } from './db'
 import { createLogger, type Logger } from './log'
@@ -19,6 +19,8 @@ export interface StartOriginOptions {
   drainTimeoutMs?: number
   /** Served on /metrics; pass one to add counters of your own (the Gmail poller's). @default fresh */
   metrics?: OriginMetrics
+  /** The operator console's settings and helpers; unset: no /console. */
+  console?: OriginDeps['console']
 }
 
 export interface RunningOrigin {
@@ -48,6 +50,7 @@ export async function startOrigin(
     operatorToken: config.operatorToken,
     logger,
     metrics: options.metrics ?? createMetrics(),
+    ...(options.console ? { console: options.console } : {}),
   })
 
   const server = serve({

@@ -20,6 +20,7 @@ import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
 import { perIsolate } from './per-isolate'
 import {
+  DECISION_FLUSH_SECONDS,
   INFLIGHT_WAIT_MS,
   MAX_BODY_BYTES,
   ORIGIN_LEGACY_SIGNATURES,
@@ -68,6 +69,8 @@ export interface Settings extends ClaimSettings, ChannelSettings {
    * set. /healthz counts only these: a channel nobody configured is not a degraded one.
    */
   channelsInUse: ReadonlySet<string>
+  /** How often this isolate flushes its decision counts to the origin; 0 = off. @default 5 */
+  decisionFlushSeconds: number
   /** Settings that were invalid and replaced by a default, for the log. */
   warnings: string[]
 }
@@ -138,6 +141,7 @@ export function parseSettings(env: Env): Settings {
       maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),
     },
     dedupTtlByChannel,
+    decisionFlushSeconds: readInt(env, DECISION_FLUSH_SECONDS, warnings),
     channelsInUse: new Set(
       WEBHOOK_CHANNELS.filter((channel) =>
         channel.variables.some((row) => row !== channel.dedupTtl && present(env, row.name)),

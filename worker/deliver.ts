@@ -95,11 +95,22 @@ async function claimAndForward(
       releaseNow: () => ctx.deadline - Date.now() >= settings.redisTimeoutMs,
     },
     {
-      settled({ payloadMismatch, from }) {
+      settled({ payloadMismatch, from, storedHash }) {
         if (payloadMismatch && claims) {
           ctx.waitUntil(claims.count(`payload_mismatch:${event.channel}`).catch(() => {}))
         }
-        return { ...base, decision: 'duplicate', decidedBy: from, redis: 'ok', payloadMismatch }
+        // Both hashes of a mismatch go with the decision (the log line, the console's sample).
+        const hashes = payloadMismatch
+          ? { storedHash: storedHash ?? undefined, offeredHash: event.payloadHash }
+          : {}
+        return {
+          ...base,
+          decision: 'duplicate',
+          decidedBy: from,
+          redis: 'ok',
+          payloadMismatch,
+          ...hashes,
+        }
       },
       inflight: () => ({
         ...base,

@@ -6,6 +6,7 @@
  */
 import type { ClaimStore } from '../claims'
 import type { OriginConfig, Settings } from './config'
+import { countDecision } from './decision-counters'
 import type { Env } from './env'
 import { ChannelNotConfiguredError } from './errors'
 import { claimStoreFor } from './gateway'
@@ -79,10 +80,19 @@ export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): 
 /** One decision log line for an outcome, with the status of the reply the front door gave. */
 export function logOutcome(ctx: DeliveryContext, outcome: Outcome, status: number): void {
   const { challenge: _, ...fields }: Outcome & { challenge?: string } = outcome
-  logDecision({
+  const line = {
     ...fields,
     channel: outcome.channel ?? ctx.channel,
     status,
     ms: Date.now() - ctx.startedAt,
-  })
+  }
+  logDecision(line)
+  countDecision(
+    {
+      origin: ctx.origin,
+      everySeconds: ctx.settings.decisionFlushSeconds,
+      waitUntil: ctx.waitUntil,
+    },
+    line,
+  )
 }

@@ -59,7 +59,7 @@ export function forwardEvent(
 }
 
 /** The origin's routes the Worker calls. */
-export type OriginPath = '/v1/events' | '/v1/failures/inbound'
+export type OriginPath = '/v1/events' | '/v1/failures/inbound' | '/v1/decisions'
 
 /**
  * Sent by the spool queue's consumers (`x-dedup-via: queue`): an origin's logs, a proxy in front

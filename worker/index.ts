@@ -6,13 +6,15 @@
  * `email()` is the Email Routing relay. Errors become responses in one place, `app.onError`.
  * @module
  */
-import { Hono } from 'hono'
+import { type Context, Hono } from 'hono'
 import { operatorAccess } from '../contract/operator-token'
 import { api } from './api/routes'
 import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
+import { channelOfPath, countDecision, refusalReason } from './decision-counters'
 import type { Env } from './env'
 import { GatewayError } from './errors'
+import { waitUntil } from './gateway'
 import { deepHealth, health, type SpoolBindings } from './health'
 import { describeError, logProblem } from './log'
 import { webhooks } from './routes'
@@ -46,11 +48,27 @@ app.onError((err, c) => {
       path: c.req.path,
       detail: err.detail,
     })
+    countRefusal(c, err)
     return c.json({ error: { code: err.code, message: err.publicMessage } }, err.status)
   }
   logProblem('error', 'internal_error', { path: c.req.path, detail: describeError(err) })
   return c.json({ error: { code: 'internal_error', message: 'internal error' } }, 500)
 })
+
+/** A webhook the gateway refused (bad signature, foreign tenant, bad body), for the console. */
+function countRefusal(c: Context<{ Bindings: Env }>, err: GatewayError): void {
+  const channel = channelOfPath(c.req.path)
+  if (!channel || err.status >= 500) return
+  const settings = settingsFor(c.env)
+  countDecision(
+    {
+      origin: settings.origin,
+      everySeconds: settings.decisionFlushSeconds,
+      waitUntil: (promise) => waitUntil(c, promise),
+    },
+    { channel, decision: 'rejected', decidedBy: 'gateway', reason: refusalReason(err) },
+  )
+}
 
 export default {
   fetch: app.fetch,

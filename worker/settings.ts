@@ -9,6 +9,7 @@
 import { CLAIM_SETTINGS } from '../claims/settings'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { EMAIL_MAILBOX_ALIASES } from '../contract/mailbox'
+import { OPERATOR_TOKEN } from '../contract/operator-token'
 import { type SettingRow, setting, settingTable } from '../contract/settings'
 import { API_SETTINGS } from './api/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
@@ -29,12 +30,8 @@ export const ORIGIN_LEGACY_SIGNATURES = setting({
   max: 1,
   doc: 'rollout only, 1: also sign v1 and take an unsigned JSON answer (an origin older than v2)',
 })
-export const OPERATOR_TOKEN = setting({
-  name: 'OPERATOR_TOKEN',
-  kind: 'string',
-  secret: true,
-  doc: 'bearer token for GET /healthz/deep; unset: that route answers 404',
-})
+// One row for both wings (the origin's console signs in with it too).
+export { OPERATOR_TOKEN } from '../contract/operator-token'
 export const INFLIGHT_WAIT_MS = setting({
   name: 'INFLIGHT_WAIT_MS',
   kind: 'int',
@@ -73,6 +70,16 @@ export const SETTLED_MEMO_SECONDS = setting({
   doc: 'how long a memo entry lives (at most the dedup TTL)',
 })
 
+export const DECISION_FLUSH_SECONDS = setting({
+  name: 'DECISION_FLUSH_SECONDS',
+  kind: 'int',
+  secret: false,
+  default: 5,
+  min: 0,
+  max: 300,
+  doc: "how often each isolate sends its decision counts to the origin (the console's); 0: off",
+})
+
 const CORE_SETTINGS = [
   ORIGIN_URL,
   ORIGIN_SHARED_SECRET,
@@ -83,6 +90,7 @@ const CORE_SETTINGS = [
   SETTLED_MEMO_ENTRIES,
   SETTLED_MEMO_SECONDS,
   EMAIL_MAILBOX_ALIASES,
+  DECISION_FLUSH_SECONDS,
 ] as const
 
 type WorkerRow =

@@ -62,6 +62,7 @@ declare namespace Cloudflare {
 		SPOOL_RETRY_MAX_SECONDS: string;
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
+		DECISION_FLUSH_SECONDS?: string;
 	}
 }
 interface Env extends Cloudflare.Env {}

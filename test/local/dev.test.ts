@@ -32,6 +32,7 @@ describe('npm run dev', () => {
       ports[name] = await freePort()
     }
     const telegramToken = `dev-test-telegram-${run.databaseName}`
+    const operatorToken = `dev-test-operator-${run.databaseName}`
     const dev = new GroupProcess({
       name: 'npm run dev',
       command: process.execPath,
@@ -45,10 +46,11 @@ describe('npm run dev', () => {
         ORIGIN_PORT: String(ports.ORIGIN_PORT),
         WORKER_PORT: String(ports.WORKER_PORT),
         TELEGRAM_SECRET_TOKEN: telegramToken,
+        OPERATOR_TOKEN: operatorToken,
         REDIS_KEY_PREFIX: run.keyPrefix,
         LOG_LEVEL: 'warn',
       },
-      secrets: [telegramToken],
+      secrets: [telegramToken, operatorToken],
       keepLines: 400,
     })
     try {
@@ -57,12 +59,26 @@ describe('npm run dev', () => {
         (line) => (line.includes('Ctrl-C stops everything') ? true : undefined),
         120_000,
       )
+      // The summary's lines come after that one; the console's is among them.
+      await dev.waitForLine((line) => (line.includes('/console') ? true : undefined), 10_000)
       const summary = dev.output(400)
       expect(summary).toContain(`http://127.0.0.1:${ports.WORKER_PORT}`)
       expect(summary).toContain(`http://127.0.0.1:${ports.ORIGIN_PORT}`)
       expect(summary).toContain(`http://127.0.0.1:${ports.UPSTASH_PORT}`)
       // The values from .dev.vars(.example) and the environment never show up in the output.
       expect(summary).not.toContain(telegramToken)
+      expect(summary).not.toContain(operatorToken)
+      // The console's URL, and a first sign-in with the operator token.
+      const consoleUrl = `http://127.0.0.1:${ports.ORIGIN_PORT}/console`
+      expect(summary).toContain(consoleUrl)
+      const signIn = await fetch(`${consoleUrl}/login`, {
+        method: 'POST',
+        body: new URLSearchParams({ token: operatorToken }),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(10_000),
+      })
+      expect(signIn.status).toBe(303)
+      expect(signIn.headers.get('set-cookie')).toMatch(/^console_session=.+HttpOnly/)
       expect(summary).not.toMatch(/dev-origin-shared-secret|dev-upstash-token/)
 
       const delivery = telegramDelivery({ secret: telegramToken, text: 'through npm run dev' })

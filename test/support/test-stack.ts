@@ -28,6 +28,8 @@ export interface TestStackOptions {
   /** Worker bindings on top of the test vendor secrets. */
   workerVars?: Record<string, string>
   onWorkerLine?: (line: string) => void
+  /** The origin reads the Worker's Redis too (the Gmail poller, the console's lookup). */
+  originsUseRedis?: boolean
 }
 
 /**
@@ -45,6 +47,7 @@ export async function startTestStack(
     originSecret: TEST_SECRETS.origin,
     originEnv: { LOG_LEVEL: 'warn', ...options.originEnv },
     balancer: options.balancer,
+    originsUseRedis: options.originsUseRedis,
     worker: {
       vars: { ...vendorBindings(), ...options.workerVars },
       ...(options.onWorkerLine ? { onLine: options.onWorkerLine } : {}),

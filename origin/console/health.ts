@@ -1,0 +1,51 @@
+/**
+ * The overview's health row: Postgres answers, Redis answers (through the claim store, whose
+ * calls are bounded by REDIS_TIMEOUT_MS), the spool's counters, and what was spooled and
+ * dead-lettered in the last hour.
+ * @module
+ */
+import type { ClaimStore } from '../../claims'
+import type { Database } from '../db'
+
+export interface Health {
+  postgres: 'ok' | 'down'
+  redis: 'ok' | 'down' | 'not configured'
+  /** The claim store's stats hash (spool_queued:slack, ...); null when Redis is not read. */
+  queue: Record<string, number> | null
+  deadLastHour: number
+  spooledLastHour: number
+}
+
+export async function healthOf(db: Database, claims: ClaimStore | null): Promise<Health> {
+  const postgres = await db.ping().then(
+    () => 'ok' as const,
+    () => 'down' as const,
+  )
+  let redis: Health['redis'] = 'not configured'
+  let queue: Health['queue'] = null
+  if (claims) {
+    try {
+      queue = await claims.stats()
+      redis = 'ok'
+    } catch {
+      redis = 'down'
+    }
+  }
+  const hour = { since: new Date(Date.now() - 3_600_000), until: new Date(Date.now() + 60_000) }
+  const lastHour = await db
+    .query<{ spooled: string; dead: string }>(
+      `SELECT (SELECT coalesce(sum(count), 0) FROM gateway_decisions
+                WHERE decision = 'spooled' AND bucket >= $1 AND bucket < $2)::text AS spooled,
+              (SELECT count(*) FROM channel_failures
+                WHERE stage = 'inbound' AND created_at >= $1 AND created_at < $2)::text AS dead`,
+      [hour.since, hour.until],
+    )
+    .catch(() => [])
+  return {
+    postgres,
+    redis,
+    queue,
+    spooledLastHour: Number(lastHour[0]?.spooled ?? 0),
+    deadLastHour: Number(lastHour[0]?.dead ?? 0),
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Console sign-in, sessions and CSRF. A token signs in (compared in constant time with every
+ * configured one); the session is a random 32-byte id in an HttpOnly, SameSite=Strict cookie
+ * (Secure over HTTPS), of which only the SHA-256 is stored, with an absolute expiry. Each session
+ * has its own CSRF token: every state-changing request carries it (a form field or a header) or
+ * is refused. Nothing here logs or shows a token.
+ * @module
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import type { Context } from 'hono'
+import { getCookie, setCookie } from 'hono/cookie'
+import { timingSafeEqual } from '../../contract/crypto'
+import type { Queryable } from '../db'
+import type { ConsoleToken, Role } from './settings'
+
+export const SESSION_COOKIE = 'console_session'
+export const CSRF_FIELD = '_csrf'
+export const CSRF_HEADER = 'x-csrf-token'
+
+export interface Session {
+  tokenName: string
+  role: Role
+  csrfToken: string
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+const randomToken = () => randomBytes(32).toString('base64url')
+
+/** The configured token that `offered` is, checking every one (no early exit on a match). */
+export function matchToken(tokens: readonly ConsoleToken[], offered: string): ConsoleToken | null {
+  let found: ConsoleToken | null = null
+  for (const token of tokens) if (timingSafeEqual(offered, token.token) && !found) found = token
+  return found
+}
+
+/** A new session for `who`; its id goes in the cookie, never anywhere else. */
+export async function openSession(
+  db: Queryable,
+  who: ConsoleToken,
+  seconds: number,
+): Promise<{ id: string; session: Session }> {
+  const id = randomToken()
+  const csrfToken = randomToken()
+  await db.query(
+    `INSERT INTO console_sessions (token_hash, token_name, role, csrf_token, expires_at)
+     VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
+    [sha256(id), who.name, who.role, csrfToken, seconds],
+  )
+  // Expired sessions go as new ones come (bounded: one small statement per sign-in).
+  await db.query(
+    `DELETE FROM console_sessions WHERE token_hash IN (
+       SELECT token_hash FROM console_sessions WHERE expires_at < now() LIMIT 100)`,
+  )
+  return { id, session: { tokenName: who.name, role: who.role, csrfToken } }
+}
+
+export async function findSession(db: Queryable, id: string | undefined): Promise<Session | null> {
+  if (!id || id.length > 100) return null
+  const rows = await db.query<{ token_name: string; role: Role; csrf_token: string }>(
+    `SELECT token_name, role, csrf_token FROM console_sessions
+      WHERE token_hash = $1 AND expires_at > now()`,
+    [sha256(id)],
+  )
+  const row = rows[0]
+  return row ? { tokenName: row.token_name, role: row.role, csrfToken: row.csrf_token } : null
+}
+
+export async function closeSession(db: Queryable, id: string | undefined): Promise<void> {
+  if (id) await db.query('DELETE FROM console_sessions WHERE token_hash = $1', [sha256(id)])
+}
+
+/** Served over HTTPS (directly, or behind a proxy that says so): then the cookie is Secure. */
+function overHttps(c: Context): boolean {
+  return c.req.url.startsWith('https:') || c.req.header('x-forwarded-proto') === 'https'
+}
+
+export function setSessionCookie(c: Context, id: string, seconds: number): void {
+  setCookie(c, SESSION_COOKIE, id, {
+    path: '/console',
+    httpOnly: true,
+    sameSite: 'Strict',
+    secure: overHttps(c),
+    maxAge: seconds,
+  })
+}
+
+export function clearSessionCookie(c: Context): void {
+  setCookie(c, SESSION_COOKIE, '', {
+    path: '/console',
+    httpOnly: true,
+    sameSite: 'Strict',
+    secure: overHttps(c),
+    maxAge: 0,
+  })
+}
+
+export const sessionCookie = (c: Context) => getCookie(c, SESSION_COOKIE)
+
+/** The request carries this session's CSRF token (form field or header). */
+export function csrfMatches(session: Session, offered: string | undefined): boolean {
+  return typeof offered === 'string' && timingSafeEqual(offered, session.csrfToken)
+}

@@ -1,0 +1,351 @@
+/**
+ * The console's server side against real Postgres, over HTTP: the Worker's decision counts
+ * (`POST /v1/decisions`, signed), sessions (expiry, sign-out), bulk replay (estimate, run, cancel,
+ * audit; a second run replays nothing), lookup by a delivery id, payload mismatches with both
+ * hashes, and no token in the logs.
+ */
+import { Hono } from 'hono'
+import { describe, expect, it } from 'vitest'
+import { secretList } from '../../contract/crypto'
+import { createConsoleApp } from '../../origin/console/app'
+import { openDatabase } from '../../origin/db'
+import type { Logger } from '../../origin/log'
+import { silentLogger } from '../../origin/log'
+import { fileTestbed, forFile } from '../support/for-file'
+import { eventFixture, signedPost } from '../support/origin'
+
+const OPERATOR = 'integration-operator-token'
+const logged: string[] = []
+const logger: Logger = {
+  ...silentLogger,
+  warn: (msg, fields) => logged.push(JSON.stringify({ msg, ...fields })),
+  error: (msg, fields) => logged.push(JSON.stringify({ msg, ...fields })),
+  info: (msg, fields) => logged.push(JSON.stringify({ msg, ...fields })),
+}
+
+const tb = fileTestbed()
+const ui = forFile(
+  async () => {
+    const db = openDatabase(
+      {
+        databaseUrl: tb.databaseUrl,
+        databaseDriver: 'neon',
+        neonWsProxy: tb.wsProxy,
+        dbQueryTimeoutMs: 5000,
+        dbConnectTimeoutMs: 1000,
+        originTimeoutMs: 2000,
+      },
+      4,
+      silentLogger,
+    )
+    const app = new Hono().route(
+      '/console',
+      createConsoleApp({
+        db,
+        logger,
+        claims: null,
+        config: {
+          tokens: [{ name: 'ops', role: 'operator', token: OPERATOR }],
+          sessionSeconds: 3600,
+        },
+        replay: {
+          downstream: null,
+          retry: { maxAttempts: 3, baseMs: 10, maxMs: 10 },
+          gmail: null,
+          env: {},
+        },
+      }),
+    )
+    return { app, db }
+  },
+  async ({ db }) => db.close(),
+)
+
+const BASE = 'http://console.test/console'
+const secret = () => secretList(tb.secret)[0] as string
+
+async function signIn(): Promise<{ cookie: string; csrf: string }> {
+  const res = await ui.app.request(`${BASE}/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: OPERATOR }),
+  })
+  expect(res.status).toBe(303)
+  const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0] as string
+  const page = await (await ui.app.request(BASE, { headers: { cookie } })).text()
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1] as string
+  return { cookie, csrf }
+}
+
+function post(
+  path: string,
+  session: { cookie: string; csrf: string },
+  fields: Record<string, string> = {},
+) {
+  return ui.app.request(`${BASE}${path}`, {
+    method: 'POST',
+    headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: session.csrf, ...fields }),
+  })
+}
+
+async function deadInbound(count: number, channel = 'slack'): Promise<string[]> {
+  const keys: string[] = []
+  for (let i = 0; i < count; i++) {
+    const event = await eventFixture({ channel: channel as 'slack' })
+    const res = await signedPost(
+      `${tb.origin.url}/v1/failures/inbound`,
+      JSON.stringify({
+        channel,
+        deliveryKey: event.deliveryKey,
+        event,
+        error: 'origin 503',
+        attempts: 2,
+      }),
+      secret(),
+    )
+    expect(res.status).toBe(201)
+    keys.push(event.deliveryKey)
+  }
+  return keys
+}
+
+describe('POST /v1/decisions', () => {
+  const batch = {
+    rows: [
+      {
+        minute: 1_800_000_000 - (1_800_000_000 % 60),
+        channel: 'slack',
+        decision: 'duplicate',
+        decidedBy: 'redis',
+        reason: '',
+        count: 2,
+        histogram: [2, 0, 0, 0, 0, 0],
+      },
+    ],
+    keys: [
+      {
+        deliveryKey: 'dedup:slack:A1:EvX',
+        channel: 'slack',
+        decision: 'duplicate',
+        decidedBy: 'redis',
+        reason: '',
+        payloadMismatch: false,
+        ms: 3,
+        at: Date.now(),
+      },
+    ],
+    dropped: 0,
+  }
+
+  it('signed: the minute counts add up across flushes; the sampled keys are kept', async () => {
+    for (let i = 0; i < 2; i++) {
+      const res = await signedPost(`${tb.origin.url}/v1/decisions`, JSON.stringify(batch), secret())
+      expect(res.status).toBe(200)
+    }
+    const { rows } = await tb.sql.query(
+      `SELECT count::int, ms_le_5::int FROM gateway_decisions WHERE channel = 'slack' AND decision = 'duplicate'`,
+    )
+    expect(rows).toEqual([{ count: 4, ms_le_5: 4 }])
+    expect(await tb.count('gateway_decision_keys', "delivery_key = 'dedup:slack:A1:EvX'")).toBe(2)
+  })
+
+  it('unsigned or malformed: refused, nothing written', async () => {
+    const before = await tb.count('gateway_decision_keys')
+    const forged = await signedPost(
+      `${tb.origin.url}/v1/decisions`,
+      JSON.stringify(batch),
+      'not-the-secret',
+    )
+    expect(forged.status).toBe(401)
+    const bad = await signedPost(
+      `${tb.origin.url}/v1/decisions`,
+      JSON.stringify({ rows: 'x' }),
+      secret(),
+    )
+    expect(bad.status).toBe(400)
+    expect(await tb.count('gateway_decision_keys')).toBe(before)
+  })
+})
+
+describe('sessions', () => {
+  it('an expired session signs out; sign-out ends the session; no token in any log line', async () => {
+    logged.length = 0
+    const session = await signIn()
+    expect((await ui.app.request(BASE, { headers: { cookie: session.cookie } })).status).toBe(200)
+    await tb.sql.query(`UPDATE console_sessions SET expires_at = now() - interval '1 second'`)
+    const expired = await ui.app.request(BASE, { headers: { cookie: session.cookie } })
+    expect([expired.status, expired.headers.get('location')]).toEqual([303, '/console/login'])
+
+    const again = await signIn()
+    expect((await post('/logout', again)).status).toBe(303)
+    expect((await ui.app.request(BASE, { headers: { cookie: again.cookie } })).status).toBe(303)
+
+    await ui.app.request(`${BASE}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: 'a-wrong-token-to-not-log' }),
+    })
+    const all = logged.join('\n')
+    expect(all).toMatch(/console sign-in refused/)
+    expect(all).not.toContain('a-wrong-token-to-not-log')
+    expect(all).not.toContain(OPERATOR)
+    expect(all).not.toContain(session.cookie.split('=')[1])
+  })
+})
+
+describe('sign-in from another site', () => {
+  it('a cross-site sign-in form is refused (login CSRF); a same-origin one works', async () => {
+    const attempt = (headers: Record<string, string>) =>
+      ui.app.request(`${BASE}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams({ token: OPERATOR }),
+      })
+    expect((await attempt({ origin: 'https://evil.example' })).status).toBe(403)
+    expect((await attempt({ 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    expect(
+      (await attempt({ origin: 'https://evil.example', 'sec-fetch-site': 'same-site' })).status,
+    ).toBe(403)
+    expect((await attempt({ origin: 'http://console.test' })).status).toBe(303)
+    // A browser on a page with Referrer-Policy no-referrer sends `Origin: null`; Sec-Fetch-Site decides.
+    expect((await attempt({ origin: 'null', 'sec-fetch-site': 'same-origin' })).status).toBe(303)
+  })
+})
+
+describe('bulk replay', () => {
+  it('estimate, run, audit: every dead row once; a second run finds nothing', async () => {
+    const keys = await deadInbound(5, 'telegram')
+    const session = await signIn()
+    const estimate = await (
+      await ui.app.request(`${BASE}/bulk-replays/new?channel=telegram`, {
+        headers: { cookie: session.cookie },
+      })
+    ).text()
+    expect(estimate).toMatch(/5 dead rows match this filter; this run replays 5/)
+
+    const started = await post('/bulk-replays', session, { channel: 'telegram' })
+    expect(started.status).toBe(303)
+    const job = started.headers.get('location') as string
+    let page = ''
+    for (let i = 0; i < 100 && !/id="job-status">done/.test(page); i++) {
+      await new Promise((r) => setTimeout(r, 100))
+      page = await (
+        await ui.app.request(`http://console.test${job}`, { headers: { cookie: session.cookie } })
+      ).text()
+    }
+    expect(page).toMatch(/5 of 5 replayed: 5 resolved, 0 still failing/)
+    for (const key of keys) {
+      expect(await tb.count('messages', 'first_delivery_key = $1', [key])).toBe(1)
+      expect(
+        await tb.count('channel_failures', "delivery_key = $1 AND status = 'resolved'", [key]),
+      ).toBe(1)
+    }
+    expect(
+      await tb.count('console_audit', "actor = 'ops' AND action = 'replay' AND result LIKE 'ok:%'"),
+    ).toBe(5)
+
+    const second = await (
+      await ui.app.request(`${BASE}/bulk-replays/new?channel=telegram`, {
+        headers: { cookie: session.cookie },
+      })
+    ).text()
+    expect(second).toMatch(/0 dead rows match/)
+  })
+
+  it('ids across a digit boundary (995 to 1004): every row replayed, in id order', async () => {
+    await tb.sql.query('ALTER TABLE channel_failures ALTER COLUMN id RESTART WITH 995')
+    const keys = await deadInbound(10, 'sms')
+    const session = await signIn()
+    const started = await post('/bulk-replays', session, { channel: 'sms' })
+    const id = /\/console\/jobs\/(\d+)/.exec(started.headers.get('location') ?? '')?.[1] as string
+    let status = ''
+    for (let i = 0; i < 100 && status !== 'done'; i++) {
+      await new Promise((r) => setTimeout(r, 100))
+      const { rows } = await tb.sql.query<{ status: string }>(
+        'SELECT status FROM console_jobs WHERE id = $1',
+        [id],
+      )
+      status = rows[0]?.status ?? ''
+    }
+    for (const key of keys) {
+      expect(
+        await tb.count('channel_failures', "delivery_key = $1 AND status = 'resolved'", [key]),
+      ).toBe(1)
+    }
+    // The list pages in id order too: 1004 first, 995 last.
+    const list = await (
+      await ui.app.request(`${BASE}/failures?channel=sms`, { headers: { cookie: session.cookie } })
+    ).text()
+    const ids = [...list.matchAll(/data-failure-id="(\d+)"/g)].map((m) => Number(m[1]))
+    expect(ids).toEqual([...ids].sort((a, b) => b - a))
+  })
+
+  it('cancel: the run stops before its next row; what is left stays dead', async () => {
+    await deadInbound(60, 'whatsapp')
+    const session = await signIn()
+    const started = await post('/bulk-replays', session, { channel: 'whatsapp' })
+    const id = /\/console\/jobs\/(\d+)/.exec(started.headers.get('location') ?? '')?.[1] as string
+    expect((await post(`/jobs/${id}/cancel`, session)).status).toBe(303)
+    let status = ''
+    for (let i = 0; i < 100 && status !== 'cancelled'; i++) {
+      await new Promise((r) => setTimeout(r, 100))
+      const { rows } = await tb.sql.query<{ status: string }>(
+        'SELECT status FROM console_jobs WHERE id = $1',
+        [id],
+      )
+      status = rows[0]?.status ?? ''
+    }
+    expect(status).toBe('cancelled')
+    const { rows } = await tb.sql.query<{ done: number }>(
+      'SELECT done FROM console_jobs WHERE id = $1',
+      [id],
+    )
+    const done = rows[0]?.done ?? 0
+    expect(done).toBeLessThan(60)
+    expect(await tb.count('channel_failures', "channel = 'whatsapp' AND status = 'dead'")).toBe(
+      60 - done,
+    )
+  })
+
+  it('without the CSRF token, or as nobody: refused, nothing started', async () => {
+    const session = await signIn()
+    const before = await tb.count('console_jobs')
+    const noToken = await ui.app.request(`${BASE}/bulk-replays`, {
+      method: 'POST',
+      headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ channel: 'whatsapp' }),
+    })
+    expect(noToken.status).toBe(403)
+    const nobody = await ui.app.request(`${BASE}/bulk-replays`, { method: 'POST' })
+    expect(nobody.status).toBe(401)
+    expect(await tb.count('console_jobs')).toBe(before)
+  })
+})
+
+describe('lookup and mismatches', () => {
+  it('a Slack event id finds its message; a resend with other content is listed with both hashes', async () => {
+    const event = await eventFixture({ deliveryKey: 'dedup:slack:A1:EvLookup1', body: 'first' })
+    expect((await tb.post(event)).status).toBe(201)
+    const changed = await eventFixture({
+      deliveryKey: 'dedup:slack:A1:EvLookup2',
+      messageKey: event.messageKey,
+      body: 'changed',
+    })
+    expect((await tb.post(changed)).body.payloadMismatch).toBe(true)
+
+    const session = await signIn()
+    const found = await (
+      await ui.app.request(`${BASE}/lookup?q=EvLookup1`, { headers: { cookie: session.cookie } })
+    ).text()
+    expect(found).toContain(event.messageKey)
+    expect(found).toContain('first')
+    await new Promise((r) => setTimeout(r, 200)) // the mismatch row is written after the answer
+    const listed = await (
+      await ui.app.request(`${BASE}/mismatches`, { headers: { cookie: session.cookie } })
+    ).text()
+    expect(listed).toContain('dedup:slack:A1:EvLookup2')
+    expect(listed).toContain(event.payloadHash)
+    expect(listed).toContain(changed.payloadHash)
+  })
+})

@@ -1,0 +1,89 @@
+/**
+ * The gateway's decisions, counted per isolate and flushed to the origin (`POST /v1/decisions`,
+ * signed like a forward) at most every DECISION_FLUSH_SECONDS: the console's overview and lookup
+ * read them there. Redis-layer duplicates and the gateway's refusals never reach the origin
+ * otherwise. A delivery pays a map update; a flush is one subrequest per isolate and interval,
+ * run in `waitUntil` after the answer. An isolate that dies before its flush loses those counts,
+ * never a message.
+ * @module
+ */
+import { type CountedDecision, DecisionTally } from '../contract/decision-counts'
+import type { OriginConfig } from './config'
+import type { GatewayError } from './errors'
+import { forwardBody } from './forward'
+import { logProblem } from './log'
+
+/** A flush is small; it never waits longer than this for the origin. */
+const FLUSH_TIMEOUT_MS = 3_000
+/** Flushes one scheduled wait may run back to back while decisions keep coming. */
+const MAX_FLUSHES_PER_WAIT = 3
+/** A reason is counted when it is a code; free text (an error message) would split the rows. */
+const REASON_CODE = /^[a-z0-9_.:-]{1,64}$/
+
+/** Where and how often this isolate's counts go; null origin or 0 seconds: not counted. */
+export interface FlushTarget {
+  origin: OriginConfig | null
+  everySeconds: number
+  waitUntil(promise: Promise<unknown>): void
+}
+
+// One tally per isolate: module state lives as long as the isolate does.
+const tally = new DecisionTally()
+let lastFlushAt = 0
+let scheduled = false
+
+/** Counts one decision and makes sure a flush is on its way within the interval. */
+export function countDecision(target: FlushTarget, decision: CountedDecision): void {
+  if (!target.origin || target.everySeconds <= 0) return
+  const reason = decision.payloadMismatch
+    ? 'payload_mismatch'
+    : decision.reason && REASON_CODE.test(decision.reason)
+      ? decision.reason
+      : undefined
+  tally.add({ ...decision, reason }, Date.now())
+  if (scheduled) return
+  scheduled = true
+  // An isolate's first decision waits a whole interval too: the ones right after it join it.
+  if (lastFlushAt === 0) lastFlushAt = Date.now()
+  target.waitUntil(flushLoop(target.origin, target.everySeconds * 1000))
+}
+
+/** Why the gateway refused a request, as a code the console groups by. */
+export function refusalReason(err: GatewayError): string {
+  if (err.code === 'unauthorized') {
+    return err.detail.includes('tenant') ? 'foreign_tenant' : 'bad_signature'
+  }
+  if (err.code === 'invalid_payload') return 'bad_body'
+  return err.code
+}
+
+/** The channel of a webhook path (`/webhooks/slack/...` → slack), or null for other routes. */
+export function channelOfPath(path: string): string | null {
+  return /^\/webhooks\/([a-z-]{1,32})(?:\/|$)/.exec(path)?.[1] ?? null
+}
+
+async function flushLoop(origin: OriginConfig, everyMs: number): Promise<void> {
+  try {
+    for (let i = 0; i < MAX_FLUSHES_PER_WAIT && !tally.empty; i++) {
+      const wait = lastFlushAt + everyMs - Date.now()
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+      lastFlushAt = Date.now()
+      await flush(origin)
+    }
+  } finally {
+    scheduled = false
+  }
+}
+
+async function flush(origin: OriginConfig): Promise<void> {
+  const batch = tally.take()
+  if (!batch) return
+  const result = await forwardBody(origin, JSON.stringify(batch), FLUSH_TIMEOUT_MS, '/v1/decisions')
+  if (result.kind === 'accepted') return
+  // Kept for the next flush (bounded); the counts are late, not lost, unless the isolate goes.
+  tally.restore(batch)
+  logProblem('warn', 'decision_counts_not_flushed', {
+    status: result.status ?? undefined,
+    reason: result.kind === 'failed' ? result.reason : (result.code ?? undefined),
+  })
+}

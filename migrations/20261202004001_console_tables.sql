@@ -1,7 +1,9 @@
 -- migrate:up
 -- The operator console (origin/console/): what the gateway decided, in minute buckets; a bounded
 -- sample of keyed decisions for lookup; sign-in sessions; the audit of replays; bulk replay runs.
-SET lock_timeout = '5s';
+-- It adds an index to channel_failures, a live table: give up a blocked lock in 2 s rather than
+-- queue every write behind it (npm run migrate retries; see docs/design.md).
+SET LOCAL lock_timeout = '2s';
 
 -- Per-minute counts flushed by each Worker isolate (POST /v1/decisions), added up on conflict.
 -- The decision time is a histogram in fixed buckets (ms_le_*: at most that many ms), so a p50 /

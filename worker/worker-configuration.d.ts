@@ -22,6 +22,7 @@ declare namespace Cloudflare {
 		SPOOL_RETRY_MAX_SECONDS: string;
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
+		DECISION_FLUSH_SECONDS: string;
 	}
 	interface ProductionEnv {
 		SPOOL_BODIES: R2Bucket;
@@ -42,6 +43,7 @@ declare namespace Cloudflare {
 		SPOOL_RETRY_MAX_SECONDS: string;
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
+		DECISION_FLUSH_SECONDS: string;
 	}
 	interface Env {
 		SPOOL_BODIES: R2Bucket;
@@ -62,7 +64,7 @@ declare namespace Cloudflare {
 		SPOOL_RETRY_MAX_SECONDS: string;
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
-		DECISION_FLUSH_SECONDS?: string;
+		DECISION_FLUSH_SECONDS: string;
 	}
 }
 interface Env extends Cloudflare.Env {}

@@ -63,6 +63,9 @@ CREATE INDEX payload_mismatches_seen_idx ON payload_mismatches (seen_at DESC, id
 CREATE TABLE console_sessions (
   token_hash  text PRIMARY KEY,
   token_name  text NOT NULL,
+  -- SHA-256 of the token that signed in: a session ends when its token is no longer configured
+  -- (rotated, removed, its role changed), not only when it expires.
+  token_digest text NOT NULL,
   role        text NOT NULL CHECK (role IN ('viewer', 'operator')),
   csrf_token  text NOT NULL,
   created_at  timestamptz NOT NULL DEFAULT now(),

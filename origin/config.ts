@@ -8,7 +8,7 @@
 import { ORIGIN_TIMEOUT_MS } from '../claims/settings'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
-import { OPERATOR_TOKEN } from '../contract/operator-token'
+import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
 import { readInt, readText, setting } from '../contract/settings'
 import { DATABASE_DRIVERS, type DatabaseDriver, driverForUrl, isDatabaseDriver } from './db/driver'
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
@@ -190,6 +190,8 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
     operatorToken: readText(env, OPERATOR_TOKEN) ?? undefined,
   }
+  const tokenProblem = operatorTokenProblem(config.operatorToken)
+  if (tokenProblem) problems.push(tokenProblem)
   if (config.dbConnectTimeoutMs >= config.originTimeoutMs) {
     problems.push(
       `DB_CONNECT_TIMEOUT_MS (${config.dbConnectTimeoutMs}) must be below ORIGIN_TIMEOUT_MS (${config.originTimeoutMs}): the Worker gives up on a forward after ORIGIN_TIMEOUT_MS, so a longer wait for a connection only does work nobody waits for`,

@@ -4,6 +4,7 @@
  * sign-in needs the session's CSRF token; replays need the operator role and are audited.
  * @module
  */
+import { getConnInfo } from '@hono/node-server/conninfo'
 import { type Context, Hono } from 'hono'
 import type { ClaimStore } from '../../claims'
 import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
@@ -42,6 +43,7 @@ import {
   setSessionCookie,
 } from './session'
 import type { ConsoleConfig } from './settings'
+import { type SignInLimit, signInLimit } from './sign-in-limit'
 
 export interface ConsoleDeps {
   db: Database
@@ -51,6 +53,17 @@ export interface ConsoleDeps {
   /** What a replay needs besides the database (DOWNSTREAM_URL, the retry policy, Gmail). */
   replay: Omit<ReplayCliDeps, 'db'>
   logger: Logger
+  /** Refused sign-ins per client address. @default 10 per 5 minutes */
+  signInLimit?: SignInLimit
+}
+
+/** The client's address as the socket gives it (not a header a client can set), else `unknown`. */
+function clientAddress(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown'
+  } catch {
+    return 'unknown'
+  }
 }
 
 type Env = { Variables: { session: Session; form: Record<string, string> } }
@@ -70,6 +83,7 @@ const SECURITY_HEADERS = {
 export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
   const { db, config, logger } = deps
   const replayDeps = { ...deps.replay, db }
+  const signIns = deps.signInLimit ?? signInLimit()
   const app = new Hono<Env>()
 
   app.use(async (c, next) => {
@@ -82,10 +96,17 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
   app.post('/login', async (c) => {
     // No session yet, so no CSRF token: a sign-in posted from another site is refused by origin.
     if (!sameSite(c)) return c.text('cross-site sign-in refused', 403)
+    const address = clientAddress(c)
+    const wait = signIns.retryAfter(address)
+    if (wait > 0) {
+      c.header('retry-after', String(wait))
+      return c.html(<LoginPage error="Too many refused sign-ins: try again later." />, 429)
+    }
     const form = await readForm(c)
     const who = matchToken(config.tokens, form.token ?? '')
     if (!who) {
-      logger.warn('console sign-in refused')
+      signIns.refused(address)
+      logger.warn('console sign-in refused', { address })
       return c.html(<LoginPage error="That token does not sign in." />, 401)
     }
     const { id } = await openSession(db, who, config.sessionSeconds)
@@ -96,7 +117,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
 
   // Everything below: a session, and for a POST its CSRF token.
   app.use(async (c, next) => {
-    const session = await findSession(db, sessionCookie(c))
+    const session = await findSession(db, sessionCookie(c), config.tokens)
     if (!session) {
       if (c.req.method === 'GET') return c.redirect('/console/login', 303)
       return c.text('sign in first', 401)

@@ -42,9 +42,9 @@ export async function openSession(
   const id = randomToken()
   const csrfToken = randomToken()
   await db.query(
-    `INSERT INTO console_sessions (token_hash, token_name, role, csrf_token, expires_at)
-     VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
-    [sha256(id), who.name, who.role, csrfToken, seconds],
+    `INSERT INTO console_sessions (token_hash, token_name, token_digest, role, csrf_token, expires_at)
+     VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))`,
+    [sha256(id), who.name, sha256(who.token), who.role, csrfToken, seconds],
   )
   // Expired sessions go as new ones come (bounded: one small statement per sign-in).
   await db.query(
@@ -54,15 +54,40 @@ export async function openSession(
   return { id, session: { tokenName: who.name, role: who.role, csrfToken } }
 }
 
-export async function findSession(db: Queryable, id: string | undefined): Promise<Session | null> {
+/**
+ * The live session of cookie `id`: not expired, and signed in with a token that is still
+ * configured, under the same name and role. Rotating, removing or demoting a token ends its
+ * sessions at their next request (the row goes).
+ */
+export async function findSession(
+  db: Queryable,
+  id: string | undefined,
+  tokens: readonly ConsoleToken[],
+): Promise<Session | null> {
   if (!id || id.length > 100) return null
-  const rows = await db.query<{ token_name: string; role: Role; csrf_token: string }>(
-    `SELECT token_name, role, csrf_token FROM console_sessions
+  const rows = await db.query<{
+    token_name: string
+    token_digest: string
+    role: Role
+    csrf_token: string
+  }>(
+    `SELECT token_name, token_digest, role, csrf_token FROM console_sessions
       WHERE token_hash = $1 AND expires_at > now()`,
     [sha256(id)],
   )
   const row = rows[0]
-  return row ? { tokenName: row.token_name, role: row.role, csrfToken: row.csrf_token } : null
+  if (!row) return null
+  const stillConfigured = tokens.some(
+    (t) =>
+      t.name === row.token_name &&
+      t.role === row.role &&
+      timingSafeEqual(sha256(t.token), row.token_digest),
+  )
+  if (!stillConfigured) {
+    await closeSession(db, id)
+    return null
+  }
+  return { tokenName: row.token_name, role: row.role, csrfToken: row.csrf_token }
 }
 
 export async function closeSession(db: Queryable, id: string | undefined): Promise<void> {

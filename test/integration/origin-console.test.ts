@@ -7,7 +7,9 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { secretList } from '../../contract/crypto'
-import { createConsoleApp } from '../../origin/console/app'
+import { type ConsoleDeps, createConsoleApp } from '../../origin/console/app'
+import type { ConsoleConfig } from '../../origin/console/settings'
+import { signInLimit } from '../../origin/console/sign-in-limit'
 import { openDatabase } from '../../origin/db'
 import type { Logger } from '../../origin/log'
 import { silentLogger } from '../../origin/log'
@@ -191,6 +193,75 @@ describe('sessions', () => {
     expect(all).not.toContain('a-wrong-token-to-not-log')
     expect(all).not.toContain(OPERATOR)
     expect(all).not.toContain(session.cookie.split('=')[1])
+  })
+})
+
+describe('who may stay signed in, and how often one may guess', () => {
+  /** A console of its own on the same database: its own tokens and sign-in limit. */
+  function ownConsole(deps: Partial<ConsoleDeps>) {
+    const config: ConsoleConfig = {
+      tokens: [{ name: 'ops', role: 'operator', token: OPERATOR }],
+      sessionSeconds: 3600,
+    }
+    const app = new Hono().route(
+      '/console',
+      createConsoleApp({
+        db: ui.db,
+        logger,
+        claims: null,
+        config,
+        replay: {
+          downstream: null,
+          retry: { maxAttempts: 3, baseMs: 10, maxMs: 10 },
+          gmail: null,
+          env: {},
+        },
+        ...deps,
+      }),
+    )
+    const signInWith = (token: string) =>
+      app.request(`${BASE}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token }),
+      })
+    return { app, config, signInWith }
+  }
+
+  it('a session ends when its token is rotated, removed or demoted, not only when it expires', async () => {
+    const { app, config, signInWith } = ownConsole({})
+    const signedIn = async () => {
+      const res = await signInWith(OPERATOR)
+      expect(res.status).toBe(303)
+      return (res.headers.get('set-cookie') ?? '').split(';')[0] as string
+    }
+    const page = (cookie: string) => app.request(BASE, { headers: { cookie } })
+
+    const rotated = await signedIn()
+    expect((await page(rotated)).status).toBe(200)
+    config.tokens = [{ name: 'ops', role: 'operator', token: `${OPERATOR}-rotated` }]
+    expect((await page(rotated)).status).toBe(303)
+    // Rotated back, the old session is gone for good: it was deleted at its refusal.
+    config.tokens = [{ name: 'ops', role: 'operator', token: OPERATOR }]
+    expect((await page(rotated)).status).toBe(303)
+
+    const demoted = await signedIn()
+    config.tokens = [{ name: 'ops', role: 'viewer', token: OPERATOR }]
+    expect((await page(demoted)).status).toBe(303)
+
+    config.tokens = [{ name: 'ops', role: 'operator', token: OPERATOR }]
+    const removed = await signedIn()
+    config.tokens = []
+    expect((await page(removed)).status).toBe(303)
+  })
+
+  it('past the limit of refused sign-ins, every sign-in is 429 for the window, the right token too', async () => {
+    const { signInWith } = ownConsole({ signInLimit: signInLimit(3, 60_000) })
+    for (let i = 0; i < 3; i++) expect((await signInWith(`wrong-guess-${i}`)).status).toBe(401)
+    const limited = await signInWith(OPERATOR)
+    expect(limited.status).toBe(429)
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect((await signInWith('wrong-guess-again')).status).toBe(429)
   })
 })
 

@@ -56,6 +56,7 @@ export const whatsappCloud: WebhookChannel<
   typeof WHATSAPP_VARIABLES
 > = {
   name: 'whatsapp-cloud',
+  eventChannels: ['whatsapp'],
   variables: WHATSAPP_VARIABLES,
   dedupTtl: DEDUP_TTL,
   paths: ['/whatsapp-cloud'],

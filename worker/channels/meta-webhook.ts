@@ -11,7 +11,7 @@ import { type Bytes, equalsAny, hmac, secretList, toHex } from '../../contract/c
 import { rawValue, type StringEnv, type TextSetting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import type { TenantSecrets, TenantVerdict } from '../tenants'
-import { tenantIds, tenantSecrets } from '../tenants'
+import { matchingTenant, tenantIds, tenantSecrets } from '../tenants'
 import type { HandshakeVerdict, RequestParts } from './types'
 
 /** A Meta channel's settings: whose secrets verify, for which ids, and the handshake's token. */
@@ -113,12 +113,7 @@ export async function verifyMetaSignature(
   if (!offered.startsWith('sha256=')) return { ok: false, reason: 'unknown_signature_version' }
   const matches = async (list: readonly string[]) =>
     equalsAny(await Promise.all(list.map((s) => metaSignature(s, parts.body.bytes))), offered)
-  const byApp =
-    appSecrets.kind === 'shared' ? [[null, appSecrets.secrets] as const] : appSecrets.byTenant
-  let app: string | null | undefined
-  for (const [id, list] of byApp) {
-    if ((await matches(list)) && app === undefined) app = id
-  }
+  const app = await matchingTenant(appSecrets, matches)
   if (app === undefined) return { ok: false, reason: 'signature_mismatch' }
   if (app === null) return { ok: true, tenant: null }
   return { ok: true, tenant: app, scopes: idsByApp.get(app) ?? new Set() }

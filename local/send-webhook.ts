@@ -6,13 +6,15 @@
  *   tsx local/send-webhook.ts twilio   [--text hi] [--id SM...] [--sms] [--status delivered]
  *   tsx local/send-webhook.ts telegram [--text hi] [--id 1001] [--chat 7] [--message-id 42] [--edit]
  *   tsx local/send-webhook.ts whatsapp-cloud [--text hi] [--id wamid...] [--phone-number-id ID]
+ *   tsx local/send-webhook.ts line     [--text hi] [--id ULID] [--message-id 5...] [--unsend]
  *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
  * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Each
  * answer says what the gateway made of it (its `x-dedup-decision` header): new, duplicate, ... Secrets
  * come from the environment, else `.dev.vars`, else `.dev.vars.example` (what `npm run dev` uses).
  * With a per-tenant variable set (SLACK_SIGNING_SECRETS_BY_APP, ...), the request is signed as the
- * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id), else as its first tenant.
+ * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id, LINE bot user id), else as
+ * its first tenant.
  * Slack signatures expire after 5 minutes: a printed curl must be run within that.
  * @module
  */
@@ -21,6 +23,12 @@ import { DECISION_HEADER } from '../contract/decision-log'
 import { parseTenantSecrets } from '../worker/tenants'
 import { loadDevVars } from './dev-vars'
 import {
+  LINE_DESTINATION,
+  lineEventId,
+  lineMessageId,
+  linePost,
+  lineText,
+  lineUnsend,
   randomHex,
   slackDelivery,
   telegramDelivery,
@@ -29,21 +37,24 @@ import {
   whatsappCloudPost,
 } from './vendor-deliveries'
 
-const VENDORS = ['slack', 'twilio', 'telegram', 'whatsapp-cloud'] as const
+const VENDORS = ['slack', 'twilio', 'telegram', 'whatsapp-cloud', 'line'] as const
 type Vendor = (typeof VENDORS)[number]
 
 const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
   --text TEXT        message text
   --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id,
-                     WhatsApp message id (wamid)
+                     WhatsApp message id (wamid), LINE webhookEventId
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
-  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app (per-tenant secrets)
+  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / LINE bot
+                     (per-tenant secrets)
   slack:    --channel C123 --user U123 --ts 1700000000.000100
   twilio:   --sms (an SMS instead of WhatsApp) --from +14155550100 --status delivered
   telegram: --chat 7 --message-id 42 --edit
-  whatsapp-cloud: --phone-number-id 106540352242922`
+  whatsapp-cloud: --phone-number-id 106540352242922
+  line:     --message-id 5... (the message; reuse it for a redelivery under a new --id)
+            --unsend (take that message back)`
 
 interface Built {
   url: string
@@ -65,6 +76,8 @@ const SECRET_NAMES = [
   'WHATSAPP_APP_SECRET',
   'WHATSAPP_APP_SECRETS_BY_APP',
   'WHATSAPP_PHONE_NUMBERS_BY_APP',
+  'LINE_CHANNEL_SECRET',
+  'LINE_CHANNEL_SECRETS_BY_DESTINATION',
   'PUBLIC_BASE_URL',
 ] as const
 
@@ -204,6 +217,25 @@ function buildWhatsappCloud(
   return built(post.request(base))
 }
 
+/** A LINE POST with one text message (or the unsend of one), for the signing bot. */
+function buildLine(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
+  const signed = signer(
+    vars,
+    'LINE_CHANNEL_SECRETS_BY_DESTINATION',
+    'LINE_CHANNEL_SECRET',
+    tenantOption(o),
+  )
+  const fields = { webhookEventId: given(o, 'id') ?? lineEventId() }
+  const messageId = given(o, 'message-id') ?? lineMessageId()
+  const text = given(o, 'text') ?? 'hello from send-webhook'
+  const event = o.unsend ? lineUnsend(messageId, fields) : lineText(messageId, text, fields)
+  const post = linePost([event], {
+    secret: signed.secret,
+    destination: signed.tenant ?? LINE_DESTINATION,
+  })
+  return built(post.request(base))
+}
+
 const BUILDERS: Record<
   Vendor,
   (base: string, vars: Record<string, string>, o: Options) => Promise<Built>
@@ -212,6 +244,7 @@ const BUILDERS: Record<
   twilio: buildTwilio,
   telegram: buildTelegram,
   'whatsapp-cloud': buildWhatsappCloud,
+  line: buildLine,
 }
 
 /** What the gateway made of a delivery, in words: its x-dedup-decision header. */
@@ -260,6 +293,7 @@ async function main(): Promise<void> {
       chat: { type: 'string' },
       'message-id': { type: 'string' },
       edit: { type: 'boolean' },
+      unsend: { type: 'boolean' },
       'phone-number-id': { type: 'string' },
       tenant: { type: 'string' },
       help: { type: 'boolean', short: 'h' },

@@ -100,6 +100,27 @@ describe('npm run dev', () => {
       ])
       expect(sent.stdout).toMatch(/1\/2 whatsapp-cloud -> 200 new/)
       expect(sent.stdout).toMatch(/2\/2 whatsapp-cloud -> 200 duplicate/)
+      // And LINE, with the dev secret of .dev.vars.example: a message, then its unsend.
+      const lineId = `5${Date.now()}`
+      const url = ['--url', `http://127.0.0.1:${ports.WORKER_PORT}`]
+      const lineSent = await tool('local/send-webhook.ts', [
+        'line',
+        '--message-id',
+        lineId,
+        '--times',
+        '2',
+        ...url,
+      ])
+      expect(lineSent.stdout).toMatch(/1\/2 line -> 200 new/)
+      expect(lineSent.stdout).toMatch(/2\/2 line -> 200 duplicate/)
+      const unsent = await tool('local/send-webhook.ts', [
+        'line',
+        '--message-id',
+        lineId,
+        '--unsend',
+        ...url,
+      ])
+      expect(unsent.stdout).toMatch(/1\/1 line -> 200 new/)
 
       // The failures CLI finds the stack's database by itself (no DATABASE_URL).
       expect(existsSync(DEV_STACK_FILE)).toBe(true)

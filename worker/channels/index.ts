@@ -10,6 +10,7 @@
  * @module
  */
 import type { Channel } from '../../contract/event'
+import { line } from './line'
 import { slack } from './slack'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
@@ -21,6 +22,7 @@ export const WEBHOOK_CHANNELS = [
   twilio,
   telegram,
   whatsappCloud,
+  line,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]

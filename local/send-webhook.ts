@@ -7,6 +7,7 @@
  *   tsx local/send-webhook.ts telegram [--text hi] [--id 1001] [--chat 7] [--message-id 42] [--edit]
  *   tsx local/send-webhook.ts whatsapp-cloud [--text hi] [--id wamid...] [--phone-number-id ID]
  *   tsx local/send-webhook.ts line     [--text hi] [--id ULID] [--message-id 5...] [--unsend]
+ *   tsx local/send-webhook.ts messenger|instagram [--text hi] [--id m_...] [--account ID] [--edit]
  *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
  * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Each
@@ -29,6 +30,12 @@ import {
   linePost,
   lineText,
   lineUnsend,
+  META_PAGE,
+  messagingBody,
+  messagingEvent,
+  messagingText,
+  metaMid,
+  metaRequest,
   randomHex,
   slackDelivery,
   telegramDelivery,
@@ -37,14 +44,22 @@ import {
   whatsappCloudPost,
 } from './vendor-deliveries'
 
-const VENDORS = ['slack', 'twilio', 'telegram', 'whatsapp-cloud', 'line'] as const
+const VENDORS = [
+  'slack',
+  'twilio',
+  'telegram',
+  'whatsapp-cloud',
+  'line',
+  'messenger',
+  'instagram',
+] as const
 type Vendor = (typeof VENDORS)[number]
 
 const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
   --text TEXT        message text
   --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id,
-                     WhatsApp message id (wamid), LINE webhookEventId
+                     WhatsApp message id (wamid), LINE webhookEventId, Messenger / Instagram mid
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
   --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / LINE bot
@@ -54,7 +69,8 @@ const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   telegram: --chat 7 --message-id 42 --edit
   whatsapp-cloud: --phone-number-id 106540352242922
   line:     --message-id 5... (the message; reuse it for a redelivery under a new --id)
-            --unsend (take that message back)`
+            --unsend (take that message back)
+  messenger, instagram: --account ID (the Page / Instagram account) --edit (edit the --id message)`
 
 interface Built {
   url: string
@@ -78,6 +94,12 @@ const SECRET_NAMES = [
   'WHATSAPP_PHONE_NUMBERS_BY_APP',
   'LINE_CHANNEL_SECRET',
   'LINE_CHANNEL_SECRETS_BY_DESTINATION',
+  'MESSENGER_APP_SECRET',
+  'MESSENGER_APP_SECRETS_BY_APP',
+  'MESSENGER_PAGES_BY_APP',
+  'INSTAGRAM_APP_SECRET',
+  'INSTAGRAM_APP_SECRETS_BY_APP',
+  'INSTAGRAM_ACCOUNTS_BY_APP',
   'PUBLIC_BASE_URL',
 ] as const
 
@@ -236,6 +258,36 @@ function buildLine(base: string, vars: Record<string, string>, o: Options): Prom
   return built(post.request(base))
 }
 
+/**
+ * A Messenger (`object: page`) or Instagram POST with one text message, or with `--edit` the edit
+ * of the `--id` one, for an account the app writes for.
+ */
+function metaMessaging(name: 'messenger' | 'instagram', object: string, idsVariable: string) {
+  const prefix = name.toUpperCase()
+  return (base: string, vars: Record<string, string>, o: Options): Promise<Built> => {
+    const signed = signer(
+      vars,
+      `${prefix}_APP_SECRETS_BY_APP`,
+      `${prefix}_APP_SECRET`,
+      tenantOption(o),
+    )
+    const any = { test: () => true, hint: '' }
+    const accounts = parseTenantSecrets(idsVariable, vars[idsVariable], any, [])
+    const account =
+      given(o, 'account') ??
+      (signed.tenant ? accounts?.get(signed.tenant)?.[0] : undefined) ??
+      META_PAGE
+    const mid = given(o, 'id') ?? metaMid()
+    const text = given(o, 'text') ?? 'hello from send-webhook'
+    const recipient = { recipient: account }
+    const event = o.edit
+      ? messagingEvent({ message_edit: { mid, text, num_edit: 1 } }, recipient)
+      : messagingText(mid, text, recipient)
+    const body = messagingBody(object, [{ id: account, messaging: [event] }])
+    return built(metaRequest(`${base}/webhooks/${name}`, body, signed.secret))
+  }
+}
+
 const BUILDERS: Record<
   Vendor,
   (base: string, vars: Record<string, string>, o: Options) => Promise<Built>
@@ -245,6 +297,8 @@ const BUILDERS: Record<
   telegram: buildTelegram,
   'whatsapp-cloud': buildWhatsappCloud,
   line: buildLine,
+  messenger: metaMessaging('messenger', 'page', 'MESSENGER_PAGES_BY_APP'),
+  instagram: metaMessaging('instagram', 'instagram', 'INSTAGRAM_ACCOUNTS_BY_APP'),
 }
 
 /** What the gateway made of a delivery, in words: its x-dedup-decision header. */
@@ -295,6 +349,7 @@ async function main(): Promise<void> {
       edit: { type: 'boolean' },
       unsend: { type: 'boolean' },
       'phone-number-id': { type: 'string' },
+      account: { type: 'string' },
       tenant: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -343,7 +343,7 @@ export function waBatch(changes: WaChange[], waba = '102290129340398'): Record<s
 }
 
 /** A POST signed the way Meta signs it: the exact bytes sent, under the app secret. */
-export async function waRequest(
+export async function metaRequest(
   url: string,
   body: Record<string, unknown> | string,
   secret = WA_TEST_SECRET,
@@ -358,6 +358,9 @@ export async function waRequest(
     body: text,
   })
 }
+
+/** A WhatsApp Cloud POST: Meta's signature. */
+export const waRequest = metaRequest
 
 /**
  * One Meta POST of `changes` (messages and statuses per phone number), signed with the test app
@@ -465,6 +468,62 @@ export function linePost(
   const body = lineBody(events, signing.destination)
   const secret = signing.forged ? FORGED_SECRET : (signing.secret ?? LINE_TEST_SECRET)
   return { request: (base) => lineRequest(`${base}/webhooks/line`, body, secret) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messenger and Instagram (Meta's Messenger Platform): one POST carries a batch
+// ---------------------------------------------------------------------------------------------
+
+/** MESSENGER_APP_SECRET / INSTAGRAM_APP_SECRET and the verify token of the tests' gateways. */
+export const META_TEST_SECRET = 'test-meta-app-secret'
+export const META_VERIFY_TOKEN = 'test-meta-verify-token'
+/** The Page (or Instagram account) of the fixtures unless told otherwise, and its user. */
+export const META_PAGE = '106540352242922'
+export const META_USER = '2345678901234567'
+
+/** A fresh message id, shaped as Messenger's (`m_…`). */
+export const metaMid = (): string => `m_${randomHex(24)}`
+
+export interface MessagingFields {
+  sender?: string
+  recipient?: string
+  /** Milliseconds since the epoch. */
+  timestamp?: number
+}
+
+/** One messaging event: `what` is its payload (`{message: …}`, `{read: …}`, …). */
+export function messagingEvent(what: Record<string, unknown>, fields: MessagingFields = {}) {
+  return {
+    sender: { id: fields.sender ?? META_USER },
+    recipient: { id: fields.recipient ?? META_PAGE },
+    timestamp: fields.timestamp ?? 1_458_692_752_478,
+    ...what,
+  }
+}
+
+/** A text message event. */
+export function messagingText(mid: string, text: string, fields: MessagingFields = {}) {
+  return messagingEvent({ message: { mid, text } }, fields)
+}
+
+/** One entry of a Messenger Platform POST: an account's events, and the standby ones. */
+export interface MessagingEntry {
+  id?: string
+  messaging?: unknown[]
+  standby?: unknown[]
+}
+
+/** A webhook body of `object` (`page`, `instagram`), one entry per account. */
+export function messagingBody(object: string, entries: MessagingEntry[]): Record<string, unknown> {
+  return {
+    object,
+    entry: entries.map((entry) => ({
+      id: entry.id ?? META_PAGE,
+      time: 1_458_692_752_478,
+      ...(entry.messaging ? { messaging: entry.messaging } : {}),
+      ...(entry.standby ? { standby: entry.standby } : {}),
+    })),
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -121,6 +121,22 @@ describe('npm run dev', () => {
         ...url,
       ])
       expect(unsent.stdout).toMatch(/1\/1 line -> 200 new/)
+      // Messenger and Instagram: a message twice, then its edit.
+      for (const vendor of ['messenger', 'instagram']) {
+        const mid = `m_devtest${Date.now()}`
+        const twice = await tool('local/send-webhook.ts', [
+          vendor,
+          '--id',
+          mid,
+          '--times',
+          '2',
+          ...url,
+        ])
+        expect(twice.stdout).toMatch(new RegExp(`1/2 ${vendor} -> 200 new`))
+        expect(twice.stdout).toMatch(new RegExp(`2/2 ${vendor} -> 200 duplicate`))
+        const edited = await tool('local/send-webhook.ts', [vendor, '--id', mid, '--edit', ...url])
+        expect(edited.stdout).toMatch(new RegExp(`1/1 ${vendor} -> 200 new`))
+      }
 
       // The failures CLI finds the stack's database by itself (no DATABASE_URL).
       expect(existsSync(DEV_STACK_FILE)).toBe(true)

@@ -10,7 +10,9 @@
  * @module
  */
 import type { Channel } from '../../contract/event'
+import { instagram } from './instagram'
 import { line } from './line'
+import { messenger } from './messenger'
 import { slack } from './slack'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
@@ -23,6 +25,8 @@ export const WEBHOOK_CHANNELS = [
   telegram,
   whatsappCloud,
   line,
+  messenger,
+  instagram,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]

@@ -37,6 +37,9 @@ export interface MetaAppVariables {
   idNoun: string
 }
 
+/** "Webhook payloads can be up to 3 MB" (Meta, for batches of up to 1,000 updates). */
+export const META_MAX_BODY_BYTES = 3 * 1024 * 1024
+
 const NUMERIC_ID = /^\d{1,20}$/
 /** Meta's ids (apps, phone numbers, pages, Instagram accounts) are decimal numbers. */
 export const isMetaId = (id: string): boolean => NUMERIC_ID.test(id)

@@ -16,6 +16,7 @@ import type { TenantSecrets, TenantVerdict } from '../tenants'
 import { sharedSecretRow, tenantSecretsRow } from '../tenants'
 import {
   isMetaId,
+  META_MAX_BODY_BYTES,
   type MetaAppVariables,
   metaAppConfig,
   metaSignature,
@@ -62,7 +63,7 @@ export const whatsappCloud: WebhookChannel<
   dedupTtl: DEDUP_TTL,
   paths: ['/whatsapp-cloud'],
   budgetMs: 2_500,
-  maxBodyBytes: 3 * 1024 * 1024,
+  maxBodyBytes: META_MAX_BODY_BYTES,
   settings: whatsappCloudConfig,
   pick: (settings) => settings['whatsapp-cloud'],
   handshake: (query, config) => verifyHandshake(query, config.verifyTokens),

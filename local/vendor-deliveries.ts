@@ -58,7 +58,7 @@ export const FORGED_SECRET = 'not-the-configured-secret'
 
 /**
  * The Worker bindings under which a gateway accepts deliveries signed with `secrets` (the test
- * secrets: Meta's channel too, with {@link WA_TEST_SECRET}).
+ * secrets: WhatsApp Cloud's, LINE's, Messenger's and Instagram's too).
  */
 export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<string, string> {
   return {
@@ -67,7 +67,15 @@ export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<st
     TELEGRAM_SECRET_TOKEN: secrets.telegram,
     TELEGRAM_BOT_ID: secrets.telegramBotId,
     ...(secrets === TEST_SECRETS
-      ? { WHATSAPP_APP_SECRET: WA_TEST_SECRET, WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN }
+      ? {
+          WHATSAPP_APP_SECRET: WA_TEST_SECRET,
+          WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN,
+          LINE_CHANNEL_SECRET: LINE_TEST_SECRET,
+          MESSENGER_APP_SECRET: META_TEST_SECRET,
+          MESSENGER_VERIFY_TOKEN: META_VERIFY_TOKEN,
+          INSTAGRAM_APP_SECRET: META_TEST_SECRET,
+          INSTAGRAM_VERIFY_TOKEN: META_VERIFY_TOKEN,
+        }
       : {}),
   }
 }
@@ -597,7 +605,7 @@ export function emailRequest(base: string, raw: string, envelope: { from: string
 /** One vendor delivery and the keys the gateway must derive from it. */
 export interface SignedDelivery {
   /** `messages.channel` of its row. */
-  channel: 'slack' | 'whatsapp' | 'sms' | 'telegram'
+  channel: 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'line' | 'messenger' | 'instagram'
   /** `messages.channel_message_id` of its row. */
   messageKey: string
   /** The Redis claim key (without REDIS_KEY_PREFIX). */
@@ -701,6 +709,40 @@ export function telegramDelivery(
     messageKey: `${bot}:${chatId}:${messageId}`,
     deliveryKey: `dedup:telegram:${bot}:${updateId}`,
     request: async (base) => telegramRequest(`${base}${path}`, update, secret),
+  }
+}
+
+/** A LINE text message as its own POST, with a fresh `webhookEventId` and message id unless given. */
+export function lineDelivery(
+  fields: Signing & { text?: string; messageId?: string; webhookEventId?: string } = {},
+): SignedDelivery {
+  const messageId = fields.messageId ?? lineMessageId()
+  const eventId = fields.webhookEventId ?? lineEventId()
+  const event = lineText(messageId, fields.text ?? 'hello', { webhookEventId: eventId })
+  return {
+    channel: 'line',
+    messageKey: `${LINE_DESTINATION}:${messageId}`,
+    deliveryKey: `dedup:line:${LINE_DESTINATION}:${eventId}`,
+    request: linePost([event], fields).request,
+  }
+}
+
+/** A Messenger (`page`) or Instagram text message as its own POST, with a fresh `mid` unless given. */
+export function messagingDelivery(
+  channel: 'messenger' | 'instagram',
+  fields: Signing & { text?: string; mid?: string; sender?: string } = {},
+): SignedDelivery {
+  const mid = fields.mid ?? metaMid()
+  const event = messagingText(mid, fields.text ?? 'hello', { sender: fields.sender })
+  const body = messagingBody(channel === 'messenger' ? 'page' : 'instagram', [
+    { messaging: [event] },
+  ])
+  const secret = fields.forged ? FORGED_SECRET : (fields.secret ?? META_TEST_SECRET)
+  return {
+    channel,
+    messageKey: `${META_PAGE}:${mid}`,
+    deliveryKey: `dedup:${channel}:${META_PAGE}:${mid}`,
+    request: (base) => metaRequest(`${base}/webhooks/${channel}`, body, secret),
   }
 }
 

@@ -67,6 +67,9 @@ const CHANNEL_WEIGHTS: Record<SoakChannel, number> = {
   'whatsapp-cloud': 2,
   sms: 2,
   telegram: 2,
+  line: 1,
+  messenger: 1,
+  instagram: 1,
   email: 2,
   gmail: 1,
 }

@@ -3,7 +3,7 @@
  * verification per bot (`destination`), the settings, and what each event becomes: its keys, its
  * kind (message, delete), its attachments, or why it is acknowledged and not stored.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import {
   LINE_DESTINATION,
   LINE_USER,
@@ -145,6 +145,25 @@ describe('what each event becomes', () => {
     expect(first.action === 'forward' && first.draft.messageKey).toBe(
       again.action === 'forward' && again.draft.messageKey,
     )
+  })
+
+  it('a redelivery is logged with its delivery key (and nothing of the message)', () => {
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {})
+    try {
+      const id = '01FZ74A0TDDPYRVKNK77XKC3ZR'
+      one(lineText('43', 'secret text', { webhookEventId: id, redelivery: true }))
+      one(lineText('44', 'x'))
+      const lines = log.mock.calls.map(([line]) => String(line))
+      expect(lines).toEqual([
+        JSON.stringify({
+          level: 'info',
+          msg: 'line_redelivery',
+          deliveryKey: `dedup:line:${LINE_DESTINATION}:${id}`,
+        }),
+      ])
+    } finally {
+      log.mockRestore()
+    }
   })
 
   it('unsend: a delete of the message it names', () => {

@@ -6,13 +6,16 @@
  *   tsx local/send-webhook.ts twilio   [--text hi] [--id SM...] [--sms] [--status delivered]
  *   tsx local/send-webhook.ts telegram [--text hi] [--id 1001] [--chat 7] [--message-id 42] [--edit]
  *   tsx local/send-webhook.ts whatsapp-cloud [--text hi] [--id wamid...] [--phone-number-id ID]
+ *   tsx local/send-webhook.ts line     [--text hi] [--id ULID] [--message-id 5...] [--unsend]
+ *   tsx local/send-webhook.ts messenger|instagram [--text hi] [--id m_...] [--account ID] [--edit]
  *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
  * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Each
  * answer says what the gateway made of it (its `x-dedup-decision` header): new, duplicate, ... Secrets
  * come from the environment, else `.dev.vars`, else `.dev.vars.example` (what `npm run dev` uses).
  * With a per-tenant variable set (SLACK_SIGNING_SECRETS_BY_APP, ...), the request is signed as the
- * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id), else as its first tenant.
+ * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id, LINE bot user id), else as
+ * its first tenant.
  * Slack signatures expire after 5 minutes: a printed curl must be run within that.
  * @module
  */
@@ -21,6 +24,18 @@ import { DECISION_HEADER } from '../contract/decision-log'
 import { parseTenantSecrets } from '../worker/tenants'
 import { loadDevVars } from './dev-vars'
 import {
+  LINE_DESTINATION,
+  lineEventId,
+  lineMessageId,
+  linePost,
+  lineText,
+  lineUnsend,
+  META_PAGE,
+  messagingBody,
+  messagingEvent,
+  messagingText,
+  metaMid,
+  metaRequest,
   randomHex,
   slackDelivery,
   telegramDelivery,
@@ -29,21 +44,33 @@ import {
   whatsappCloudPost,
 } from './vendor-deliveries'
 
-const VENDORS = ['slack', 'twilio', 'telegram', 'whatsapp-cloud'] as const
+const VENDORS = [
+  'slack',
+  'twilio',
+  'telegram',
+  'whatsapp-cloud',
+  'line',
+  'messenger',
+  'instagram',
+] as const
 type Vendor = (typeof VENDORS)[number]
 
 const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
   --text TEXT        message text
   --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id,
-                     WhatsApp message id (wamid)
+                     WhatsApp message id (wamid), LINE webhookEventId, Messenger / Instagram mid
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
-  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app (per-tenant secrets)
+  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / LINE bot
+                     (per-tenant secrets)
   slack:    --channel C123 --user U123 --ts 1700000000.000100
   twilio:   --sms (an SMS instead of WhatsApp) --from +14155550100 --status delivered
   telegram: --chat 7 --message-id 42 --edit
-  whatsapp-cloud: --phone-number-id 106540352242922`
+  whatsapp-cloud: --phone-number-id 106540352242922
+  line:     --message-id 5... (the message; reuse it for a redelivery under a new --id)
+            --unsend (take that message back)
+  messenger, instagram: --account ID (the Page / Instagram account) --edit (edit the --id message)`
 
 interface Built {
   url: string
@@ -65,6 +92,14 @@ const SECRET_NAMES = [
   'WHATSAPP_APP_SECRET',
   'WHATSAPP_APP_SECRETS_BY_APP',
   'WHATSAPP_PHONE_NUMBERS_BY_APP',
+  'LINE_CHANNEL_SECRET',
+  'LINE_CHANNEL_SECRETS_BY_DESTINATION',
+  'MESSENGER_APP_SECRET',
+  'MESSENGER_APP_SECRETS_BY_APP',
+  'MESSENGER_PAGES_BY_APP',
+  'INSTAGRAM_APP_SECRET',
+  'INSTAGRAM_APP_SECRETS_BY_APP',
+  'INSTAGRAM_ACCOUNTS_BY_APP',
   'PUBLIC_BASE_URL',
 ] as const
 
@@ -204,6 +239,55 @@ function buildWhatsappCloud(
   return built(post.request(base))
 }
 
+/** A LINE POST with one text message (or the unsend of one), for the signing bot. */
+function buildLine(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
+  const signed = signer(
+    vars,
+    'LINE_CHANNEL_SECRETS_BY_DESTINATION',
+    'LINE_CHANNEL_SECRET',
+    tenantOption(o),
+  )
+  const fields = { webhookEventId: given(o, 'id') ?? lineEventId() }
+  const messageId = given(o, 'message-id') ?? lineMessageId()
+  const text = given(o, 'text') ?? 'hello from send-webhook'
+  const event = o.unsend ? lineUnsend(messageId, fields) : lineText(messageId, text, fields)
+  const post = linePost([event], {
+    secret: signed.secret,
+    destination: signed.tenant ?? LINE_DESTINATION,
+  })
+  return built(post.request(base))
+}
+
+/**
+ * A Messenger (`object: page`) or Instagram POST with one text message, or with `--edit` the edit
+ * of the `--id` one, for an account the app writes for.
+ */
+function metaMessaging(name: 'messenger' | 'instagram', object: string, idsVariable: string) {
+  const prefix = name.toUpperCase()
+  return (base: string, vars: Record<string, string>, o: Options): Promise<Built> => {
+    const signed = signer(
+      vars,
+      `${prefix}_APP_SECRETS_BY_APP`,
+      `${prefix}_APP_SECRET`,
+      tenantOption(o),
+    )
+    const any = { test: () => true, hint: '' }
+    const accounts = parseTenantSecrets(idsVariable, vars[idsVariable], any, [])
+    const account =
+      given(o, 'account') ??
+      (signed.tenant ? accounts?.get(signed.tenant)?.[0] : undefined) ??
+      META_PAGE
+    const mid = given(o, 'id') ?? metaMid()
+    const text = given(o, 'text') ?? 'hello from send-webhook'
+    const recipient = { recipient: account }
+    const event = o.edit
+      ? messagingEvent({ message_edit: { mid, text, num_edit: 1 } }, recipient)
+      : messagingText(mid, text, recipient)
+    const body = messagingBody(object, [{ id: account, messaging: [event] }])
+    return built(metaRequest(`${base}/webhooks/${name}`, body, signed.secret))
+  }
+}
+
 const BUILDERS: Record<
   Vendor,
   (base: string, vars: Record<string, string>, o: Options) => Promise<Built>
@@ -212,6 +296,9 @@ const BUILDERS: Record<
   twilio: buildTwilio,
   telegram: buildTelegram,
   'whatsapp-cloud': buildWhatsappCloud,
+  line: buildLine,
+  messenger: metaMessaging('messenger', 'page', 'MESSENGER_PAGES_BY_APP'),
+  instagram: metaMessaging('instagram', 'instagram', 'INSTAGRAM_ACCOUNTS_BY_APP'),
 }
 
 /** What the gateway made of a delivery, in words: its x-dedup-decision header. */
@@ -260,7 +347,9 @@ async function main(): Promise<void> {
       chat: { type: 'string' },
       'message-id': { type: 'string' },
       edit: { type: 'boolean' },
+      unsend: { type: 'boolean' },
       'phone-number-id': { type: 'string' },
+      account: { type: 'string' },
       tenant: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

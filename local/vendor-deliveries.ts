@@ -17,6 +17,7 @@
  */
 import { readBoundedBody } from '../contract/body'
 import { toHex } from '../contract/crypto'
+import { LINE_SIGNATURE_HEADER, lineSignature } from '../worker/channels/line'
 import { slackSignature } from '../worker/channels/slack'
 import { TELEGRAM_SECRET_HEADER } from '../worker/channels/telegram'
 import { twilioSignature } from '../worker/channels/twilio'
@@ -48,6 +49,10 @@ export const TEST_SECRETS = {
 export const WA_TEST_SECRET = 'test-whatsapp-app-secret'
 export const WA_VERIFY_TOKEN = 'test-whatsapp-verify-token'
 
+/** LINE_CHANNEL_SECRET of the tests' gateways, and the bot (`destination`) it is the secret of. */
+export const LINE_TEST_SECRET = 'test-line-channel-secret'
+export const LINE_DESTINATION = 'U0123456789abcdef0123456789abcdef'
+
 /** What a forged delivery is signed with: no gateway is configured with it. */
 export const FORGED_SECRET = 'not-the-configured-secret'
 
@@ -62,7 +67,7 @@ export const API_TEST_TENANT = 'test-tenant'
 
 /**
  * The Worker bindings under which a gateway accepts deliveries signed with `secrets` (the test
- * secrets: Meta's channel too, with {@link WA_TEST_SECRET}).
+ * secrets: WhatsApp Cloud's, LINE's, Messenger's and Instagram's too).
  */
 export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<string, string> {
   return {
@@ -75,6 +80,11 @@ export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<st
           WHATSAPP_APP_SECRET: WA_TEST_SECRET,
           WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN,
           API_KEYS: JSON.stringify({ [API_TEST_KEY_SHA256]: API_TEST_TENANT }),
+          LINE_CHANNEL_SECRET: LINE_TEST_SECRET,
+          MESSENGER_APP_SECRET: META_TEST_SECRET,
+          MESSENGER_VERIFY_TOKEN: META_VERIFY_TOKEN,
+          INSTAGRAM_APP_SECRET: META_TEST_SECRET,
+          INSTAGRAM_VERIFY_TOKEN: META_VERIFY_TOKEN,
         }
       : {}),
   }
@@ -351,7 +361,7 @@ export function waBatch(changes: WaChange[], waba = '102290129340398'): Record<s
 }
 
 /** A POST signed the way Meta signs it: the exact bytes sent, under the app secret. */
-export async function waRequest(
+export async function metaRequest(
   url: string,
   body: Record<string, unknown> | string,
   secret = WA_TEST_SECRET,
@@ -367,6 +377,9 @@ export async function waRequest(
   })
 }
 
+/** A WhatsApp Cloud POST: Meta's signature. */
+export const waRequest = metaRequest
+
 /**
  * One Meta POST of `changes` (messages and statuses per phone number), signed with the test app
  * secret (or forged); every `request` is the same POST again, as Meta resends a whole batch.
@@ -378,6 +391,157 @@ export function whatsappCloudPost(
   const body = waBatch(changes)
   const secret = signing.forged ? FORGED_SECRET : (signing.secret ?? WA_TEST_SECRET)
   return { request: (base) => waRequest(`${base}/webhooks/whatsapp-cloud`, body, secret) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// LINE Messaging API: one POST carries a batch of events
+// ---------------------------------------------------------------------------------------------
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
+
+/** A fresh `webhookEventId`: a ULID (26 characters of Crockford's base32). */
+export function lineEventId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(26))
+  return Array.from(bytes, (b) => CROCKFORD[b % 32]).join('')
+}
+
+/** A fresh LINE message id (decimal digits, as LINE's are). */
+export const lineMessageId = (): string => `5${String(randomBelow(1e15)).padStart(15, '0')}`
+
+/** The sender of the LINE fixtures unless told otherwise. */
+export const LINE_USER = 'U4af4980629abcdef0123456789abcdef'
+
+export interface LineEventFields {
+  webhookEventId?: string
+  userId?: string
+  /** Milliseconds since the epoch. */
+  timestamp?: number
+  redelivery?: boolean
+  mode?: 'active' | 'standby'
+}
+
+/** The fields every LINE event has (the webhook OpenAPI's `Event`). */
+function lineEvent(type: string, fields: LineEventFields): Record<string, unknown> {
+  return {
+    type,
+    mode: fields.mode ?? 'active',
+    timestamp: fields.timestamp ?? 1_462_629_479_859,
+    source: { type: 'user', userId: fields.userId ?? LINE_USER },
+    webhookEventId: fields.webhookEventId ?? lineEventId(),
+    deliveryContext: { isRedelivery: fields.redelivery ?? false },
+  }
+}
+
+/** A message event as LINE shapes it (`message` is the message object: id, type, ...). */
+export function lineMessage(
+  message: Record<string, unknown>,
+  fields: LineEventFields = {},
+): Record<string, unknown> {
+  return { ...lineEvent('message', fields), replyToken: 'nHuyWiB7yP5Zw52FIkcQobQuGDXCTA', message }
+}
+
+/** A text message event. */
+export function lineText(id: string, text: string, fields: LineEventFields = {}) {
+  return lineMessage({ id, type: 'text', quoteToken: 'q3Plxr4AgKd', text }, fields)
+}
+
+/** The user took message `messageId` back. */
+export function lineUnsend(messageId: string, fields: LineEventFields = {}) {
+  return { ...lineEvent('unsend', fields), unsend: { messageId } }
+}
+
+/** A webhook body: the bot it is for, and its events (none: the console's Verify button). */
+export function lineBody(
+  events: unknown[],
+  destination = LINE_DESTINATION,
+): Record<string, unknown> {
+  return { destination, events }
+}
+
+/** A POST signed the way LINE signs it: the exact bytes sent, under the channel secret. */
+export async function lineRequest(
+  url: string,
+  body: Record<string, unknown> | string,
+  secret = LINE_TEST_SECRET,
+): Promise<Request> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body)
+  return new Request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      [LINE_SIGNATURE_HEADER]: await lineSignature(secret, text),
+    },
+    body: text,
+  })
+}
+
+/**
+ * One LINE POST of `events` for `destination`, signed with the test channel secret (or forged);
+ * every `request` is the same POST again, as LINE redelivers.
+ */
+export function linePost(
+  events: unknown[],
+  signing: Signing & { destination?: string } = {},
+): { request(base: string): Promise<Request> } {
+  const body = lineBody(events, signing.destination)
+  const secret = signing.forged ? FORGED_SECRET : (signing.secret ?? LINE_TEST_SECRET)
+  return { request: (base) => lineRequest(`${base}/webhooks/line`, body, secret) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messenger and Instagram (Meta's Messenger Platform): one POST carries a batch
+// ---------------------------------------------------------------------------------------------
+
+/** MESSENGER_APP_SECRET / INSTAGRAM_APP_SECRET and the verify token of the tests' gateways. */
+export const META_TEST_SECRET = 'test-meta-app-secret'
+export const META_VERIFY_TOKEN = 'test-meta-verify-token'
+/** The Page (or Instagram account) of the fixtures unless told otherwise, and its user. */
+export const META_PAGE = '106540352242922'
+export const META_USER = '2345678901234567'
+
+/** A fresh message id, shaped as Messenger's (`m_…`). */
+export const metaMid = (): string => `m_${randomHex(24)}`
+
+export interface MessagingFields {
+  sender?: string
+  recipient?: string
+  /** Milliseconds since the epoch. */
+  timestamp?: number
+}
+
+/** One messaging event: `what` is its payload (`{message: …}`, `{read: …}`, …). */
+export function messagingEvent(what: Record<string, unknown>, fields: MessagingFields = {}) {
+  return {
+    sender: { id: fields.sender ?? META_USER },
+    recipient: { id: fields.recipient ?? META_PAGE },
+    timestamp: fields.timestamp ?? 1_458_692_752_478,
+    ...what,
+  }
+}
+
+/** A text message event. */
+export function messagingText(mid: string, text: string, fields: MessagingFields = {}) {
+  return messagingEvent({ message: { mid, text } }, fields)
+}
+
+/** One entry of a Messenger Platform POST: an account's events, and the standby ones. */
+export interface MessagingEntry {
+  id?: string
+  messaging?: unknown[]
+  standby?: unknown[]
+}
+
+/** A webhook body of `object` (`page`, `instagram`), one entry per account. */
+export function messagingBody(object: string, entries: MessagingEntry[]): Record<string, unknown> {
+  return {
+    object,
+    entry: entries.map((entry) => ({
+      id: entry.id ?? META_PAGE,
+      time: 1_458_692_752_478,
+      ...(entry.messaging ? { messaging: entry.messaging } : {}),
+      ...(entry.standby ? { standby: entry.standby } : {}),
+    })),
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,7 +615,7 @@ export function emailRequest(base: string, raw: string, envelope: { from: string
 /** One vendor delivery and the keys the gateway must derive from it. */
 export interface SignedDelivery {
   /** `messages.channel` of its row. */
-  channel: 'slack' | 'whatsapp' | 'sms' | 'telegram'
+  channel: 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'line' | 'messenger' | 'instagram'
   /** `messages.channel_message_id` of its row. */
   messageKey: string
   /** The Redis claim key (without REDIS_KEY_PREFIX). */
@@ -555,6 +719,40 @@ export function telegramDelivery(
     messageKey: `${bot}:${chatId}:${messageId}`,
     deliveryKey: `dedup:telegram:${bot}:${updateId}`,
     request: async (base) => telegramRequest(`${base}${path}`, update, secret),
+  }
+}
+
+/** A LINE text message as its own POST, with a fresh `webhookEventId` and message id unless given. */
+export function lineDelivery(
+  fields: Signing & { text?: string; messageId?: string; webhookEventId?: string } = {},
+): SignedDelivery {
+  const messageId = fields.messageId ?? lineMessageId()
+  const eventId = fields.webhookEventId ?? lineEventId()
+  const event = lineText(messageId, fields.text ?? 'hello', { webhookEventId: eventId })
+  return {
+    channel: 'line',
+    messageKey: `${LINE_DESTINATION}:${messageId}`,
+    deliveryKey: `dedup:line:${LINE_DESTINATION}:${eventId}`,
+    request: linePost([event], fields).request,
+  }
+}
+
+/** A Messenger (`page`) or Instagram text message as its own POST, with a fresh `mid` unless given. */
+export function messagingDelivery(
+  channel: 'messenger' | 'instagram',
+  fields: Signing & { text?: string; mid?: string; sender?: string } = {},
+): SignedDelivery {
+  const mid = fields.mid ?? metaMid()
+  const event = messagingText(mid, fields.text ?? 'hello', { sender: fields.sender })
+  const body = messagingBody(channel === 'messenger' ? 'page' : 'instagram', [
+    { messaging: [event] },
+  ])
+  const secret = fields.forged ? FORGED_SECRET : (fields.secret ?? META_TEST_SECRET)
+  return {
+    channel,
+    messageKey: `${META_PAGE}:${mid}`,
+    deliveryKey: `dedup:${channel}:${META_PAGE}:${mid}`,
+    request: (base) => metaRequest(`${base}/webhooks/${channel}`, body, secret),
   }
 }
 

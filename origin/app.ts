@@ -38,7 +38,7 @@ import { failureReplayRoutes } from './failures/http'
 import { recordInboundFailure } from './failures/inbound'
 import { ingestEvent } from './ingest'
 import type { Logger } from './log'
-import { createMetrics, type OriginMetrics } from './metrics'
+import { createMetrics, type OriginMetrics, seriesOf } from './metrics'
 
 export interface OriginDeps {
   db: Database
@@ -140,7 +140,7 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   app.post('/v1/failures/inbound', async (c) => {
     const report = parseDeadEvent(await signedBody(c, INBOUND_FAILURES))
     const id = await recordInboundFailure(db, { ...report, source: 'queue' })
-    metrics.inboundDead.labels(report.channel).inc()
+    seriesOf(metrics, report.channel).inboundDead.labels(report.channel).inc()
     logger.error('inbound event dead', {
       failureId: id,
       channel: report.channel,
@@ -249,6 +249,7 @@ function record(
   durationMs: number,
 ): void {
   const { channel } = event
+  seriesOf(metrics, channel)
   metrics.events.labels(channel, result.outcome).inc()
   metrics.ingestSeconds.labels(channel).observe(durationMs / 1000)
   if (result.duplicate) metrics.dbDuplicates.labels(channel).inc()

@@ -4,7 +4,7 @@
  * @module
  */
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
-import { CHANNELS, type IngestOutcome } from '../contract/event'
+import type { Channel, IngestOutcome } from '../contract/event'
 
 const OUTCOMES: readonly IngestOutcome[] = ['created', 'duplicate', 'updated', 'ignored']
 
@@ -22,6 +22,25 @@ export interface OriginMetrics {
   rejected: Counter<'code'>
   /** Inbound events recorded dead (the spool queue's dead-letter consumer gave them up). */
   inboundDead: Counter<'channel'>
+  /** The channels whose series exist ({@link seriesOf}). */
+  seen: Set<Channel>
+}
+
+/**
+ * A channel's series at zero, all of them, the first time it is counted: rate() and alerts see
+ * its later changes (a first payload mismatch, a first duplicate). Channels are data (any name of
+ * contract/event.ts's CHANNEL_NAME form), so the origin learns them from their events; a
+ * channel's series appear with its first event (or dead letter) since this process started.
+ */
+export function seriesOf(metrics: OriginMetrics, channel: Channel): OriginMetrics {
+  if (!metrics.seen.has(channel)) {
+    metrics.seen.add(channel)
+    for (const outcome of OUTCOMES) metrics.events.labels(channel, outcome).inc(0)
+    metrics.dbDuplicates.labels(channel).inc(0)
+    metrics.payloadMismatches.labels(channel).inc(0)
+    metrics.inboundDead.labels(channel).inc(0)
+  }
+  return metrics
 }
 
 export function createMetrics(): OriginMetrics {
@@ -66,13 +85,7 @@ export function createMetrics(): OriginMetrics {
       labelNames: ['channel'],
       registers: [registry],
     }),
-  }
-  // Zero-valued series from the start, so rate() and alerts work before the first event.
-  for (const channel of CHANNELS) {
-    for (const outcome of OUTCOMES) metrics.events.labels(channel, outcome).inc(0)
-    metrics.dbDuplicates.labels(channel).inc(0)
-    metrics.payloadMismatches.labels(channel).inc(0)
-    metrics.inboundDead.labels(channel).inc(0)
+    seen: new Set(),
   }
   return metrics
 }

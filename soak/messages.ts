@@ -5,8 +5,9 @@
  *
  * - the **original** delivery, which replays and concurrent copies send again unchanged;
  * - a **fresh delivery id** for the same message (Slack: a new `event_id`; Telegram: a new
- *   `update_id`; Twilio and email have no delivery id apart from the message's, so theirs is the
- *   same request again; Gmail: the same mail in the mailbox a second time, a new Gmail id);
+ *   `update_id`; LINE: a new `webhookEventId`; Twilio, Messenger, Instagram and email have no
+ *   delivery id apart from the message's, so theirs is the same request again; Gmail: the same
+ *   mail in the mailbox a second time, a new Gmail id);
  * - WhatsApp Cloud: every POST is a **batch**, as Meta sends them: the message, its `sent`
  *   status, and the run's previous WhatsApp Cloud message again (Meta batching a retry with new
  *   traffic), over two phone numbers; the earlier one must be a duplicate, the status no row;
@@ -23,7 +24,12 @@
 import {
   apiDelivery,
   emailRequest,
+  lineDelivery,
+  lineEventId,
+  lineMessageId,
   MAILBOX,
+  messagingDelivery,
+  metaMid,
   nowSeconds,
   randomHex,
   rawEmail,
@@ -55,19 +61,17 @@ export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'whatsapp-cloud',
   'sms',
   'telegram',
+  'line',
+  'messenger',
+  'instagram',
   'email',
   'gmail',
   'api',
 ]
-/** Channels whose requests carry a signature (an API key) that can be forged. */
-export const SIGNED: readonly SoakChannel[] = [
-  'slack',
-  'whatsapp',
-  'whatsapp-cloud',
-  'sms',
-  'telegram',
-  'api',
-]
+/** Channels whose requests carry a signature that can be forged. */
+export const SIGNED: readonly SoakChannel[] = SOAK_CHANNELS.filter(
+  (channel) => channel !== 'email' && channel !== 'gmail',
+)
 /** Channels with edits on the wire; Slack alone also sends deletes. */
 export const EDITABLE: readonly SoakChannel[] = ['slack', 'telegram']
 export const DELETABLE: readonly SoakChannel[] = ['slack']
@@ -234,9 +238,27 @@ export class MessageMaker {
       case 'sms':
         return twilioDelivery({
           // Twilio has no delivery id apart from the message's: every shape is the same SID.
-          messageSid: this.twilioSid(message),
+          messageSid: this.idOf(message, 'sid', () => `SM${randomHex(16)}`),
           ...twilioParties(message.channel, message.n % 5),
           body: text,
+          forged,
+        })
+      case 'line':
+        return lineDelivery({
+          messageId: this.idOf(message, 'line', lineMessageId),
+          // A fresh id is a new webhookEventId for the same message; replays reuse the original's.
+          webhookEventId:
+            shape === 'fresh-id' ? lineEventId() : this.idOf(message, 'line-event', lineEventId),
+          text,
+          forged,
+        })
+      case 'messenger':
+      case 'instagram':
+        // Meta sends no delivery id apart from the message's: every shape is the same mid.
+        return messagingDelivery(message.channel, {
+          mid: this.idOf(message, 'mid', metaMid),
+          sender: `23456789012345${60 + (message.n % 5)}`,
+          text,
           forged,
         })
       case 'telegram':
@@ -273,15 +295,17 @@ export class MessageMaker {
     })
   }
 
-  private readonly twilioSids = new Map<number, string>()
+  private readonly ids = new Map<string, string>()
 
-  private twilioSid(message: SoakMessage): string {
-    let sid = this.twilioSids.get(message.n)
-    if (!sid) {
-      sid = `SM${randomHex(16)}`
-      this.twilioSids.set(message.n, sid)
+  /** The message's own id of `kind` (a Twilio SID, a LINE message id, a mid), made once. */
+  private idOf(message: SoakMessage, kind: string, make: () => string): string {
+    const key = `${kind}:${message.n}`
+    let id = this.ids.get(key)
+    if (!id) {
+      id = make()
+      this.ids.set(key, id)
     }
-    return sid
+    return id
   }
 
   /** The previous WhatsApp Cloud message of the run, batched again with the next one. */

@@ -16,7 +16,7 @@ import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { type MailboxAliases, readMailboxAliases } from '../contract/mailbox'
 import { present, rawValue, readInt, readUrl } from '../contract/settings'
-import { type ChannelSettings, WEBHOOK_CHANNELS } from './channels'
+import { type ChannelSettings, EVENT_CHANNELS, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
 import { perIsolate } from './per-isolate'
 import {
@@ -135,7 +135,7 @@ export function parseSettings(env: Env): Settings {
     origin,
     ...channels,
     mailboxAliases: readMailboxAliases(env, warnings),
-    spool: parseSpoolSettings(env, warnings),
+    spool: parseSpoolSettings(env, warnings, EVENT_CHANNELS),
     settledMemo: {
       maxEntries: memoEntries,
       maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),

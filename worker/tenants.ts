@@ -55,6 +55,25 @@ export async function verifyForTenant(
   return verdict.ok ? { ok: true, tenant } : verdict
 }
 
+/**
+ * Whose secrets a signature matches, for a request that names its tenant only inside the signed
+ * body (Meta's apps, LINE's channels: nothing is read before it is verified). Every tenant's
+ * secrets are tried, all of them (`matches` compares in constant time), so the time says nothing
+ * of which one matched; the first tenant listed that matches is the one. Undefined: no secret
+ * matched; null: the shared secrets did.
+ */
+export async function matchingTenant(
+  config: TenantSecrets,
+  matches: (secrets: readonly string[]) => Promise<boolean>,
+): Promise<string | null | undefined> {
+  const byTenant = config.kind === 'shared' ? [[null, config.secrets] as const] : config.byTenant
+  let tenant: string | null | undefined
+  for (const [id, secrets] of byTenant) {
+    if ((await matches(secrets)) && tenant === undefined) tenant = id
+  }
+  return tenant
+}
+
 /** Every configured secret of every tenant (only for requests that name no tenant and write nothing). */
 export function allSecrets(config: TenantSecrets): string[] {
   return config.kind === 'shared' ? [...config.secrets] : [...config.byTenant.values()].flat()

@@ -44,7 +44,7 @@ describe('health and metrics', () => {
     for (const line of [
       'inbound_events_total{channel="sms",outcome="created"} 1',
       'inbound_events_total{channel="sms",outcome="duplicate"} 1',
-      'inbound_events_total{channel="slack",outcome="created"} 0',
+      'inbound_events_total{channel="sms",outcome="updated"} 0',
       'inbound_db_duplicates_total{channel="sms"} 1',
       'inbound_payload_mismatch_total{channel="sms"} 0',
       'inbound_ingest_seconds_count{channel="sms"} 2',

@@ -116,6 +116,43 @@ describe('npm run dev', () => {
       ])
       expect(sent.stdout).toMatch(/1\/2 whatsapp-cloud -> 200 new/)
       expect(sent.stdout).toMatch(/2\/2 whatsapp-cloud -> 200 duplicate/)
+      // And LINE, with the dev secret of .dev.vars.example: a message, then its unsend.
+      const lineId = `5${Date.now()}`
+      const url = ['--url', `http://127.0.0.1:${ports.WORKER_PORT}`]
+      const lineSent = await tool('local/send-webhook.ts', [
+        'line',
+        '--message-id',
+        lineId,
+        '--times',
+        '2',
+        ...url,
+      ])
+      expect(lineSent.stdout).toMatch(/1\/2 line -> 200 new/)
+      expect(lineSent.stdout).toMatch(/2\/2 line -> 200 duplicate/)
+      const unsent = await tool('local/send-webhook.ts', [
+        'line',
+        '--message-id',
+        lineId,
+        '--unsend',
+        ...url,
+      ])
+      expect(unsent.stdout).toMatch(/1\/1 line -> 200 new/)
+      // Messenger and Instagram: a message twice, then its edit.
+      for (const vendor of ['messenger', 'instagram']) {
+        const mid = `m_devtest${Date.now()}`
+        const twice = await tool('local/send-webhook.ts', [
+          vendor,
+          '--id',
+          mid,
+          '--times',
+          '2',
+          ...url,
+        ])
+        expect(twice.stdout).toMatch(new RegExp(`1/2 ${vendor} -> 200 new`))
+        expect(twice.stdout).toMatch(new RegExp(`2/2 ${vendor} -> 200 duplicate`))
+        const edited = await tool('local/send-webhook.ts', [vendor, '--id', mid, '--edit', ...url])
+        expect(edited.stdout).toMatch(new RegExp(`1/1 ${vendor} -> 200 new`))
+      }
 
       // The failures CLI finds the stack's database by itself (no DATABASE_URL).
       expect(existsSync(DEV_STACK_FILE)).toBe(true)

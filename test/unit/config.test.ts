@@ -231,3 +231,43 @@ describe('settings', () => {
     expect(settingsFor({ ...complete })).not.toBe(settingsFor(env))
   })
 })
+
+describe('SPOOL_CHANNELS', () => {
+  const spool = (value?: string) => {
+    const s = parseSettings({
+      ...complete,
+      ...(value === undefined ? {} : { SPOOL_CHANNELS: value }),
+    })
+    return { has: (c: string) => s.spool.channels.has(c), warnings: s.warnings }
+  }
+
+  it('unset or `all`: every channel, one added after the setting was written too', () => {
+    for (const value of [undefined, 'all', ' ALL ']) {
+      const { has, warnings } = spool(value)
+      for (const channel of ['slack', 'whatsapp', 'email', 'brand-new']) {
+        expect(has(channel), `${value} ${channel}`).toBe(true)
+      }
+      expect(warnings).toEqual([])
+    }
+  })
+
+  it('a list: those channels only; a name no channel of this Worker writes is warned about', () => {
+    const { has, warnings } = spool('whatsapp, sms')
+    expect([has('whatsapp'), has('sms'), has('slack'), has('email')]).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ])
+    expect(warnings).toEqual([])
+    const typo = spool('whatsap,sms')
+    expect(typo.has('sms')).toBe(true)
+    // The known names are the registry's (worker/channels/index.ts), email included.
+    expect(typo.warnings).toEqual([
+      expect.stringMatching(
+        /^SPOOL_CHANNELS names unknown channels; known: slack, .*\bwhatsapp\b.*, email, all or none$/,
+      ),
+    ])
+    expect(spool('none').has('slack')).toBe(false)
+  })
+})

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import type { ChannelDelivery } from '../../worker/channels/types'
 import { UnauthorizedError } from '../../worker/errors'
 import { assertVerifiedTenant, type VerifiedRequest } from '../../worker/gateway'
-import { type TenantSecrets, verifyForTenant } from '../../worker/tenants'
+import { matchingTenant, type TenantSecrets, verifyForTenant } from '../../worker/tenants'
 
 const perTenant: TenantSecrets = {
   kind: 'per-tenant',
@@ -92,5 +92,29 @@ describe('assertVerifiedTenant', () => {
       UnauthorizedError,
     )
     expect(() => assertVerifiedTenant('x', app, record('APP1'))).toThrow(UnauthorizedError)
+  })
+})
+
+describe('matchingTenant', () => {
+  const byTenant = new Map([
+    ['a', ['a1', 'a2']],
+    ['b', ['b1']],
+    ['c', ['a2']],
+  ])
+  const config = { kind: 'per-tenant' as const, byTenant }
+
+  it("tries every tenant's secrets, the first listed match wins, none: undefined", async () => {
+    const tried: string[] = []
+    const matching = (secret: string) => async (list: readonly string[]) => {
+      tried.push(...list)
+      return list.includes(secret)
+    }
+    expect(await matchingTenant(config, matching('b1'))).toBe('b')
+    expect(tried).toEqual(['a1', 'a2', 'b1', 'a2'])
+    expect(await matchingTenant(config, matching('a2'))).toBe('a')
+    expect(await matchingTenant(config, matching('zz'))).toBeUndefined()
+    const shared = { kind: 'shared' as const, secrets: ['s'] }
+    expect(await matchingTenant(shared, matching('s'))).toBeNull()
+    expect(await matchingTenant(shared, matching('x'))).toBeUndefined()
   })
 })

@@ -10,13 +10,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test'
 import { describe, expect, inject, it } from 'vitest'
 import { settledValue } from '../../claims'
-import {
-  CHANNELS,
-  type InboundEvent,
-  jsonBytes,
-  LIMITS,
-  parseInboundEvent,
-} from '../../contract/event'
+import { type InboundEvent, jsonBytes, LIMITS, parseInboundEvent } from '../../contract/event'
 import {
   randomId,
   type SignedDelivery,
@@ -26,6 +20,7 @@ import {
   telegramDelivery,
   twilioDelivery,
 } from '../../local/vendor-deliveries'
+import { EVENT_CHANNELS } from '../../worker/channels'
 import type { ChannelDelivery } from '../../worker/channels/types'
 import { type OriginConfig, settingsFor } from '../../worker/config'
 import type { Env } from '../../worker/env'
@@ -215,7 +210,7 @@ const runCore = (h: Harness, items: readonly ChannelDelivery[]) => deliverToCore
 
 const bodies = (h: Harness) => h.env.SPOOL_BODIES as R2Bucket
 
-describe.each(CHANNELS)('the largest %s event the schema accepts', (channel) => {
+describe.each(EVENT_CHANNELS)('the largest %s event the schema accepts', (channel) => {
   it('is over a queue message, within LIMITS.eventBytes', async () => {
     const { event } = await largestEvent(channel)
     expect(parseInboundEvent(event).ok).toBe(true)

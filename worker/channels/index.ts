@@ -3,11 +3,16 @@
  * settings, /healthz reports each one, and each one's `variables` are its rows of the Worker's
  * settings table (worker/settings.ts: the bindings' types, `npm run dev`'s routing, the docs
  * check). A new channel is one file in this folder (its {@link WebhookChannel} object) and one
- * line below, plus its rows in docs/ (the key table of keys.md, its variables in configuration.md) and its
+ * line below (its `eventChannels` may be names no other channel writes: contract/event.ts takes any
+ * name of CHANNEL_NAME's form, and so does the database), plus its rows in docs/ (the key table of keys.md, its variables in configuration.md) and its
  * secrets in `.dev.vars.example` (test/local/settings-docs.test.ts fails until they are). Email
  * is no webhook: Cloudflare Email Routing calls the Worker's `email()` (email.ts).
  * @module
  */
+import type { Channel } from '../../contract/event'
+import { instagram } from './instagram'
+import { line } from './line'
+import { messenger } from './messenger'
 import { slack } from './slack'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
@@ -19,6 +24,9 @@ export const WEBHOOK_CHANNELS = [
   twilio,
   telegram,
   whatsappCloud,
+  line,
+  messenger,
+  instagram,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]
@@ -31,3 +39,10 @@ export type ChannelSettingRow = Registered['variables'][number]
 export const CHANNEL_SETTINGS: readonly ChannelSettingRow[] = WEBHOOK_CHANNELS.flatMap(
   (channel): readonly ChannelSettingRow[] => channel.variables,
 )
+/**
+ * Every event channel this Worker writes, each once: its webhook channels', email's (the email()
+ * handler) and the API's (worker/api/, POST /v1/messages).
+ */
+export const EVENT_CHANNELS: readonly Channel[] = [
+  ...new Set([...WEBHOOK_CHANNELS.flatMap((channel) => channel.eventChannels), 'email', 'api']),
+]

@@ -64,6 +64,7 @@ const TEAM_ID = { noun: 'team_id', isValid: (id: string) => /^[TE][A-Z0-9]{1,31}
 /** Slack waits 3 s for an answer, then retries in parallel: answer within 2.5 s. */
 export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload, typeof SLACK_VARIABLES> = {
   name: 'slack',
+  eventChannels: ['slack'],
   variables: SLACK_VARIABLES,
   dedupTtl: SLACK_VARIABLES[2],
   paths: ['/slack'],

@@ -62,6 +62,7 @@ export const telegram: WebhookChannel<
   typeof TELEGRAM_VARIABLES
 > = {
   name: 'telegram',
+  eventChannels: ['telegram'],
   variables: TELEGRAM_VARIABLES,
   dedupTtl: TELEGRAM_VARIABLES[3],
   paths: ['/telegram', '/telegram/:botId'],

@@ -68,6 +68,7 @@ export const twilio: WebhookChannel<
   typeof TWILIO_VARIABLES
 > = {
   name: 'twilio',
+  eventChannels: ['sms', 'whatsapp'],
   variables: TWILIO_VARIABLES,
   dedupTtl: TWILIO_VARIABLES[3],
   paths: ['/twilio'],

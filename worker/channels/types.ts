@@ -9,7 +9,7 @@
 import type { ChannelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import type { DeliveryKey } from '../../contract/delivery-key'
-import type { InboundEventDraft } from '../../contract/event'
+import type { Channel, InboundEventDraft } from '../../contract/event'
 import type { SettingRow } from '../../contract/settings'
 import type { ChannelConfig, Settings } from '../config'
 import type { Env } from '../env'
@@ -31,6 +31,12 @@ export interface WebhookChannel<
 > {
   /** Log label, and the key of its settings in worker/config.ts's Settings. */
   readonly name: Name
+  /**
+   * The event channels its events are (`messages.channel`: Twilio's `sms` and `whatsapp`, WhatsApp
+   * Cloud's `whatsapp` too), each of contract/event.ts's CHANNEL_NAME form. What needs the event
+   * channels of the deployment (SPOOL_CHANNELS's check, the spool tests) takes them from here.
+   */
+  readonly eventChannels: readonly Channel[]
   /**
    * The variables it reads: its rows of the Worker's settings table (worker/settings.ts), which
    * types them as bindings (worker/env.ts) and routes them in `npm run dev`.

@@ -8,21 +8,23 @@
  */
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
-import { type Bytes, equalsAny, hmac, secretList, toHex } from '../../contract/crypto'
 import { type Attachment, type EventKind, jsonBytes, LIMITS } from '../../contract/event'
-import { rawValue, type StringEnv } from '../../contract/settings'
+import type { StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
-import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
-import { sharedSecretRow, tenantIds, tenantSecrets, tenantSecretsRow } from '../tenants'
+import type { TenantSecrets, TenantVerdict } from '../tenants'
+import { sharedSecretRow, tenantSecretsRow } from '../tenants'
+import {
+  isMetaId,
+  META_MAX_BODY_BYTES,
+  type MetaAppVariables,
+  metaAppConfig,
+  metaSignature,
+  verifyHandshake,
+  verifyMetaSignature,
+} from './meta-webhook'
 import { plainReplies } from './replies'
-import type {
-  ChannelDelivery,
-  Classified,
-  HandshakeVerdict,
-  RequestParts,
-  WebhookChannel,
-} from './types'
+import type { ChannelDelivery, Classified, RequestParts, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
 import { isKeyPart, isoFromUnixSeconds, list, obj, parseJsonObject, str } from './untrusted'
 
@@ -56,11 +58,12 @@ export const whatsappCloud: WebhookChannel<
   typeof WHATSAPP_VARIABLES
 > = {
   name: 'whatsapp-cloud',
+  eventChannels: ['whatsapp'],
   variables: WHATSAPP_VARIABLES,
   dedupTtl: DEDUP_TTL,
   paths: ['/whatsapp-cloud'],
   budgetMs: 2_500,
-  maxBodyBytes: 3 * 1024 * 1024,
+  maxBodyBytes: META_MAX_BODY_BYTES,
   settings: whatsappCloudConfig,
   pick: (settings) => settings['whatsapp-cloud'],
   handshake: (query, config) => verifyHandshake(query, config.verifyTokens),
@@ -70,83 +73,36 @@ export const whatsappCloud: WebhookChannel<
   replies: plainReplies,
 }
 
-const NUMERIC_ID = /^\d{1,20}$/
-const APP_ID = { test: (id: string) => NUMERIC_ID.test(id), hint: 'a numeric Meta id' }
-const PHONE_NUMBER = { noun: 'phone_number_id', isValid: APP_ID.test }
-const WA_SECRETS: TenantVariables = {
-  perTenant: APP_SECRETS_BY_APP,
-  shared: APP_SECRET,
-  rule: APP_ID,
+const WA_VARIABLES: MetaAppVariables = {
+  appSecret: APP_SECRET,
+  appSecretsByApp: APP_SECRETS_BY_APP,
+  verifyToken: VERIFY_TOKEN,
+  idsByApp: PHONE_NUMBERS_BY_APP,
+  idNoun: 'phone_number_id',
 }
 
 function whatsappCloudConfig(
   env: StringEnv,
   warnings: string[],
 ): ChannelConfig<WhatsAppCloudConfig> {
-  const secrets = tenantSecrets(env, WA_SECRETS, warnings)
-  const verifyTokens = secretList(rawValue(env, VERIFY_TOKEN.name))
-  const apps =
-    secrets.ok && secrets.value.kind === 'per-tenant' ? [...secrets.value.byTenant.keys()] : []
-  // `APP_ID=phone_number_id|phone_number_id,...`: the numbers each app's secret vouches for.
-  const rawNumbers = rawValue(env, PHONE_NUMBERS_BY_APP.name)
-  const phoneNumbers =
-    (apps.length > 0 &&
-      tenantIds(PHONE_NUMBERS_BY_APP.name, rawNumbers, apps, APP_ID, PHONE_NUMBER, warnings)) ||
-    new Map<string, ReadonlySet<string>>()
-  const missing = [
-    ...(secrets.ok ? [] : secrets.missing),
-    ...(verifyTokens.length > 0 ? [] : ['WHATSAPP_VERIFY_TOKEN']),
-    ...(apps.length > 0 && phoneNumbers.size === 0 ? ['WHATSAPP_PHONE_NUMBERS_BY_APP'] : []),
-  ]
-  if (!secrets.ok || missing.length > 0) return { ok: false, missing }
-  return { ok: true, value: { appSecrets: secrets.value, phoneNumbers, verifyTokens } }
+  const meta = metaAppConfig(env, WA_VARIABLES, warnings)
+  if (!meta.ok) return meta
+  const { appSecrets, idsByApp, verifyTokens } = meta.value
+  return { ok: true, value: { appSecrets, phoneNumbers: idsByApp, verifyTokens } }
 }
 
-/** `hub.mode=subscribe` with a configured `hub.verify_token`: echo `hub.challenge`, opaque. */
-export function verifyHandshake(
-  query: URLSearchParams,
-  verifyTokens: readonly string[],
-): HandshakeVerdict {
-  const token = query.get('hub.verify_token')
-  const challenge = query.get('hub.challenge')
-  if (query.get('hub.mode') !== 'subscribe' || !token || !challenge) {
-    return { ok: false, reason: 'not_a_subscription' }
-  }
-  if (challenge.length > 256) return { ok: false, reason: 'challenge_too_long' }
-  return equalsAny(verifyTokens, token)
-    ? { ok: true, challenge }
-    : { ok: false, reason: 'verify_token_mismatch' }
-}
-
-/** `sha256=` + hex HMAC-SHA256(app secret, the body's exact bytes): never re-serialised. */
-export async function whatsappSignature(secret: string, body: Bytes | string): Promise<string> {
-  return `sha256=${toHex(await hmac(secret, 'SHA-256', body))}`
-}
+export { metaSignature as whatsappSignature, verifyHandshake }
 
 /**
- * Verifies `X-Hub-Signature-256` over the raw bytes, before anything is parsed. The body names
- * no app (`entry[].id` is the WABA), so with several apps every app's secrets are tried, all of
- * them, each in constant time; the app whose secret matched is the tenant, and its phone numbers
- * are the scopes its items may be keyed under (any other number: 401, nothing written).
+ * Meta's signature check (meta-webhook.ts). The body names no app (`entry[].id` is the WABA); the
+ * app whose secret matched is the tenant, and its phone numbers are the scopes its items may be
+ * keyed under (any other number: 401, nothing written).
  */
-export async function verifyWhatsAppCloud(
+export function verifyWhatsAppCloud(
   parts: RequestParts,
   config: Pick<WhatsAppCloudConfig, 'appSecrets' | 'phoneNumbers'>,
 ): Promise<TenantVerdict> {
-  const offered = parts.headers.get('x-hub-signature-256')?.trim().toLowerCase()
-  if (!offered) return { ok: false, reason: 'missing_headers' }
-  if (!offered.startsWith('sha256=')) return { ok: false, reason: 'unknown_signature_version' }
-  const matches = async (list: readonly string[]) =>
-    equalsAny(await Promise.all(list.map((s) => whatsappSignature(s, parts.body.bytes))), offered)
-  const secrets = config.appSecrets
-  const byApp = secrets.kind === 'shared' ? [[null, secrets.secrets] as const] : secrets.byTenant
-  let app: string | null | undefined
-  for (const [id, list] of byApp) {
-    if ((await matches(list)) && app === undefined) app = id
-  }
-  if (app === undefined) return { ok: false, reason: 'signature_mismatch' }
-  if (app === null) return { ok: true, tenant: null }
-  return { ok: true, tenant: app, scopes: config.phoneNumbers.get(app) ?? new Set() }
+  return verifyMetaSignature(parts, config.appSecrets, config.phoneNumbers)
 }
 
 export const MAX_BATCH_ITEMS = 1_000
@@ -168,7 +124,7 @@ function changeDeliveries(change: Json | null): ChannelDelivery[] {
   const value = obj(change.value)
   const phoneNumberId = str(obj(value?.metadata)?.phone_number_id)
   // Unkeyable (Meta documents both always present): acknowledged and logged, never guessed at.
-  if (!value || phoneNumberId === null || !NUMERIC_ID.test(phoneNumberId)) {
+  if (!value || phoneNumberId === null || !isMetaId(phoneNumberId)) {
     return [{ action: 'ignore', reason: 'wa_change_without_phone_number_id' }]
   }
   const names = new Map<string, string>()

@@ -6,17 +6,17 @@
  * wrangler.toml; these are what the code decides per message.
  * @module
  */
-import { CHANNELS, type Channel } from '../../contract/event'
+import { CHANNEL_NAME, type Channel } from '../../contract/event'
 import { readInt, setting } from '../../contract/settings'
 import type { Env } from '../env'
 
 export interface SpoolSettings {
   /**
    * Event channels whose deliveries go to the spool queue when the origin cannot take them. The
-   * rest get the vendor's retry answer. @default every channel (email included: accepting the
-   * mail beats a temporary SMTP failure that delays it by the sender's retry schedule)
+   * rest get the vendor's retry answer. @default every channel, `all` (email included: accepting
+   * the mail beats a temporary SMTP failure that delays it by the sender's retry schedule)
    */
-  channels: ReadonlySet<Channel>
+  channels: SpooledChannels
   /**
    * Forward attempts the consumer makes before it hands a message to the dead-letter queue.
    * Must stay below the consumer's `max_retries` in wrangler.toml. @default 20 (~8 h of retries)
@@ -28,12 +28,16 @@ export interface SpoolSettings {
   retryMaxSeconds: number
 }
 
+/** Which event channels are spooled: every one (whatever channels are added later), or these. */
+export type SpooledChannels = Pick<ReadonlySet<Channel>, 'has'>
+const EVERY_CHANNEL: SpooledChannels = { has: () => true }
+
 export const SPOOL_CHANNELS = setting({
   name: 'SPOOL_CHANNELS',
   kind: 'list',
   secret: false,
-  default: CHANNELS.join(','),
-  doc: 'event channels queued when the origin fails; none = off',
+  default: 'all',
+  doc: 'event channels queued when the origin fails; all = every channel; none = off',
 })
 /** Below the consumer's `max_retries` (wrangler.toml; Cloudflare allows at most 100). */
 export const SPOOL_MAX_ATTEMPTS = setting({
@@ -73,17 +77,23 @@ export const SPOOL_SETTINGS = [
 ] as const
 
 export const SPOOL_DEFAULTS = {
-  channels: CHANNELS,
+  channels: EVERY_CHANNEL,
   maxAttempts: SPOOL_MAX_ATTEMPTS.default,
   retryBaseSeconds: SPOOL_RETRY_BASE_SECONDS.default,
   retryMaxSeconds: SPOOL_RETRY_MAX_SECONDS.default,
 } as const
 
 /**
- * `SPOOL_CHANNELS`: comma-separated event channels, or `none` to switch the spool off (then an
- * origin failure is answered with the vendor's retry status, as before the spool existed).
+ * `SPOOL_CHANNELS`: `all`, comma-separated event channels, or `none` to switch the spool off (then
+ * an origin failure is answered with the vendor's retry status, as before the spool existed).
+ * `known`: the event channels this Worker writes (worker/channels/index.ts), for the warning
+ * about a name none of them has (a typo spools nothing).
  */
-export function parseSpoolSettings(env: Env, warnings: string[]): SpoolSettings {
+export function parseSpoolSettings(
+  env: Env,
+  warnings: string[],
+  known: readonly Channel[],
+): SpoolSettings {
   const retryBaseSeconds = readInt(env, SPOOL_RETRY_BASE_SECONDS, warnings)
   let retryMaxSeconds = readInt(env, SPOOL_RETRY_MAX_SECONDS, warnings)
   if (retryMaxSeconds < retryBaseSeconds) {
@@ -91,26 +101,28 @@ export function parseSpoolSettings(env: Env, warnings: string[]): SpoolSettings 
     retryMaxSeconds = retryBaseSeconds
   }
   return {
-    channels: spoolChannels(env.SPOOL_CHANNELS, warnings),
+    channels: spoolChannels(env.SPOOL_CHANNELS, warnings, known),
     maxAttempts: readInt(env, SPOOL_MAX_ATTEMPTS, warnings),
     retryBaseSeconds,
     retryMaxSeconds,
   }
 }
 
-function spoolChannels(raw: string | undefined, warnings: string[]): ReadonlySet<Channel> {
+function spoolChannels(
+  raw: string | undefined,
+  warnings: string[],
+  known: readonly Channel[],
+): SpooledChannels {
   const value = raw?.trim().toLowerCase()
-  if (!value) return new Set(SPOOL_DEFAULTS.channels)
+  if (!value || value === 'all') return EVERY_CHANNEL
   if (value === 'none') return new Set()
   const names = value
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean)
-  const known = names.filter((name): name is Channel =>
-    (CHANNELS as readonly string[]).includes(name),
-  )
-  if (known.length !== names.length) {
-    warnings.push(`SPOOL_CHANNELS names unknown channels; known: ${CHANNELS.join(', ')}, or none`)
+  const valid = names.filter((name) => CHANNEL_NAME.test(name))
+  if (!names.every((name) => known.includes(name))) {
+    warnings.push(`SPOOL_CHANNELS names unknown channels; known: ${known.join(', ')}, all or none`)
   }
-  return new Set(known)
+  return new Set(valid)
 }

@@ -8,8 +8,11 @@
  * - Twilio (WhatsApp / SMS): one request, 15 s. No retry on 4xx/5xx; one retry only when the
  *   connection could not be made (default `rc=1, rp=ct`).
  * - Telegram: repeats any non-2xx answer "a reasonable number of attempts", backing off.
- * - Meta (WhatsApp Cloud API): one POST carries a batch of messages; anything but 200 is retried
- *   "with decreasing frequency" for up to 7 days (the whole POST again).
+ * - Meta (WhatsApp Cloud API, Messenger, Instagram): one POST carries a batch of messages;
+ *   anything but 200 is retried "with decreasing frequency" (WhatsApp: up to 7 days, Messenger
+ *   and Instagram: 36 hours), the whole POST again. Messenger and Instagram messages go one per POST.
+ * - LINE: with redelivery on (opt-in), a failed POST is sent again; its schedule is undocumented,
+ *   modelled as Meta's. One message per POST.
  * - Email (Cloudflare Email Routing, via Miniflare's `/cdn-cgi/handler/email`): a thrown handler
  *   is a temporary SMTP failure (500 here) and the sending MTA retries with backoff; a
  *   `setReject` (400 here) is a bounce, never retried.
@@ -25,7 +28,9 @@ import { delay } from '../../../local/processes'
 import {
   apiDelivery,
   emailRequest,
+  lineDelivery,
   MAILBOX,
+  messagingDelivery,
   rawEmail,
   type SignedDelivery,
   slackDelivery,
@@ -37,12 +42,31 @@ import {
 import { senderKeyPart } from '../../email/support/emails'
 
 /** The `messages.channel` a delivery should end up in. */
-export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'email' | 'api'
-export const CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'email', 'api']
+export type Channel =
+  | 'slack'
+  | 'whatsapp'
+  | 'sms'
+  | 'telegram'
+  | 'email'
+  | 'line'
+  | 'messenger'
+  | 'instagram'
+  | 'api'
+export const CHANNELS: readonly Channel[] = [
+  'slack',
+  'whatsapp',
+  'telegram',
+  'sms',
+  'email',
+  'line',
+  'messenger',
+  'instagram',
+  'api',
+]
 /** The channels whose requests can be forged (email has no request signature; api a wrong key). */
-export const SIGNED_CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'api']
+export const SIGNED_CHANNELS: readonly Channel[] = CHANNELS.filter((c) => c !== 'email')
 
-export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta' | 'api'
+export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta' | 'line' | 'api'
 
 /** What one attempt got: an HTTP status, or no answer in time, or no connection. */
 export type Outcome = number | 'timeout' | 'refused' | 'network'
@@ -115,6 +139,11 @@ export const POLICIES: Record<Vendor, RetryPolicy> = {
       typeof outcome !== 'number' || outcome >= 500 || outcome === 409 || outcome === 429,
     client: true,
   },
+  line: {
+    timeoutMs: 10_000,
+    retryDelaysMs: [500, 1_000, 2_000, ...Array<number>(9).fill(3_000)],
+    retries: (outcome) => !is2xx(outcome),
+  },
   email: {
     timeoutMs: 30_000,
     retryDelaysMs: [1_000, 2_000, ...Array<number>(6).fill(4_000)],
@@ -125,8 +154,10 @@ export const POLICIES: Record<Vendor, RetryPolicy> = {
 /** A forged request is not the vendor's: it is sent once, with the vendor's deadline. */
 const FORGER: RetryPolicy = { timeoutMs: 15_000, retryDelaysMs: [], retries: () => false }
 
-export const vendorOf = (channel: Channel): Vendor =>
-  channel === 'whatsapp' || channel === 'sms' ? 'twilio' : channel
+export function vendorOf(channel: Channel): Vendor {
+  if (channel === 'whatsapp' || channel === 'sms') return 'twilio'
+  return channel === 'messenger' || channel === 'instagram' ? 'meta' : channel
+}
 
 /** Makes logical messages with markers unique to this run and case. */
 export class MessageFactory {
@@ -204,6 +235,11 @@ export class MessageFactory {
       case 'whatsapp':
       case 'sms':
         return twilioDelivery({ ...twilioParties(channel, sender), body: text, forged })
+      case 'line':
+        return lineDelivery({ text, forged })
+      case 'messenger':
+      case 'instagram':
+        return messagingDelivery(channel, { text, forged, sender: `23456789012345${60 + sender}` })
       case 'telegram': {
         const updateId = ++MessageFactory.updateId
         return telegramDelivery({

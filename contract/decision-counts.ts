@@ -65,6 +65,11 @@ const SampledKey = v.strictObject({
 })
 
 export const DecisionBatch = v.strictObject({
+  /**
+   * A random id per batch (a UUID): the origin records a batch once, so a flush resent after a
+   * timeout, or a signed request replayed within its five minutes, adds nothing twice.
+   */
+  id: v.pipe(v.string(), v.regex(/^[0-9a-f-]{36}$/)),
   rows: v.pipe(v.array(TallyRow), v.maxLength(MAX_TALLY_ROWS)),
   keys: v.pipe(v.array(SampledKey), v.maxLength(MAX_SAMPLED_KEYS)),
   /** Decisions not counted because the tally was full, and keys not sampled. */
@@ -83,8 +88,8 @@ export function msBucket(ms: number): number {
 const reasonOf = (decision: CountedDecision) => (decision.reason ?? '').slice(0, 64)
 
 /**
- * One isolate's counts since its last flush. `take()` hands them over and starts afresh; a flush
- * that failed gives them back with `restore()` (bounded like everything else).
+ * One isolate's counts since its last flush. `take()` hands them over, as a batch with an id of
+ * its own, and starts afresh (bounded like everything else).
  */
 export class DecisionTally {
   private rows = new Map<string, TallyRow>()
@@ -126,30 +131,16 @@ export class DecisionTally {
 
   take(): DecisionBatch | null {
     if (this.empty) return null
-    const batch = { rows: [...this.rows.values()], keys: this.keys, dropped: this.dropped }
+    const batch = {
+      id: crypto.randomUUID(),
+      rows: [...this.rows.values()],
+      keys: this.keys,
+      dropped: this.dropped,
+    }
     this.rows = new Map()
     this.keys = []
     this.dropped = 0
     return batch
-  }
-
-  /** A batch the origin did not take: its counts are added back for the next flush. */
-  restore(batch: DecisionBatch): void {
-    for (const row of batch.rows) {
-      const id = `${row.minute}|${row.channel}|${row.decision}|${row.decidedBy}|${row.reason}`
-      const held = this.rows.get(id)
-      if (held) {
-        held.count += row.count
-        held.histogram = held.histogram.map((n, i) => n + (row.histogram[i] ?? 0))
-      } else if (this.rows.size < MAX_TALLY_ROWS) {
-        this.rows.set(id, row)
-      } else {
-        this.dropped += row.count
-      }
-    }
-    const room = MAX_SAMPLED_KEYS - this.keys.length
-    this.keys.push(...batch.keys.slice(0, Math.max(0, room)))
-    this.dropped += batch.dropped
   }
 
   private sample(decision: CountedDecision, reason: string, nowMs: number): void {

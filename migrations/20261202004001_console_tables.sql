@@ -73,6 +73,13 @@ CREATE TABLE console_sessions (
 );
 CREATE INDEX console_sessions_expiry_idx ON console_sessions (expires_at);
 
+-- Each flushed batch's id, so that a batch resent (after a timeout) or replayed is counted once.
+CREATE TABLE gateway_decision_batches (
+  id           uuid PRIMARY KEY,
+  recorded_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX gateway_decision_batches_recorded_idx ON gateway_decision_batches (recorded_at);
+
 -- Who did what, when, with which result (replays; sign-ins).
 CREATE TABLE console_audit (
   id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -119,6 +126,7 @@ DROP INDEX channel_failures_created_idx;
 DROP INDEX channel_failures_list_idx;
 DROP TABLE console_jobs;
 DROP TABLE payload_mismatches;
+DROP TABLE gateway_decision_batches;
 DROP TABLE console_audit;
 DROP TABLE console_sessions;
 DROP TABLE gateway_decision_keys;

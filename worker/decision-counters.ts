@@ -7,7 +7,11 @@
  * never a message.
  * @module
  */
-import { type CountedDecision, DecisionTally } from '../contract/decision-counts'
+import {
+  type CountedDecision,
+  type DecisionBatch,
+  DecisionTally,
+} from '../contract/decision-counts'
 import type { OriginConfig } from './config'
 import type { GatewayError } from './errors'
 import { forwardBody } from './forward'
@@ -29,6 +33,12 @@ export interface FlushTarget {
 
 // One tally per isolate: module state lives as long as the isolate does.
 const tally = new DecisionTally()
+/**
+ * A batch the origin did not take, kept whole, id and all, and sent again before any new one: the
+ * origin records each id once, so a flush that timed out after the origin stored it is not counted
+ * twice (its counts are late, never doubled; lost only with the isolate).
+ */
+let unsent: DecisionBatch | null = null
 let lastFlushAt = 0
 let scheduled = false
 
@@ -64,7 +74,7 @@ export function channelOfPath(path: string): string | null {
 
 async function flushLoop(origin: OriginConfig, everyMs: number): Promise<void> {
   try {
-    for (let i = 0; i < MAX_FLUSHES_PER_WAIT && !tally.empty; i++) {
+    for (let i = 0; i < MAX_FLUSHES_PER_WAIT && (unsent || !tally.empty); i++) {
       const wait = lastFlushAt + everyMs - Date.now()
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
       lastFlushAt = Date.now()
@@ -76,12 +86,14 @@ async function flushLoop(origin: OriginConfig, everyMs: number): Promise<void> {
 }
 
 async function flush(origin: OriginConfig): Promise<void> {
-  const batch = tally.take()
+  const batch = unsent ?? tally.take()
   if (!batch) return
   const result = await forwardBody(origin, JSON.stringify(batch), FLUSH_TIMEOUT_MS, '/v1/decisions')
-  if (result.kind === 'accepted') return
-  // Kept for the next flush (bounded); the counts are late, not lost, unless the isolate goes.
-  tally.restore(batch)
+  if (result.kind === 'accepted') {
+    unsent = null
+    return
+  }
+  unsent = batch
   logProblem('warn', 'decision_counts_not_flushed', {
     status: result.status ?? undefined,
     reason: result.kind === 'failed' ? result.reason : (result.code ?? undefined),

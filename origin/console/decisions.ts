@@ -6,7 +6,7 @@
  */
 import * as v from 'valibot'
 import { DecisionBatch } from '../../contract/decision-counts'
-import type { Queryable } from '../db'
+import type { Database, Queryable } from '../db'
 import { InvalidEventError } from '../errors'
 
 /** How long sampled keyed decisions are kept; the minute counts are kept for good. */
@@ -20,7 +20,30 @@ export function parseDecisionBatch(json: unknown): DecisionBatch {
   return parsed.output
 }
 
-export async function recordDecisionBatch(db: Queryable, batch: DecisionBatch): Promise<void> {
+/**
+ * Records a batch once: its id goes in `gateway_decision_batches` first, in the same transaction
+ * as its counts, and a batch whose id is there already (a flush resent after a timeout, a request
+ * replayed within its signature's five minutes) adds nothing. Ids older than a day are pruned: a
+ * signature is refused after five minutes, and an isolate resends within seconds.
+ */
+export async function recordDecisionBatch(db: Database, batch: DecisionBatch): Promise<void> {
+  await db.transaction(async (tx) => {
+    const fresh = await tx.query(
+      `INSERT INTO gateway_decision_batches (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id`,
+      [batch.id],
+    )
+    if (fresh.length === 0) return
+    await recordCounts(tx, batch)
+  })
+  await db.query(
+    `DELETE FROM gateway_decision_batches WHERE id IN (
+       SELECT id FROM gateway_decision_batches
+        WHERE recorded_at < now() - interval '1 day' LIMIT $1)`,
+    [PRUNE_BATCH],
+  )
+}
+
+async function recordCounts(db: Queryable, batch: DecisionBatch): Promise<void> {
   if (batch.rows.length > 0) {
     await db.query(
       `INSERT INTO gateway_decisions AS g

@@ -29,6 +29,11 @@ export async function recordPayloadMismatch(
      VALUES ($1, $2, $3, $4::bigint, (SELECT payload_hash FROM messages WHERE id = $4::bigint), $5)`,
     [event.channel, event.deliveryKey, event.messageKey, result.messageId, event.payloadHash],
   )
+  // Kept a month: a tenant resending one key with other content must not grow the table for good.
+  await db.query(
+    `DELETE FROM payload_mismatches WHERE id IN (
+       SELECT id FROM payload_mismatches WHERE seen_at < now() - interval '30 days' LIMIT 1000)`,
+  )
 }
 
 export async function listMismatches(db: Queryable, limit = 100): Promise<Mismatch[]> {

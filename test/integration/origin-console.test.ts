@@ -113,6 +113,7 @@ async function deadInbound(count: number, channel = 'slack'): Promise<string[]> 
 }
 
 describe('POST /v1/decisions', () => {
+  const flush = () => ({ ...batch, id: crypto.randomUUID() })
   const batch = {
     rows: [
       {
@@ -142,7 +143,11 @@ describe('POST /v1/decisions', () => {
 
   it('signed: the minute counts add up across flushes; the sampled keys are kept', async () => {
     for (let i = 0; i < 2; i++) {
-      const res = await signedPost(`${tb.origin.url}/v1/decisions`, JSON.stringify(batch), secret())
+      const res = await signedPost(
+        `${tb.origin.url}/v1/decisions`,
+        JSON.stringify(flush()),
+        secret(),
+      )
       expect(res.status).toBe(200)
     }
     const { rows } = await tb.sql.query(
@@ -152,11 +157,23 @@ describe('POST /v1/decisions', () => {
     expect(await tb.count('gateway_decision_keys', "delivery_key = 'dedup:slack:A1:EvX'")).toBe(2)
   })
 
+  it('one batch sent twice (resent after a timeout, or replayed) is counted once', async () => {
+    const once = { ...flush(), rows: [{ ...batch.rows[0], channel: 'twice-sent' }], keys: [] }
+    for (let i = 0; i < 3; i++) {
+      const res = await signedPost(`${tb.origin.url}/v1/decisions`, JSON.stringify(once), secret())
+      expect(res.status).toBe(200)
+    }
+    const { rows } = await tb.sql.query(
+      `SELECT count::int FROM gateway_decisions WHERE channel = 'twice-sent'`,
+    )
+    expect(rows).toEqual([{ count: 2 }])
+  })
+
   it('unsigned or malformed: refused, nothing written', async () => {
     const before = await tb.count('gateway_decision_keys')
     const forged = await signedPost(
       `${tb.origin.url}/v1/decisions`,
-      JSON.stringify(batch),
+      JSON.stringify(flush()),
       'not-the-secret',
     )
     expect(forged.status).toBe(401)

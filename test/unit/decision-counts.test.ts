@@ -57,15 +57,14 @@ describe('DecisionTally', () => {
     expect(batch?.dropped).toBe(3)
   })
 
-  it('a batch the origin did not take is added back to what came meanwhile', () => {
+  it('each batch taken has an id of its own (the origin records an id once)', () => {
     const tally = new DecisionTally()
     tally.add(dup, T0)
-    const failed = tally.take() as DecisionBatch
+    const first = tally.take() as DecisionBatch
     tally.add(dup, T0)
-    tally.restore(failed)
-    expect(tally.take()?.rows).toEqual([
-      expect.objectContaining({ count: 2, histogram: [2, 0, 0, 0, 0, 0] }),
-    ])
+    const second = tally.take() as DecisionBatch
+    expect(first.id).toMatch(/^[0-9a-f-]{36}$/)
+    expect(second.id).not.toBe(first.id)
   })
 })
 

@@ -336,6 +336,20 @@ describe('a queued event whose R2 object is over LIMITS.eventBytes (not one the 
     expect(dead.sent[0]?.dead.error).toContain('event_body_too_large')
     expect((await h.originCalls()).rows).toBe(0)
   })
+
+  it('one that is not JSON is dead-lettered as unreadable, not retried until the queue drops it', async () => {
+    const { h, spool, dead } = withQueues()
+    const { delivery } = await largestEvent('sms')
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    await runCore(h, [delivery])
+    const [message] = spool.sent as unknown as [Record<string, unknown>]
+    await bodies(h).put(message.eventKey as string, '{"not": "json')
+    await h.setOriginMode({ kind: 'ok' })
+    const consumed = await consume(h, SPOOL, [message])
+    expect(consumed.retried).toEqual([])
+    expect(dead.sent[0]?.dead.error).toContain('event_body_unreadable')
+    expect((await h.originCalls()).rows).toBe(0)
+  })
 })
 
 /** Queues one event per delivery with the origin down; returns the messages as sent. */

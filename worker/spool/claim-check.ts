@@ -30,6 +30,7 @@ export type ClaimCheckErrorCode =
   | 'bodies_not_bound'
   | 'event_body_missing'
   | 'event_body_too_large'
+  | 'event_body_unreadable'
 
 /** Why a message could not be packed or unpacked; R2's own failures pass through as they are. */
 export class ClaimCheckError extends Error {
@@ -88,7 +89,14 @@ export async function unpackMessage(
     await object.body.cancel()
     throw new ClaimCheckError('event_body_too_large', `${object.size} bytes`)
   }
-  const event: unknown = JSON.parse(await object.text())
+  const text = await withTimeout(object.text(), timeoutMs, 'R2 read')
+  let event: unknown
+  try {
+    event = JSON.parse(text)
+  } catch {
+    // Not what the producer wrote: no retry can read it; a dead letter says so.
+    throw new ClaimCheckError('event_body_unreadable', 'not JSON')
+  }
   return { body: { ...(body as object), event }, eventKey }
 }
 
@@ -102,6 +110,11 @@ export function eventKeyOf(body: unknown): string | null {
 export async function deleteEventBody(
   bodies: EventBodies | null,
   eventKey: string | null,
+  timeoutMs = DELETE_TIMEOUT_MS,
 ): Promise<void> {
-  if (bodies && eventKey !== null) await bodies.delete(eventKey)
+  if (bodies && eventKey !== null)
+    await withTimeout(bodies.delete(eventKey), timeoutMs, 'R2 delete')
 }
+
+/** A delete that takes longer is left to the bucket's lifecycle rule (the event is delivered). */
+const DELETE_TIMEOUT_MS = 2_000

@@ -13,7 +13,11 @@ const Sha256Hex = v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/))
 export const IdempotencySchema = v.strictObject({
   /** Method and path: `POST /v1/messages`. */
   route: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
-  /** SHA-256 of the client's key: the key itself goes nowhere. */
+  /**
+   * SHA-256 of the client's key: the idempotency table and the Redis claim hold only this. The
+   * message key holds the key itself when it is short and plain (worker/api/message.ts), so an
+   * operator can find a message by it: an Idempotency-Key is an id, not a credential.
+   */
   keyHash: Sha256Hex,
   /** SHA-256 of method, path and canonical body (claims/idempotency.ts). */
   fingerprint: Sha256Hex,

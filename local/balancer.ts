@@ -51,6 +51,7 @@ export interface Balancer {
 export interface PoisonRule {
   marker: string
   status: number
+  /** Only requests to this route and the routes under it (`/v1/events`: the batch route too). */
   path?: string
 }
 
@@ -99,7 +100,7 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
       res.end('queue consumer failing')
       return
     }
-    if (poison && (!poison.path || req.url === poison.path)) {
+    if (poison && (!poison.path || isUnder(req.url, poison.path))) {
       return refuseIfPoisoned(req, res, poison)
     }
     forward(req, res)
@@ -196,4 +197,9 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
         server.closeAllConnections()
       }),
   }
+}
+
+/** `url` is `path` or a route under it. */
+function isUnder(url: string | undefined, path: string): boolean {
+  return url === path || (url?.startsWith(`${path}/`) ?? false)
 }

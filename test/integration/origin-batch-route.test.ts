@@ -1,0 +1,73 @@
+/**
+ * `POST /v1/events/batch`: signed like every route (scheme v2, its own route name), answered
+ * signed, one answer per event in order, each what `POST /v1/events` would answer for that event
+ * alone; one invalid event never fails the others.
+ */
+import { expect, it } from 'vitest'
+import {
+  EVENTS_ROUTE,
+  SIGNATURE_HEADER,
+  signForward,
+  verifyAnswer,
+} from '../../contract/forward-signature'
+import { fileTestbed } from '../support/for-file'
+import { eventFixture } from '../support/origin'
+
+const bed = fileTestbed()
+const BATCH_ROUTE = { method: 'POST', path: '/v1/events/batch' }
+
+async function postBatch(body: string, route = BATCH_ROUTE) {
+  const headers = await signForward(bed.secret, body, undefined, route)
+  const res = await fetch(`${bed.origin.url}/v1/events/batch`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+    signal: AbortSignal.timeout(30_000),
+  })
+  const text = await res.text()
+  const signed = await verifyAnswer(
+    [bed.secret],
+    headers[SIGNATURE_HEADER] as string,
+    res.status,
+    text,
+    res.headers.get('x-dedup-answer-signature'),
+  )
+  return { status: res.status, text, signed }
+}
+
+it('answers each event of the batch, signed, in order; an invalid one alone is refused', async () => {
+  const first = await eventFixture()
+  const second = await eventFixture()
+  const tooLarge = { ...(await eventFixture()), body: 'x'.repeat(300_000) }
+  const events = [first, { ...second, body: 42 }, second, first, tooLarge]
+  const answer = await postBatch(JSON.stringify({ events }))
+  expect(answer.status).toBe(200)
+  expect(answer.signed).toBe(true)
+  const { results } = JSON.parse(answer.text) as { results: Array<Record<string, unknown>> }
+  expect(results.map((r) => [r.status, r.outcome ?? (r.error as { code: string }).code])).toEqual([
+    [201, 'created'],
+    [400, 'invalid_event'],
+    [201, 'created'],
+    [200, 'duplicate'],
+    [413, 'body_too_large'],
+  ])
+  expect(results[3]?.messageId).toBe(results[0]?.messageId)
+  expect(
+    await bed.count('messages', 'channel_message_id = ANY($1)', [
+      [first.messageKey, second.messageKey, tooLarge.messageKey],
+    ]),
+  ).toBe(2)
+})
+
+it('a signature made for /v1/events is refused on the batch route, and nothing is stored', async () => {
+  const event = await eventFixture()
+  const answer = await postBatch(JSON.stringify({ events: [event] }), EVENTS_ROUTE)
+  expect(answer.status).toBe(401)
+  expect(await bed.count('messages', 'channel_message_id = $1', [event.messageKey])).toBe(0)
+})
+
+it('a body that is no batch is refused whole (400), signed', async () => {
+  const answer = await postBatch(JSON.stringify({ events: 'none' }))
+  expect(answer.status).toBe(400)
+  expect(answer.signed).toBe(true)
+})

@@ -11,6 +11,7 @@ import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { EMAIL_MAILBOX_ALIASES } from '../contract/mailbox'
 import { type SettingRow, setting, settingTable } from '../contract/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
+import { SHED_SETTINGS } from './shed/config'
 import { SPOOL_SETTINGS } from './spool/config'
 
 export const ORIGIN_URL = setting({
@@ -88,12 +89,14 @@ type WorkerRow =
   | (typeof CORE_SETTINGS)[number]
   | (typeof CLAIM_SETTINGS)[number]
   | (typeof SPOOL_SETTINGS)[number]
+  | (typeof SHED_SETTINGS)[number]
   | ChannelSettingRow
 
 export const WORKER_SETTINGS: readonly SettingRow[] = settingTable(
   CORE_SETTINGS,
   CLAIM_SETTINGS,
   SPOOL_SETTINGS,
+  SHED_SETTINGS,
   CHANNEL_SETTINGS,
 )
 

@@ -22,6 +22,10 @@ declare namespace Cloudflare {
 		SPOOL_RETRY_MAX_SECONDS: string;
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
+		SHED_AFTER_FAILURES: string;
+		SHED_SLOW_MS: string;
+		SHED_OPEN_MS: string;
+		SHED_MAX_INFLIGHT: string;
 	}
 	interface ProductionEnv {
 		SPOOL_BODIES: R2Bucket;
@@ -42,6 +46,10 @@ declare namespace Cloudflare {
 		SPOOL_RETRY_MAX_SECONDS: string;
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
+		SHED_AFTER_FAILURES: string;
+		SHED_SLOW_MS: string;
+		SHED_OPEN_MS: string;
+		SHED_MAX_INFLIGHT: string;
 	}
 	interface Env {
 		SPOOL_BODIES: R2Bucket;
@@ -62,6 +70,10 @@ declare namespace Cloudflare {
 		SPOOL_RETRY_MAX_SECONDS: string;
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
+		SHED_AFTER_FAILURES: string;
+		SHED_SLOW_MS: string;
+		SHED_OPEN_MS: string;
+		SHED_MAX_INFLIGHT: string;
 	}
 }
 interface Env extends Cloudflare.Env {}

@@ -102,3 +102,17 @@ describe('the shedding breaker', () => {
     expect(b.current).toBe('closed')
   })
 })
+
+describe('forwards still in flight', () => {
+  it('tripAfter forwards in flight for longer than slowMs open it before any of them ends', () => {
+    const { b, clock } = breaker({ ...SETTINGS, maxInflight: 0 })
+    const pending = [0, 1, 2].map(() => forwarded(b.admit()))
+    clock.now = 999
+    forwarded(b.admit()) // two of them not slow yet
+    clock.now = 1_000
+    expect(b.admit()).toEqual({ forward: false, reason: 'shed_open' })
+    expect(b.current).toBe('open')
+    for (const forward of pending) forward.done({ ms: 1_000, ok: true })
+    expect(b.current).toBe('open')
+  })
+})

@@ -6,7 +6,9 @@
  * A circuit breaker with a concurrency cap:
  *   closed     forward, unless this isolate already has `maxInflight` forwards in flight (then
  *              shed this one: the origin is not keeping up, and one more only waits longer).
- *              `tripAfter` bad forwards in a row (failed, or slower than `slowMs`) open it.
+ *              `tripAfter` bad forwards in a row (failed, or slower than `slowMs`) open it, and
+ *              so do `tripAfter` forwards still in flight after `slowMs`: a slow origin is seen
+ *              at `slowMs`, not only when the forward budget runs out.
  *   open       shed everything for `openMs`.
  *   half-open  then one forward at a time is let through as a probe, the rest shed; a good probe
  *              closes it, a bad one opens it again for `openMs`.
@@ -41,7 +43,8 @@ export class OriginBreaker {
   private state: BreakerState = 'closed'
   private badInARow = 0
   private openedAt = 0
-  private inflight = 0
+  /** When each forward in flight started (at most `maxInflight` of them while closed). */
+  private readonly inflight = new Set<{ startedAt: number }>()
   private probing = false
 
   constructor(
@@ -65,22 +68,40 @@ export class OriginBreaker {
       this.probing = true
       return this.forward(true)
     }
+    if (this.stuckInflight() >= this.settings.tripAfter) {
+      this.open()
+      return { forward: false, reason: 'shed_open' }
+    }
     const { maxInflight } = this.settings
-    if (maxInflight > 0 && this.inflight >= maxInflight) {
+    if (maxInflight > 0 && this.inflight.size >= maxInflight) {
       return { forward: false, reason: 'shed_inflight' }
     }
     return this.forward(false)
   }
 
+  /** Forwards in flight for longer than `slowMs` already: each will be a slow one. */
+  private stuckInflight(): number {
+    const since = this.now() - this.settings.slowMs
+    let stuck = 0
+    for (const forward of this.inflight) if (forward.startedAt <= since) stuck++
+    return stuck
+  }
+
+  private open(): void {
+    this.state = 'open'
+    this.openedAt = this.now()
+  }
+
   private forward(probe: boolean): Admission {
-    this.inflight++
+    const entry = { startedAt: this.now() }
+    this.inflight.add(entry)
     let reported = false
     return {
       forward: true,
       done: ({ ms, ok }) => {
         if (reported) return
         reported = true
-        this.inflight--
+        this.inflight.delete(entry)
         if (probe) this.probing = false
         this.record(ok && ms < this.settings.slowMs, probe)
       },
@@ -98,8 +119,7 @@ export class OriginBreaker {
     }
     this.badInARow++
     if (probe || (this.state === 'closed' && this.badInARow >= this.settings.tripAfter)) {
-      this.state = 'open'
-      this.openedAt = this.now()
+      this.open()
     }
   }
 }

@@ -116,3 +116,38 @@ describe('forwards still in flight', () => {
     expect(b.current).toBe('open')
   })
 })
+
+describe('closed again after a probe', () => {
+  it('forwards one at a time first, the cap doubling with each good forward (slow start)', () => {
+    const { b, clock } = breaker({ ...SETTINGS, maxInflight: 8 })
+    for (let i = 0; i < 3; i++) forwarded(b.admit()).done(fail)
+    clock.now = 2_000
+    forwarded(b.admit()).done(fast)
+    expect(b.current).toBe('closed')
+    const first = forwarded(b.admit())
+    expect(b.admit()).toEqual({ forward: false, reason: 'shed_inflight' })
+    first.done(fast) // cap 2
+    const two = [forwarded(b.admit()), forwarded(b.admit())]
+    expect(b.admit().forward).toBe(false)
+    for (const f of two) f.done(fast) // cap 4, then 8
+    const eight = Array.from({ length: 8 }, () => forwarded(b.admit()))
+    expect(b.admit().forward).toBe(false)
+    expect(eight).toHaveLength(8)
+  })
+
+  it('an origin still behind: a few slow forwards, one at a time, open it again', () => {
+    const { b, clock } = breaker()
+    for (let i = 0; i < 3; i++) forwarded(b.admit()).done(fail)
+    clock.now = 2_000
+    forwarded(b.admit()).done(fast)
+    let slowOnes = 0
+    while (b.current === 'closed') {
+      const f = forwarded(b.admit())
+      expect(b.admit().forward).toBe(false)
+      f.done(slow)
+      slowOnes++
+    }
+    expect(slowOnes).toBe(3)
+    expect(b.current).toBe('open')
+  })
+})

@@ -11,7 +11,10 @@
  *              at `slowMs`, not only when the forward budget runs out.
  *   open       shed everything for `openMs`.
  *   half-open  then one forward at a time is let through as a probe, the rest shed; a good probe
- *              closes it, a bad one opens it again for `openMs`.
+ *              closes it, a bad one opens it again for `openMs`. Closed after a probe, it starts
+ *              with one forward in flight at a time, the cap doubling with each good forward up
+ *              to `maxInflight` (slow start): one fast probe against an origin still behind
+ *              costs a few slow answers, not a second's worth of them.
  *
  * Why a breaker and not an adaptive limit (Netflix's gradient / Vegas): an isolate sees only its
  * share of the traffic, often a few requests a second, too few round-trip samples for a gradient
@@ -46,6 +49,8 @@ export class OriginBreaker {
   /** When each forward in flight started (at most `maxInflight` of them while closed). */
   private readonly inflight = new Set<{ startedAt: number }>()
   private probing = false
+  /** The in-flight cap while closed: from 1 after a probe, doubling with each good forward. */
+  private limit = Number.POSITIVE_INFINITY
 
   constructor(
     private readonly settings: BreakerSettings,
@@ -72,11 +77,13 @@ export class OriginBreaker {
       this.open()
       return { forward: false, reason: 'shed_open' }
     }
-    const { maxInflight } = this.settings
-    if (maxInflight > 0 && this.inflight.size >= maxInflight) {
-      return { forward: false, reason: 'shed_inflight' }
-    }
+    if (this.inflight.size >= this.cap()) return { forward: false, reason: 'shed_inflight' }
     return this.forward(false)
+  }
+
+  private cap(): number {
+    const { maxInflight } = this.settings
+    return Math.min(this.limit, maxInflight > 0 ? maxInflight : Number.POSITIVE_INFINITY)
   }
 
   /** Forwards in flight for longer than `slowMs` already: each will be a slow one. */
@@ -114,7 +121,12 @@ export class OriginBreaker {
       this.badInARow = 0
       // Only the probe closes a half-open breaker: a forward let through before it opened
       // proves nothing about now.
-      if (probe || this.state === 'closed') this.state = 'closed'
+      if (probe) {
+        this.state = 'closed'
+        this.limit = 1
+      } else if (this.state === 'closed') {
+        this.limit = Math.min(this.limit * 2, this.settings.maxInflight || Number.POSITIVE_INFINITY)
+      }
       return
     }
     this.badInARow++

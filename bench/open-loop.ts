@@ -22,6 +22,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
   const total = Math.min(pool.length, Math.floor(ratePerS * job.durationS))
   const statuses = new Array<number>(pool.length).fill(0)
   const latencies: number[] = []
+  const answerMs = new Array<number>(total).fill(-1)
   const statusCounts: Record<string, number> = {}
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_SOCKETS })
   const target = new URL(job.url)
@@ -49,6 +50,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
         backlogEverySecond,
         drainS: round3(Math.max(0, elapsedS - total / ratePerS)),
         maxSendLagMs: round3(maxSendLagMs),
+        answerMs,
       }
       resolve({
         id: job.id,
@@ -86,6 +88,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
             const status = res.statusCode ?? 0
             statuses[index] = status
             latencies.push(now - scheduledAt)
+            answerMs[index] = Math.round(now - scheduledAt)
             statusCounts[status] = (statusCounts[status] ?? 0) + 1
             answered++
             lastAnswerAt = now

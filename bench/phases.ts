@@ -12,6 +12,7 @@ import type { Cleanup } from './cleanup'
 import { type BenchConfig, WORKERD_PROFILE } from './config'
 import type { LoadGenerator } from './load'
 import type { LogTally } from './logs'
+import { runOverload } from './overload'
 import type { MachineInfo } from './report'
 import {
   type EventFactory,
@@ -106,6 +107,12 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
         await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
         state.workerProfiler = undefined
       }
+    },
+  },
+  overload: {
+    async before(state) {
+      await runOverload(state)
+      return false
     },
   },
   'wrangler-dev': {

@@ -6,8 +6,9 @@
  *
  *   sweep: verify-only, duplicate storm and first-seen side by side at each concurrency →
  *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
- *   → the origin, a raw INSERT and the Upstash stand-in on their own → `wrangler dev` first-seen
- *   and storm.
+ *   → the origin, a raw INSERT and the Upstash stand-in on their own → overload (the origin
+ *   limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
+ *   bench/overload.ts) → `wrangler dev` first-seen and storm.
  * @module
  */
 import type { StepKind } from './steps'
@@ -69,6 +70,7 @@ export type PhaseName =
   | 'redis-down'
   | 'direct'
   | 'wrangler-dev'
+  | 'overload'
 
 export interface Phase {
   name: PhaseName
@@ -202,6 +204,12 @@ export const PHASES: readonly Phase[] = [
         touchesDatabase: false,
       },
     ],
+  },
+  {
+    // Runs apart from this table (bench/overload.ts): workers of its own, a slow origin.
+    name: 'overload',
+    at: 'headline',
+    scenarios: [],
   },
   {
     name: 'wrangler-dev',

@@ -42,6 +42,11 @@ export interface Balancer {
   setWall(wall: Wall | null): void
   /** Requests the wall answered, and those for its login page (a followed redirect lands there). */
   wallHits(): { walled: number; login: number }
+  /**
+   * Every backend's answer is held back `ms` before it is passed on (0: none): an origin that works
+   * but answers slowly, as under a backfill. A caller that gives up first cuts the request.
+   */
+  setAnswerDelay(ms: number): void
   /** Requests handed to a backend and not finished yet (a kill now cuts them mid-request). */
   inFlight(): number
   close(): Promise<void>
@@ -51,6 +56,7 @@ export interface Balancer {
 export interface PoisonRule {
   marker: string
   status: number
+  /** Only requests to this route and the routes under it (`/v1/events`: the batch route too). */
   path?: string
 }
 
@@ -73,6 +79,7 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
   let consumerFailure: number | null = null
   let inFlight = 0
   let wall: Wall | null = null
+  let answerDelayMs = 0
   const wallHits = { walled: 0, login: 0 }
 
   /** The wall's answer (true), or false to let the request through. */
@@ -99,7 +106,7 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
       res.end('queue consumer failing')
       return
     }
-    if (poison && (!poison.path || req.url === poison.path)) {
+    if (poison && (!poison.path || isUnder(req.url, poison.path))) {
       return refuseIfPoisoned(req, res, poison)
     }
     forward(req, res)
@@ -145,10 +152,15 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
         agent: false,
       },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers)
-        answer.pipe(res)
+        const pass = () => {
+          if (res.destroyed) return void answer.resume()
+          res.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(res)
+        }
         answer.on('error', () => res.destroy())
         answer.on('aborted', () => res.destroy())
+        if (answerDelayMs > 0) setTimeout(pass, answerDelayMs)
+        else pass()
       },
     )
     let connected = false
@@ -189,6 +201,9 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
       wall = next
     },
     wallHits: () => ({ ...wallHits }),
+    setAnswerDelay(ms) {
+      answerDelayMs = ms
+    },
     inFlight: () => inFlight,
     close: () =>
       new Promise<void>((resolve) => {
@@ -196,4 +211,9 @@ export async function startBalancer(backends: string[]): Promise<Balancer> {
         server.closeAllConnections()
       }),
   }
+}
+
+/** `url` is `path` or a route under it. */
+function isUnder(url: string | undefined, path: string): boolean {
+  return url === path || (url?.startsWith(`${path}/`) ?? false)
 }

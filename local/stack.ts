@@ -61,11 +61,15 @@ export type PostgresChoice =
 export type RedisChoice = 'embedded' | 'shared' | 'private' | { url: string }
 
 /** A Worker wired to the stack; `vars` go on top of wrangler.toml's [vars], under the wiring. */
-export type WorkerSpec =
+export type WorkerSpec = (
   | ({ runtime?: 'miniflare' } & Omit<WorkerMiniflareOptions, 'vars' | 'guard'> & {
         vars?: Record<string, string>
       })
   | { runtime: 'dev'; vars?: Record<string, string>; port?: number; onLine?: (l: string) => void }
+) & {
+  /** This Worker's ORIGIN_URL instead of the stack's origin (the bench's slow proxy in front). */
+  originUrl?: string
+}
 
 export type WorkerRun = WorkerDevHandle | WorkerMiniflareHandle
 
@@ -280,7 +284,11 @@ async function build(
   }
   const startWorker = (spec: WorkerSpec) =>
     step('worker', async () => {
-      const vars = { ...spec.vars, ...wiring }
+      const vars = {
+        ...spec.vars,
+        ...wiring,
+        ...(spec.originUrl ? { ORIGIN_URL: spec.originUrl } : {}),
+      }
       const worker: WorkerRun =
         spec.runtime === 'dev'
           ? await startWorkerDev({ ...spec, vars })

@@ -8,7 +8,13 @@ import { type Context, Hono, type HonoRequest } from 'hono'
 import * as v from 'valibot'
 import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import { DECISION_MSG, type DecisionLog, decisionLevel } from '../contract/decision-log'
-import { type InboundEvent, type IngestResult, parseInboundEvent } from '../contract/event'
+import {
+  type InboundEvent,
+  type IngestResult,
+  jsonBytes,
+  parseInboundEvent,
+} from '../contract/event'
+import { BATCH_LIMITS, type BatchItemAnswer } from '../contract/event-batch'
 import {
   ANSWER_SIGNATURE_HEADER,
   type ForwardRoute,
@@ -36,7 +42,7 @@ import {
 } from './errors'
 import { failureReplayRoutes } from './failures/http'
 import { recordInboundFailure } from './failures/inbound'
-import { ingestEvent } from './ingest'
+import { ingestEvent, ingestEvents } from './ingest'
 import type { Logger } from './log'
 import { createMetrics, type OriginMetrics, seriesOf } from './metrics'
 
@@ -65,6 +71,7 @@ interface Verified {
 type OriginEnv = { Variables: { verified?: Verified } }
 
 const EVENTS: ForwardRoute = { method: 'POST', path: '/v1/events' }
+const EVENTS_BATCH: ForwardRoute = { method: 'POST', path: '/v1/events/batch' }
 const INBOUND_FAILURES: ForwardRoute = { method: 'POST', path: '/v1/failures/inbound' }
 const DECISIONS: ForwardRoute = { method: 'POST', path: '/v1/decisions' }
 
@@ -78,8 +85,12 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
    * The exact bytes, verified first (for this method and route): nothing is parsed for an
    * unauthenticated caller.
    */
-  async function signedBody(c: Context<OriginEnv>, route: ForwardRoute): Promise<string> {
-    const raw = await boundedText(c.req, deps.maxEventBytes)
+  async function signedBody(
+    c: Context<OriginEnv>,
+    route: ForwardRoute,
+    maxBytes = deps.maxEventBytes,
+  ): Promise<string> {
+    const raw = await boundedText(c.req, maxBytes)
     const requestSignature = c.req.header(SIGNATURE_HEADER)
     const verdict = await verifyForward(
       deps.secrets,
@@ -135,6 +146,25 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   })
 
   if (deps.console) app.route('/console', createConsoleApp({ ...deps.console, db, logger }))
+
+  // The spool consumer's queue batch: one statement for all, an answer per event (200 as a whole).
+  app.post('/v1/events/batch', async (c) => {
+    const items = parseBatch(await signedBody(c, EVENTS_BATCH, BATCH_LIMITS.bytes))
+    const parsed = items.map((item) => parseBatchItem(item, deps.maxEventBytes))
+    const events = parsed.filter((item): item is InboundEvent => !(item instanceof Error))
+    const started = performance.now()
+    const results = await ingestEvents(db.withSignal(c.req.raw.signal), events)
+    const eachMs = (performance.now() - started) / Math.max(events.length, 1)
+    let next = 0
+    const answers = parsed.map((item): BatchItemAnswer => {
+      if (item instanceof Error) return errorAnswer(item)
+      const result = results[next++] as IngestResult | Error
+      if (result instanceof Error) return errorAnswer(result, logger)
+      record(metrics, logger, item, result, eachMs)
+      return { status: result.outcome === 'created' ? 201 : 200, ...result }
+    })
+    return c.json({ results: answers }, 200)
+  })
 
   // The Worker's dead-letter consumer: an event the spool queue gave up on, kept for replay.
   app.post('/v1/failures/inbound', async (c) => {
@@ -213,6 +243,31 @@ function parseJson(raw: string): unknown {
   } catch {
     throw new InvalidEventError('invalid event: body is not JSON')
   }
+}
+
+/** A batch's items, not yet validated: each is valid or not on its own. */
+function parseBatch(raw: string): unknown[] {
+  const parsed = parseJson(raw) as { events?: unknown } | null
+  const events = parsed && typeof parsed === 'object' ? parsed.events : undefined
+  if (!Array.isArray(events) || events.length > BATCH_LIMITS.events) {
+    throw new InvalidEventError(`invalid batch: {events: [...]}, at most ${BATCH_LIMITS.events}`)
+  }
+  return events
+}
+
+/** One item of a batch as `POST /v1/events` would take it alone, or the error it would answer. */
+function parseBatchItem(item: unknown, maxEventBytes: number): InboundEvent | OriginError {
+  if (jsonBytes(item) > maxEventBytes) return new BodyTooLargeError(maxEventBytes)
+  const parsed = parseInboundEvent(item)
+  return parsed.ok ? parsed.event : new InvalidEventError(parsed.message)
+}
+
+/** An event's error inside a batch answer, as onError answers it for a single event. */
+function errorAnswer(err: Error, logger?: Logger): BatchItemAnswer {
+  const known = err instanceof OriginError ? err : new InternalError({ cause: err })
+  if (logger && known instanceof InternalError)
+    logger.error('batch event failed', describeError(err))
+  return { status: known.status, error: { code: known.code, message: known.message } }
 }
 
 function parseEvent(raw: string): InboundEvent {

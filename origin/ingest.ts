@@ -11,13 +11,18 @@
  */
 import { type InboundEvent, type IngestResult, payloadHashOf } from '../contract/event'
 import type { Database, Queryable } from './db'
+import { sqlState } from './db/errors'
+import { ClientGoneError } from './errors'
 import { ingestAnswered } from './idempotency'
 import {
   applyDelete,
   applyEdit,
+  type BatchEventRow,
   findMessage,
+  ingestEventsStatement,
   ingestNewMessage,
   lockMessageKey,
+  type NewMessageResult,
   rememberDelete,
   type StoredMessage,
 } from './store'
@@ -64,7 +69,14 @@ function duplicateOf(winner: StoredMessage, event: InboundEvent): IngestResult {
  * too.
  */
 async function ingestMessage(db: Queryable, event: InboundEvent): Promise<IngestResult> {
-  const { outcome, stored, otherKey } = await ingestNewMessage(db, event, null)
+  return messageResult(event, await ingestNewMessage(db, event, null))
+}
+
+/** What ingest_message() found or did, as the answer to a new message. */
+async function messageResult(
+  event: InboundEvent,
+  { outcome, stored, otherKey }: NewMessageResult,
+): Promise<IngestResult> {
   if (outcome === 'created') return resultFor('created', stored)
   if (outcome === 'other_form' && otherKey !== null) {
     const payloadHash = await payloadHashOf({ ...event, messageKey: otherKey })
@@ -120,4 +132,63 @@ export function ingestEvent(db: Database, event: InboundEvent): Promise<IngestRe
     case 'delete':
       return ingestDelete(db, event)
   }
+}
+
+/**
+ * A batch (the spool consumer's, `POST /v1/events/batch`) in one statement and one transaction
+ * (`ingest_events()`), each event answered as {@link ingestEvent} would answer it alone. An event
+ * the statement could not take (its own SQLSTATE), and the whole batch when the statement itself
+ * fails with one (a deadlock, a timeout, a value it refuses, a database without the function
+ * yet), are ingested one by one instead. Each answer is the event's result, or the error that
+ * event alone met. A database out of reach, or a caller gone, fails the batch: nothing is retried.
+ */
+export async function ingestEvents(
+  db: Database,
+  events: readonly InboundEvent[],
+): Promise<Array<IngestResult | Error>> {
+  // An `api` event stores its answer with its row (origin/idempotency.ts): the single path only.
+  const inStatement = events.filter((event) => !event.idempotency)
+  let rows: BatchEventRow[] | null
+  try {
+    rows = inStatement.length > 0 ? await ingestEventsStatement(db, inStatement) : []
+  } catch (err) {
+    if (err instanceof ClientGoneError || !hasSqlState(err)) throw err
+    rows = null
+  }
+  // In order, one at a time: an edit after its message in the batch must find it.
+  const answers: Array<IngestResult | Error> = []
+  let next = 0
+  for (const event of events) {
+    const row = event.idempotency ? undefined : rows?.[next++]
+    try {
+      answers.push(
+        !row || row.outcome === 'failed'
+          ? await ingestEvent(db, event)
+          : await batchResult(event, row),
+      )
+    } catch (err) {
+      if (err instanceof ClientGoneError) throw err
+      answers.push(err instanceof Error ? err : new Error(String(err)))
+    }
+  }
+  return answers
+}
+
+/** A SQL error of the statement (a SQLSTATE, here or in its cause), not a connection lost. */
+function hasSqlState(err: unknown): boolean {
+  return sqlState(err) !== undefined || sqlState((err as { cause?: unknown })?.cause) !== undefined
+}
+
+/** A batch row as the answer the single path gives this event's kind. */
+function batchResult(
+  event: InboundEvent,
+  row: BatchEventRow,
+): Promise<IngestResult> | IngestResult {
+  const { outcome, stored } = row
+  if (outcome === 'ignored' || outcome === 'failed' || !stored) return IGNORED
+  if (outcome === 'created' || outcome === 'updated') return resultFor(outcome, stored)
+  if (event.kind === 'message') {
+    return messageResult(event, { outcome, stored, otherKey: row.otherKey })
+  }
+  return resultFor('duplicate', stored)
 }

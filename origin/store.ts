@@ -240,3 +240,74 @@ export async function applyDelete(
   )
   return toStoredMessage(rows[0])
 }
+
+/** What `ingest_events()` answers for one event of a batch (migrations/20261202006001_…). */
+export type BatchEventOutcome = NewMessageOutcome | 'updated' | 'ignored' | 'failed'
+
+export interface BatchEventRow {
+  outcome: BatchEventOutcome
+  /** Null for `ignored` and `failed`. */
+  stored: StoredMessage | null
+  /** For `other_form`: the key that row is stored under. */
+  otherKey: string | null
+  /** For `failed`: the SQLSTATE that failed this event alone (it is then ingested on its own). */
+  sqlState: string | null
+}
+
+interface BatchRow extends StoredMessageRow {
+  ord: number
+  outcome: BatchEventOutcome
+  sqlstate: string | null
+}
+
+/**
+ * A whole batch in one statement, one transaction: `ingest_events()` takes every key lock the batch
+ * needs first (in one order), then ingests each event as the single path would, in the batch's
+ * order. One row per event, in the same order.
+ */
+export async function ingestEventsStatement(
+  db: Queryable,
+  events: readonly InboundEvent[],
+): Promise<BatchEventRow[]> {
+  const flat = await Promise.all(events.map(flattenForBatch))
+  const rows = await db.query<BatchRow>(
+    `SELECT ord, outcome, message_id AS id, conversation_id, customer_id, payload_hash, edited,
+            sqlstate
+       FROM ingest_events($1::jsonb)`,
+    [JSON.stringify(flat)],
+    INGEST_BATCH_STATEMENT,
+  )
+  if (rows.length !== events.length) throw new Error('ingest_events() answered another count')
+  return rows
+    .sort((a, b) => a.ord - b.ord)
+    .map((row, i) => ({
+      outcome: row.outcome,
+      stored: row.id === null ? null : toStoredMessage(row),
+      otherKey: row.outcome === 'other_form' ? (flat[i]?.otherKey ?? null) : null,
+      sqlState: row.sqlstate,
+    }))
+}
+
+const INGEST_BATCH_STATEMENT = { name: 'ingest_events_v1' }
+
+/** One event as ingest_events() reads it: the arguments ingestNewMessage() passes, by name. */
+async function flattenForBatch(event: InboundEvent) {
+  const email = event.channel === 'email' ? await emailKeyForms(event) : null
+  return {
+    kind: event.kind,
+    channel: event.channel,
+    tenant: event.tenant,
+    messageKey: event.messageKey,
+    sender: event.sender.externalId,
+    displayName: event.sender.displayName ?? null,
+    body: event.body,
+    subject: event.subject ?? null,
+    payloadHash: event.payloadHash,
+    deliveryKey: event.deliveryKey,
+    occurredAt: event.occurredAt,
+    editSeq: event.editSeq ?? null,
+    attachments: event.attachments ?? null,
+    otherKey: email?.otherKey ?? null,
+    references: email?.references ?? null,
+  }
+}

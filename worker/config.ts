@@ -28,6 +28,8 @@ import {
   SETTLED_MEMO_ENTRIES,
   SETTLED_MEMO_SECONDS,
 } from './settings'
+import type { BreakerSettings } from './shed/breaker'
+import { parseShedSettings } from './shed/config'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
 /** A channel is either ready, or names what is missing (variable names, never values). */
@@ -57,6 +59,8 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   mailboxAliases: MailboxAliases
   /** Where events go when the origin cannot take them (worker/spool/). */
   spool: SpoolSettings
+  /** When a first-seen event goes straight to the spool queue (worker/shed/breaker.ts). */
+  shed: BreakerSettings
   /**
    * This isolate's memo of keys it saw settled `done` (claims/memo.ts): SETTLED_MEMO_ENTRIES
    * (0 = off, the default), SETTLED_MEMO_SECONDS (60; at most the dedup TTL).
@@ -136,6 +140,7 @@ export function parseSettings(env: Env): Settings {
     ...channels,
     mailboxAliases: readMailboxAliases(env, warnings),
     spool: parseSpoolSettings(env, warnings, EVENT_CHANNELS),
+    shed: parseShedSettings(env, warnings),
     settledMemo: {
       maxEntries: memoEntries,
       maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),

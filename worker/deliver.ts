@@ -138,7 +138,15 @@ async function forwardAndDecide(
   const redis = hold.redis === 'inflight' ? 'ok' : hold.redis
   const reason = hold.redis === 'unavailable' ? describeError(hold.error) : undefined
   const fields: KnownFields = { ...base, redis, reason }
+  const admission = canQueue(ctx, event) ? ctx.breaker.admit() : null
+  if (admission && !admission.forward) {
+    // The origin is not keeping up (see worker/shed/breaker.ts): queue it without waiting.
+    const shed = await queueEvent(ctx, key, event, { ...fields, reason: admission.reason })
+    if (shed.end === 'spooled') return shed
+  }
+  const started = Date.now()
   const result = await forwardWithinBudget(ctx, event)
+  if (admission?.forward) admission.done({ ms: Date.now() - started, ok: result.kind !== 'failed' })
   if (result.kind === 'accepted') {
     const outcome: Outcome = {
       ...fields,
@@ -227,7 +235,24 @@ async function onOriginFailure(
   result: Extract<ForwardResult, { kind: 'failed' }>,
   fields: KnownFields,
 ): Promise<{ result: Outcome; end: ClaimEnd }> {
-  const origin = describeForward(result)
+  return queueEvent(ctx, key, event, { ...fields, origin: describeForward(result) })
+}
+
+/** Whether this event could go to the spool queue: its channel spooled and a queue bound. */
+function canQueue(ctx: DeliveryContext, event: InboundEvent): boolean {
+  return ctx.spool !== null && ctx.settings.spool.channels.has(event.channel)
+}
+
+/**
+ * The event on the spool queue, the claim to become `spooled`: the sender is told "ok". When it
+ * cannot be queued, the claim is released and the sender asked to retry (`reason` then says why).
+ */
+async function queueEvent(
+  ctx: DeliveryContext,
+  key: DeliveryKey,
+  event: InboundEvent,
+  fields: KnownFields & Pick<WorkerDecisionLog, 'origin'>,
+): Promise<{ result: Outcome; end: ClaimEnd }> {
   const queued = await enqueueEvent(
     {
       queue: ctx.spool,
@@ -241,16 +266,12 @@ async function onOriginFailure(
   )
   if (queued.status === 'queued') {
     if (ctx.claims) ctx.waitUntil(ctx.claims.count(`spool_queued:${event.channel}`).catch(() => {}))
-    return {
-      result: { ...fields, decision: 'spooled', decidedBy: 'gateway', origin },
-      end: 'spooled',
-    }
+    return { result: { ...fields, decision: 'spooled', decidedBy: 'gateway' }, end: 'spooled' }
   }
   const outcome: Outcome = {
     ...fields,
     decision: 'retry',
     decidedBy: 'gateway',
-    origin,
     reason: queued.reason,
   }
   return { result: outcome, end: 'release' }

@@ -11,6 +11,7 @@ import type { Env } from './env'
 import { ChannelNotConfiguredError } from './errors'
 import { claimStoreFor } from './gateway'
 import { type Decision, logDecision, type WorkerDecisionLog } from './log'
+import { breakerFor, type OriginBreaker } from './shed/breaker'
 import type { EventBodies } from './spool/claim-check'
 import type { DeadLetterQueue, SpoolQueue } from './spool/producer'
 
@@ -40,6 +41,8 @@ export interface DeliveryContext {
   deadLetters: DeadLetterQueue | null
   /** The claim check's bucket (SPOOL_BODIES): events too large for a queue message; or null. */
   bodies: EventBodies | null
+  /** This isolate's view of the origin: forward, or queue first-seen events (worker/shed/). */
+  breaker: OriginBreaker
   waitUntil(promise: Promise<unknown>): void
   startedAt: number
   /** Epoch ms by which the sender must have its answer (Slack: 3 s, less a margin). */
@@ -70,6 +73,7 @@ export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): 
     spool: env.SPOOL ?? null,
     deadLetters: env.SPOOL_DEAD ?? null,
     bodies: env.SPOOL_BODIES ?? null,
+    breaker: breakerFor(settings.shed),
     waitUntil: door.waitUntil,
     startedAt: door.startedAt,
     deadline: door.startedAt + door.budgetMs,

@@ -16,6 +16,7 @@
 import * as v from 'valibot'
 import { readBoundedBody } from '../contract/body'
 import type { InboundEvent, IngestOutcome } from '../contract/event'
+import { BATCH_LIMITS, type BatchAnswer, batchBody } from '../contract/event-batch'
 import {
   ANSWER_SIGNATURE_HEADER,
   type ForwardRoute,
@@ -59,7 +60,11 @@ export function forwardEvent(
 }
 
 /** The origin's routes the Worker calls. */
-export type OriginPath = '/v1/events' | '/v1/failures/inbound' | '/v1/decisions'
+export type OriginPath =
+  | '/v1/events'
+  | '/v1/events/batch'
+  | '/v1/failures/inbound'
+  | '/v1/decisions'
 
 /**
  * Sent by the spool queue's consumers (`x-dedup-via: queue`): an origin's logs, a proxy in front
@@ -79,6 +84,76 @@ export async function forwardBody(
   path: OriginPath = '/v1/events',
   via: 'live' | 'queue' = 'live',
 ): Promise<ForwardResult> {
+  const posted = await postSigned(origin, body, timeoutMs, path, via, MAX_ANSWER_BYTES)
+  return posted.kind === 'answered' ? sortAnswer(posted.status, posted.json) : posted
+}
+
+/**
+ * What became of a batch (`POST /v1/events/batch`): an answer per event, in order; the whole batch
+ * failed (timeout, network, 5xx, an answer the origin did not sign: each event is retried); or
+ * `single`, the origin took no batch (an origin without the route, a refusal of the batch
+ * itself): each event goes on its own through {@link forwardBody}.
+ */
+export type BatchForwardResult =
+  | { kind: 'answered'; results: ForwardResult[] }
+  | Extract<ForwardResult, { kind: 'failed' }>
+  | { kind: 'single'; status: number | null }
+
+/** A batch answer holds one small object per event. */
+const MAX_BATCH_ANSWER_BYTES = BATCH_LIMITS.events * 1024
+
+/** Forwards serialized events (within BATCH_LIMITS) in one signed request, from the spool consumer. */
+export async function forwardBatch(
+  origin: OriginConfig,
+  events: readonly string[],
+  timeoutMs: number,
+): Promise<BatchForwardResult> {
+  const posted = await postSigned(
+    origin,
+    batchBody(events),
+    timeoutMs,
+    '/v1/events/batch',
+    'queue',
+    MAX_BATCH_ANSWER_BYTES,
+  )
+  if (posted.kind === 'failed') {
+    const wholeBatchFails = posted.status === null || posted.status >= 500 || posted.status === 200
+    return wholeBatchFails ? posted : { kind: 'single', status: posted.status }
+  }
+  const results = (posted.json as Partial<BatchAnswer>).results
+  if (posted.status !== 200 || !Array.isArray(results) || results.length !== events.length) {
+    return posted.status >= 500 || posted.status === 408 || posted.status === 429
+      ? { kind: 'failed', status: posted.status, reason: 'status' }
+      : { kind: 'single', status: posted.status }
+  }
+  return {
+    kind: 'answered',
+    results: results.map((item) =>
+      item && typeof item === 'object' && typeof item.status === 'number'
+        ? sortAnswer(item.status, item as unknown as Record<string, unknown>)
+        : { kind: 'failed', status: null, reason: 'status' },
+    ),
+  }
+}
+
+/** An answer that is the origin's own (or a status that settles nothing), or why there is none. */
+type Posted =
+  | { kind: 'answered'; status: number; json: Record<string, unknown> }
+  | Extract<ForwardResult, { kind: 'failed' }>
+
+/**
+ * POSTs a body to one of the origin's routes, signed now, within `timeoutMs`, never following a
+ * redirect, and reads at most `maxAnswerBytes` of the answer. A 2xx or a 400 / 413 / 422 counts
+ * only when the origin signed it.
+ */
+async function postSigned(
+  origin: OriginConfig,
+  body: string,
+  timeoutMs: number,
+  path: OriginPath,
+  via: 'live' | 'queue',
+  maxAnswerBytes: number,
+): Promise<Posted> {
   const secret = origin.secrets[0] as string
   const route: ForwardRoute = { method: 'POST', path }
   const signed = await signForward(secret, body, undefined, route, origin.legacySignatures)
@@ -104,14 +179,14 @@ export async function forwardBody(
     await response.body?.cancel().catch(() => {})
     return { kind: 'failed', status: response.status, reason: 'redirect' }
   }
-  const answer = await readAnswer(response)
+  const answer = await readAnswer(response, maxAnswerBytes)
   if (answer === null) return { kind: 'failed', status: response.status, reason: 'network' }
   const own = await isOriginsAnswer(origin, signed[SIGNATURE_HEADER] as string, response, answer)
   if (!own && (response.ok || PERMANENT_STATUSES.has(response.status))) {
     // Only the origin's own answer may settle an event, for good or for bad.
     return { kind: 'failed', status: response.status, reason: 'unsigned_answer' }
   }
-  return sortAnswer(response.status, answer.json)
+  return { kind: 'answered', status: response.status, json: answer.json }
 }
 
 interface Answer {
@@ -120,10 +195,10 @@ interface Answer {
 }
 
 /** The answer's bytes (bounded) and its JSON object, `{}` when it is none; null if unreadable. */
-async function readAnswer(response: Response): Promise<Answer | null> {
+async function readAnswer(response: Response, maxBytes: number): Promise<Answer | null> {
   let text: string
   try {
-    text = (await readBoundedBody(response, MAX_ANSWER_BYTES)).text
+    text = (await readBoundedBody(response, maxBytes)).text
   } catch {
     return null
   }

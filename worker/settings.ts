@@ -13,6 +13,7 @@ import { OPERATOR_TOKEN } from '../contract/operator-token'
 import { type SettingRow, setting, settingTable } from '../contract/settings'
 import { API_SETTINGS } from './api/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
+import { SHED_SETTINGS } from './shed/config'
 import { SPOOL_SETTINGS } from './spool/config'
 
 export const ORIGIN_URL = setting({
@@ -98,6 +99,7 @@ type WorkerRow =
   | (typeof CLAIM_SETTINGS)[number]
   | (typeof SPOOL_SETTINGS)[number]
   | (typeof API_SETTINGS)[number]
+  | (typeof SHED_SETTINGS)[number]
   | ChannelSettingRow
 
 export const WORKER_SETTINGS: readonly SettingRow[] = settingTable(
@@ -105,6 +107,7 @@ export const WORKER_SETTINGS: readonly SettingRow[] = settingTable(
   CLAIM_SETTINGS,
   SPOOL_SETTINGS,
   API_SETTINGS,
+  SHED_SETTINGS,
   CHANNEL_SETTINGS,
 )
 

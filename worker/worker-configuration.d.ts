@@ -23,6 +23,10 @@ declare namespace Cloudflare {
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
 		DECISION_FLUSH_SECONDS: string;
+		SHED_AFTER_FAILURES: string;
+		SHED_SLOW_MS: string;
+		SHED_OPEN_MS: string;
+		SHED_MAX_INFLIGHT: string;
 	}
 	interface ProductionEnv {
 		SPOOL_BODIES: R2Bucket;
@@ -44,6 +48,10 @@ declare namespace Cloudflare {
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
 		DECISION_FLUSH_SECONDS: string;
+		SHED_AFTER_FAILURES: string;
+		SHED_SLOW_MS: string;
+		SHED_OPEN_MS: string;
+		SHED_MAX_INFLIGHT: string;
 	}
 	interface Env {
 		SPOOL_BODIES: R2Bucket;
@@ -65,6 +73,10 @@ declare namespace Cloudflare {
 		SETTLED_MEMO_ENTRIES: string;
 		SETTLED_MEMO_SECONDS: string;
 		DECISION_FLUSH_SECONDS: string;
+		SHED_AFTER_FAILURES: string;
+		SHED_SLOW_MS: string;
+		SHED_OPEN_MS: string;
+		SHED_MAX_INFLIGHT: string;
 	}
 }
 interface Env extends Cloudflare.Env {}

@@ -22,7 +22,7 @@ import { REPO_ROOT } from '../../local/stack'
 import { type DeadFailure, FaultCase } from './support/fault-case'
 import { type FaultStack, SPOOL_SETTINGS, startFaultStack } from './support/fault-stack'
 import { type CaseResult, formatTable } from './support/ledger'
-import type { Message } from './support/vendors'
+import { is2xx, type Message } from './support/vendors'
 
 const RUN = runId().slice(-6)
 /** How long an origin or Postgres outage lasts: longer than Slack's whole (compressed) retry span. */
@@ -139,6 +139,35 @@ faultCase('origin stopped, then restarted', async (c) => {
     await c.send([...c.fresh(15), ...c.forged()], { gapMs: 250 })
   })
   await c.send([...c.fresh(5), ...before], { gapMs: 50 })
+})
+
+faultCase('origin slow, not down (answers in 5 s)', async (c) => {
+  const before = c.fresh(5)
+  await c.send(before, { gapMs: 50 })
+  await c.settle()
+  let during: Message[] = []
+  await c.during(async () => {
+    // The origin takes each event (its rows commit) but its answer comes after 5 s, past every
+    // forward budget: the first forwards time out; once a few have been waiting for a second,
+    // the Worker sheds: first-seen events go straight to the spool queue (worker/shed/).
+    stack.balancer.setAnswerDelay(5_000)
+    try {
+      during = c.fresh(25)
+      await c.send([...during, ...c.forged()], { gapMs: 200 })
+      await c.send(before, { gapMs: 30 })
+      await c.settle()
+    } finally {
+      stack.balancer.setAnswerDelay(0)
+    }
+  })
+  // Every vendor answered 2xx at its first attempt, within the shortest deadline (Slack's 3 s),
+  // and most without waiting for the origin at all.
+  const attempts = during.flatMap((m) => m.attempts)
+  expect(attempts.filter((a) => !is2xx(a.outcome) || a.ms >= 3_000)).toEqual([])
+  expect(attempts).toHaveLength(during.length)
+  const waited = attempts.filter((a) => a.ms >= 1_000).length
+  expect(waited, 'answers that waited for the slow origin').toBeLessThanOrEqual(during.length / 2)
+  await c.send(c.fresh(5), { gapMs: 50 })
 })
 
 faultCase('origin killed (SIGKILL) mid-request', async (c) => {

@@ -463,6 +463,38 @@ describe('the spool consumer', () => {
     expect((await h.originCalls()).rows).toBe(4)
   })
 
+  it('a queue batch goes to the origin in one signed request; each message settles on its own answer', async () => {
+    const { h, spool, dead } = withQueues()
+    const messages = await queuedMessages(h, spool, 6)
+    await h.setOriginMode({ kind: 'ok' })
+    // One of them landed already (a vendor retry went through): a duplicate, acked all the same.
+    await consume(h, SPOOL, [messages[0]])
+    const { ids, acked, retried } = await consume(h, SPOOL, messages)
+    expect(acked.sort()).toEqual([...ids].sort())
+    expect(retried).toEqual([])
+    expect(dead.sent).toEqual([])
+    const { batches, rows, calls } = await h.originCalls()
+    expect(batches).toEqual([1, 6])
+    expect(rows).toBe(6)
+    expect(calls.slice(-6).map((c) => c.answered)).toEqual([200, 201, 201, 201, 201, 201])
+    for (const message of messages) {
+      expect(await h.redisGet(message.claimKey)).toBe(
+        settledValue('done', message.event.payloadHash ?? ''),
+      )
+    }
+  })
+
+  it('an origin without the batch route: each event forwarded on its own, all land', async () => {
+    const { h, spool } = withQueues()
+    const messages = await queuedMessages(h, spool, 3)
+    await h.setOriginMode({ kind: 'ok', batch: false })
+    const { ids, acked } = await consume(h, SPOOL, messages)
+    expect(acked.sort()).toEqual([...ids].sort())
+    const { batches, rows } = await h.originCalls()
+    expect(batches).toEqual([])
+    expect(rows).toBe(3)
+  })
+
   it('out of attempts (SPOOL_MAX_ATTEMPTS): onto the dead-letter queue with the last error, then ack', async () => {
     const { h, spool, dead } = withQueues({ SPOOL_MAX_ATTEMPTS: '3' })
     const [message] = (await queuedMessages(h, spool, 1)) as [SpoolMessage]

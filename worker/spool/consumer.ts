@@ -1,9 +1,10 @@
 /**
  * The Worker's `queue()` handler: the consumers of the spool queue and of its dead-letter queue
- * (wrangler.toml). Every message is decided on its own, so one message never waits for another:
- * a poisoned event is retried on its own schedule while everything behind it lands.
+ * (wrangler.toml). Every message is decided on its own answer, so a poisoned event is retried on
+ * its own schedule while everything behind it lands.
  *
- * Spool queue, per message:
+ * Spool queue: the batch's events go to the origin in one signed request (`POST /v1/events/batch`,
+ * ingested in one statement), each answered on its own; then, per message:
  *   origin took it (2xx, new or duplicate)   ack; its claim becomes `done`
  *   origin refused it for good (400/413/422) onto the dead-letter queue at once (retrying cannot
  *                                            help; an operator replays it once the cause is fixed)
@@ -22,9 +23,10 @@
  * @module
  */
 import { backoffMs } from '../../contract/backoff'
+import { packBatches } from '../../contract/event-batch'
 import { type OriginConfig, type Settings, settingsFor } from '../config'
 import type { Env } from '../env'
-import { describeForward, type ForwardResult, forwardBody } from '../forward'
+import { describeForward, type ForwardResult, forwardBatch, forwardBody } from '../forward'
 import { claimStoreFor } from '../gateway'
 import { describeError, logLine, logProblem } from '../log'
 import {
@@ -35,7 +37,13 @@ import {
   type Packed,
   unpackMessage,
 } from './claim-check'
-import { type DeadMessage, deadMessage, deadReport, decodeSpoolMessage } from './message'
+import {
+  type DeadMessage,
+  deadMessage,
+  deadReport,
+  decodeSpoolMessage,
+  type SpoolMessage,
+} from './message'
 import { sendDeadLetter } from './producer'
 
 /** A dead-letter queue's name ends with this (wrangler.toml: `dead_letter_queue`). */
@@ -57,54 +65,128 @@ export async function consumeQueue(
   ctx: ExecutionContext,
 ): Promise<void> {
   const settings = settingsFor(env)
-  const handle = isDeadLetterQueue(batch.queue)
-    ? (message: Message<unknown>) => recordDead(settings, env, ctx, message)
-    : (message: Message<unknown>) => deliverQueued(settings, env, ctx, message)
+  if (isDeadLetterQueue(batch.queue)) {
+    const each = batch.messages.map((message) => ({ message }))
+    await eachGuarded(settings, batch.queue, each, ({ message }) =>
+      recordDead(settings, env, ctx, message),
+    )
+    return
+  }
+  await deliverQueued(settings, env, ctx, batch.queue, batch.messages)
+}
+
+/**
+ * Runs `handle` for each item at once. A throw (a bug, R2 failing: not an answer) keeps that
+ * item's message, on the normal schedule.
+ */
+async function eachGuarded<T extends { message: Message<unknown> }>(
+  settings: Settings,
+  queue: string,
+  items: readonly T[],
+  handle: (item: T) => Promise<void>,
+): Promise<void> {
   await Promise.all(
-    batch.messages.map(async (message) => {
+    items.map(async (item) => {
       try {
-        await handle(message)
+        await handle(item)
       } catch (err) {
-        // A bug or R2 failing, not an answer: keep the message, on the normal schedule.
-        logProblem('error', 'spool_consumer_error', {
-          queue: batch.queue,
-          error: describeError(err),
-        })
-        message.retry({ delaySeconds: retryDelaySeconds(settings, message.attempts) })
+        logProblem('error', 'spool_consumer_error', { queue, error: describeError(err) })
+        item.message.retry({ delaySeconds: retryDelaySeconds(settings, item.message.attempts) })
       }
     }),
   )
 }
 
+/** A queued message read back and valid, ready to forward. */
+interface QueuedEvent {
+  message: Message<unknown>
+  decoded: SpoolMessage
+  eventKey: string | null
+}
+
+/**
+ * The spool queue's batch: each message read back (R2) and decoded, the valid events forwarded
+ * together (one signed request: forwardQueued), then each message settled on its own answer.
+ */
 async function deliverQueued(
   settings: Settings,
   env: Env,
   ctx: ExecutionContext,
-  message: Message<unknown>,
+  queue: string,
+  messages: readonly Message<unknown>[],
 ): Promise<void> {
-  const bodies = env.SPOOL_BODIES ?? null
-  const { body, eventKey, unreadable } = await readBack(settings, bodies, message)
+  const read: (QueuedEvent | null)[] = messages.map(() => null)
+  await eachGuarded(
+    settings,
+    queue,
+    messages.map((message, index) => ({ message, index })),
+    async ({ message, index }) => {
+      read[index] = await readQueued(settings, env, ctx, message)
+    },
+  )
+  const queued = read.filter((item): item is QueuedEvent => item !== null)
+  const events = queued.map((item) => JSON.stringify(item.decoded.event))
+  const results = await forwardQueued(settings, events)
+  await eachGuarded(
+    settings,
+    queue,
+    queued.map((item, index) => ({ ...item, result: results[index] as ForwardResult })),
+    (item) => settleQueued(settings, env, ctx, item, item.result),
+  )
+}
+
+/** The message's event, or null when it went to the dead letters (unreadable, not an event). */
+async function readQueued(
+  settings: Settings,
+  env: Env,
+  ctx: ExecutionContext,
+  message: Message<unknown>,
+): Promise<QueuedEvent | null> {
+  const { body, eventKey, unreadable } = await readBack(settings, env.SPOOL_BODIES ?? null, message)
   const decoded = decodeSpoolMessage(body)
-  if (!decoded.ok) {
-    const why = `unreadable message: ${unreadable ?? decoded.reason}`
-    return deadLetter(env, settings, ctx, message, why)
+  if (decoded.ok) return { message, decoded: decoded.message, eventKey }
+  const why = `unreadable message: ${unreadable ?? decoded.reason}`
+  await deadLetter(env, settings, ctx, message, why)
+  return null
+}
+
+/**
+ * The queued events forwarded in batches (BATCH_LIMITS), one answer each, in order. An origin
+ * that takes no batch (older than the batch route) gets each on its own.
+ */
+async function forwardQueued(settings: Settings, events: string[]): Promise<ForwardResult[]> {
+  const { origin, originTimeoutMs } = settings
+  if (!origin) return events.map(() => ({ kind: 'failed', status: null, reason: 'network' }))
+  const answers: ForwardResult[] = []
+  for (const batch of packBatches(events)) {
+    const sent = await forwardBatch(origin, batch, originTimeoutMs)
+    if (sent.kind === 'answered') answers.push(...sent.results)
+    else if (sent.kind === 'failed') answers.push(...batch.map(() => sent))
+    else {
+      const each = batch.map((event) =>
+        forwardBody(origin, event, originTimeoutMs, '/v1/events', 'queue'),
+      )
+      answers.push(...(await Promise.all(each)))
+    }
   }
-  const { event, claimKey, queuedAt, ttlSeconds } = decoded.message
+  return answers
+}
+
+/** What the origin's answer (or its absence) makes of one queued message. */
+async function settleQueued(
+  settings: Settings,
+  env: Env,
+  ctx: ExecutionContext,
+  { message, decoded, eventKey }: QueuedEvent,
+  result: ForwardResult,
+): Promise<void> {
+  const { event, claimKey, queuedAt, ttlSeconds } = decoded
   const fields = {
     channel: event.channel,
     deliveryKey: event.deliveryKey,
     attempts: message.attempts,
     ageMs: Date.now() - queuedAt,
   }
-  const result: ForwardResult = settings.origin
-    ? await forwardBody(
-        settings.origin,
-        JSON.stringify(event),
-        settings.originTimeoutMs,
-        '/v1/events',
-        'queue',
-      )
-    : { kind: 'failed', status: null, reason: 'network' }
   const claims = claimStoreFor(settings)
   const later = (work: Promise<unknown> | undefined) => {
     if (work) ctx.waitUntil(work.catch(() => {}))
@@ -114,7 +196,7 @@ async function deliverQueued(
     message.ack()
     later(claims?.delivered(claimKey, event.payloadHash, ttlSeconds))
     later(claims?.count(`spool_delivered:${event.channel}`))
-    later(deleteEventBody(bodies, eventKey))
+    later(deleteEventBody(env.SPOOL_BODIES ?? null, eventKey))
     logLine('info', 'spool_delivered', {
       ...fields,
       origin: result.outcome ?? String(result.status),

@@ -205,6 +205,7 @@ export async function startFaultStack(options: FaultStackOptions = {}): Promise<
       balancer.setBackends([a.url])
       balancer.setPoison(null)
       balancer.failQueueConsumer(null)
+      balancer.setAnswerDelay(0)
       redisServer.resume()
       await redisServer.start()
       await postgresServer.start()

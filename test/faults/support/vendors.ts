@@ -75,6 +75,8 @@ export interface Attempt {
   /** When it started, ms since the start of its delivery run. */
   at: number
   outcome: Outcome
+  /** How long its answer took (or until it failed), ms. */
+  ms: number
   /** A fault was in effect when it started. */
   inFault: boolean
 }
@@ -322,7 +324,13 @@ export async function deliver(
   const firstAt = Date.now()
   let previous: Outcome | undefined
   for (let retry = 0; ; retry++) {
-    const attempt: Attempt = { at: Date.now() - firstAt, outcome: 'network', inFault: inFault() }
+    const startedAt = Date.now()
+    const attempt: Attempt = {
+      at: startedAt - firstAt,
+      outcome: 'network',
+      ms: 0,
+      inFault: inFault(),
+    }
     let noRetry = false
     let retryAfterMs = 0
     try {
@@ -336,6 +344,7 @@ export async function deliver(
     } catch (err) {
       attempt.outcome = failureOf(err)
     }
+    attempt.ms = Date.now() - startedAt
     message.attempts.push(attempt)
     previous = attempt.outcome
     const wait = policy.retryDelaysMs[retry]

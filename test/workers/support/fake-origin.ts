@@ -22,7 +22,8 @@ import { readBody } from '../../../local/http-body'
 
 /** How the origin of one namespace answers. */
 export type OriginMode =
-  | { kind: 'ok' }
+  /** `batch: false`: an origin older than `POST /v1/events/batch` (it answers that route 404). */
+  | { kind: 'ok'; batch?: false }
   | { kind: 'fail'; status: number; delayMs?: number }
   | { kind: 'delay'; ms: number }
   | { kind: 'reject' }
@@ -64,6 +65,8 @@ interface Namespace {
   dead: DeadReportCall[]
   /** Idempotency-Key answers by (tenant, route, key hash). */
   answers: Map<string, { fingerprint: string; status: number; body: unknown }>
+  /** How many batch requests (`POST /v1/events/batch`) came, and how many events each held. */
+  batches: number[]
 }
 
 export interface FakeOrigin {
@@ -111,6 +114,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       rows: new Map(),
       dead: [],
       answers: new Map(),
+      batches: [],
     }
     namespaces.set(id, n)
     return n
@@ -118,7 +122,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const match =
-      /^\/ns\/([\w-]+)\/(v1\/events|v1\/failures\/inbound|mode|calls|login|healthz)$/.exec(
+      /^\/ns\/([\w-]+)\/(v1\/events|v1\/events\/batch|v1\/failures\/inbound|mode|calls|login|healthz)$/.exec(
         req.url ?? '',
       )
     if (!match) return send(res, 404, { error: { code: 'not_found' } })
@@ -151,11 +155,15 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
         calls: space.calls,
         rows: space.rows.size,
         dead: space.dead,
+        batches: space.batches,
         logins: loginHits.get(id) ?? 0,
         healthChecks: healthHits.get(id) ?? 0,
       })
     }
     if (req.method !== 'POST') return send(res, 405, {})
+    if (route === 'v1/events/batch' && space.mode.kind === 'ok' && space.mode.batch === false) {
+      return send(res, 404, { error: { code: 'not_found' } })
+    }
 
     const requestSignature = req.headers['x-dedup-signature'] as string | undefined
     const verdict = await verifyForward(secrets, { method: 'POST', path: `/${route}` }, body, {
@@ -171,8 +179,28 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
         : (status, answer) =>
             sendSigned(res, status, answer, verdict.secret, requestSignature as string)
     if (route === 'v1/failures/inbound') return recordDead(space, body, reply)
-    const parsed = parseInboundEvent(JSON.parse(body))
-    if (!parsed.ok) return reply(400, { error: { code: 'invalid_event', message: parsed.message } })
+    if (route === 'v1/events/batch') {
+      // As the origin: one answer per event, each what the event alone would get; 200 as a whole.
+      const { events } = JSON.parse(body) as { events: unknown[] }
+      space.batches.push(events.length)
+      const results = []
+      for (const item of events) {
+        const [status, answer] = await answerEvent(space, item)
+        results.push({ status, ...answer })
+      }
+      return reply(200, { results })
+    }
+    const [status, answer] = await answerEvent(space, JSON.parse(body))
+    return reply(status, answer)
+  }
+
+  /** What the origin answers for one event, by the namespace's mode. */
+  async function answerEvent(
+    space: Namespace,
+    input: unknown,
+  ): Promise<[number, Record<string, unknown>]> {
+    const parsed = parseInboundEvent(input)
+    if (!parsed.ok) return [400, { error: { code: 'invalid_event', message: parsed.message } }]
     const event = parsed.event
     const call: OriginCall = {
       deliveryKey: event.deliveryKey,
@@ -188,41 +216,47 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     const mode = space.mode
     if (mode.kind === 'poison' && mode.deliveryKeys.includes(event.deliveryKey)) {
       call.answered = mode.status
-      return reply(mode.status, { error: { code: 'forbidden' } })
+      return [mode.status, { error: { code: 'forbidden' } }]
     }
     if (mode.kind === 'fail') {
       if (mode.delayMs) await new Promise((r) => setTimeout(r, mode.delayMs))
       call.answered = mode.status
-      return reply(mode.status, { error: { code: 'database_unavailable' } })
+      return [mode.status, { error: { code: 'database_unavailable' } }]
     }
     if (mode.kind === 'reject') {
       call.answered = 400
-      return reply(400, { error: { code: 'invalid_event', message: 'rejected by test' } })
+      return [400, { error: { code: 'invalid_event', message: 'rejected by test' } }]
     }
     if (mode.kind === 'delay') await new Promise((r) => setTimeout(r, mode.ms))
-    if (event.idempotency) return answerOnce(space, event, event.idempotency, reply, call)
+    if (event.idempotency) return answerOnce(space, event, event.idempotency, call)
     const rowKey = `${event.channel}:${event.messageKey}`
     const existing = space.rows.get(rowKey)
     if (existing !== undefined && event.kind === 'message') {
       call.answered = 200
-      return reply(200, {
-        outcome: 'duplicate',
-        duplicate: true,
-        messageId: '1',
-        conversationId: '1',
-        customerId: '1',
-        ...(existing === event.payloadHash ? {} : { payloadMismatch: true }),
-      })
+      return [
+        200,
+        {
+          outcome: 'duplicate',
+          duplicate: true,
+          messageId: '1',
+          conversationId: '1',
+          customerId: '1',
+          ...(existing === event.payloadHash ? {} : { payloadMismatch: true }),
+        },
+      ]
     }
     if (event.kind === 'message') space.rows.set(rowKey, event.payloadHash)
     call.answered = event.kind === 'message' ? 201 : 200
-    return reply(call.answered, {
-      outcome: event.kind === 'message' ? 'created' : 'updated',
-      duplicate: false,
-      messageId: '1',
-      conversationId: '1',
-      customerId: '1',
-    })
+    return [
+      call.answered,
+      {
+        outcome: event.kind === 'message' ? 'created' : 'updated',
+        duplicate: false,
+        messageId: '1',
+        conversationId: '1',
+        customerId: '1',
+      },
+    ]
   }
 
   /**
@@ -233,9 +267,8 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     space: Namespace,
     event: InboundEvent,
     request: IdempotentRequest,
-    reply: Reply,
     call: OriginCall,
-  ): Promise<void> {
+  ): [number, Record<string, unknown>] {
     const scope = `${event.tenant}|${request.route}|${request.keyHash}`
     const found = space.answers.get(scope)
     const created = !found && !space.rows.has(`${event.channel}:${event.messageKey}`)
@@ -256,14 +289,17 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
         ? { status: stored.status, body: stored.body, replayed: found !== undefined }
         : { status: 422, body: problemBody('idempotency_key_reused'), replayed: false }
     call.answered = created ? 201 : 200
-    return reply(call.answered, {
-      outcome: created ? 'created' : 'duplicate',
-      duplicate: !created,
-      messageId: null,
-      conversationId: null,
-      customerId: null,
-      answer,
-    })
+    return [
+      call.answered,
+      {
+        outcome: created ? 'created' : 'duplicate',
+        duplicate: !created,
+        messageId: null,
+        conversationId: null,
+        customerId: null,
+        answer,
+      },
+    ]
   }
 
   /** The dead-letter consumer's report: taken (201) unless the namespace is failing. */

@@ -27,6 +27,8 @@ export interface OriginRecord {
   calls: OriginCall[]
   rows: number
   dead: DeadReportCall[]
+  /** Each batch request (`POST /v1/events/batch`): how many events it held. */
+  batches: number[]
   /** Requests for the login page behind its `redirect` mode: a followed redirect lands there. */
   logins: number
   /** GET /healthz: the Worker's origin probe. */

@@ -14,6 +14,7 @@ import { slack } from './slack'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
 import type { WebhookChannel } from './types'
+import { wechat } from './wechat'
 import { whatsappCloud } from './whatsapp-cloud'
 
 export const WEBHOOK_CHANNELS = [
@@ -21,6 +22,7 @@ export const WEBHOOK_CHANNELS = [
   twilio,
   telegram,
   whatsappCloud,
+  wechat,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]

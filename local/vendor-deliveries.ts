@@ -54,7 +54,7 @@ export const FORGED_SECRET = 'not-the-configured-secret'
 
 /**
  * The Worker bindings under which a gateway accepts deliveries signed with `secrets` (the test
- * secrets: Meta's channel too, with {@link WA_TEST_SECRET}).
+ * secrets: Meta's channel too, with {@link WA_TEST_SECRET}, and WeChat's two test accounts).
  */
 export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<string, string> {
   return {
@@ -63,7 +63,11 @@ export function vendorBindings(secrets: VendorSecrets = TEST_SECRETS): Record<st
     TELEGRAM_SECRET_TOKEN: secrets.telegram,
     TELEGRAM_BOT_ID: secrets.telegramBotId,
     ...(secrets === TEST_SECRETS
-      ? { WHATSAPP_APP_SECRET: WA_TEST_SECRET, WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN }
+      ? {
+          WHATSAPP_APP_SECRET: WA_TEST_SECRET,
+          WHATSAPP_VERIFY_TOKEN: WA_VERIFY_TOKEN,
+          ...WECHAT_TEST_BINDINGS,
+        }
       : {}),
   }
 }
@@ -378,6 +382,16 @@ export const WECHAT_TEST_TOKEN = 'testwechattoken'
 /** An EncodingAESKey (43 characters) and the AppID its plaintexts end with. */
 export const WECHAT_TEST_AES_KEY = 'TestWeChatEncodingAesKey0123456789abcdefABC'
 export const WECHAT_TEST_APP_ID = 'wx0123456789abcdef'
+
+/** The tests' encrypting account (safe mode: it takes encrypted pushes only). */
+export const WECHAT_AES_ACCOUNT = 'gh_0123456789ae'
+
+/** WECHAT_ACCOUNT in plain mode, WECHAT_AES_ACCOUNT in safe mode, as the Worker's bindings. */
+export const WECHAT_TEST_BINDINGS = {
+  WECHAT_TOKENS_BY_ACCOUNT: `${WECHAT_ACCOUNT}=${WECHAT_TEST_TOKEN},${WECHAT_AES_ACCOUNT}=${WECHAT_TEST_TOKEN}`,
+  WECHAT_AES_KEYS_BY_ACCOUNT: `${WECHAT_AES_ACCOUNT}=${WECHAT_TEST_AES_KEY}`,
+  WECHAT_APP_IDS_BY_ACCOUNT: `${WECHAT_AES_ACCOUNT}=${WECHAT_TEST_APP_ID}`,
+}
 
 /** A push's fields, in WeChat's order; strings become CDATA, digits stay bare. */
 export type WeChatFields = Record<string, string>

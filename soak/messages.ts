@@ -28,7 +28,11 @@ import {
   slackDelivery,
   telegramDelivery,
   twilioDelivery,
+  WECHAT_AES_ACCOUNT,
+  WECHAT_TEST_AES_KEY,
   waText,
+  wechatDelivery,
+  wechatMsgId,
   whatsappCloudPost,
 } from '../local/vendor-deliveries'
 import {
@@ -52,6 +56,7 @@ export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'whatsapp-cloud',
   'sms',
   'telegram',
+  'wechat',
   'email',
   'gmail',
 ]
@@ -62,6 +67,7 @@ export const SIGNED: readonly SoakChannel[] = [
   'whatsapp-cloud',
   'sms',
   'telegram',
+  'wechat',
 ]
 /** Channels with edits on the wire; Slack alone also sends deletes. */
 export const EDITABLE: readonly SoakChannel[] = ['slack', 'telegram']
@@ -233,6 +239,16 @@ export class MessageMaker {
           forged,
           ...(shape === 'edit' ? { field: 'edited_message', editDate: this.baseSeconds + k } : {}),
         })
+      case 'wechat':
+        // WeChat has one id per message: every shape is the same MsgId (a fresh-id is a replay).
+        return wechatDelivery({
+          msgId: this.wechatMsgId(message),
+          text,
+          forged,
+          ...(message.n % 2 === 0
+            ? { account: WECHAT_AES_ACCOUNT, aesKey: WECHAT_TEST_AES_KEY }
+            : {}),
+        })
       default:
         throw new Error(`${message.channel} has no single signed delivery`)
     }
@@ -258,6 +274,16 @@ export class MessageMaker {
   }
 
   private readonly twilioSids = new Map<number, string>()
+  private readonly wechatMsgIds = new Map<number, string>()
+
+  private wechatMsgId(message: SoakMessage): string {
+    let id = this.wechatMsgIds.get(message.n)
+    if (!id) {
+      id = wechatMsgId()
+      this.wechatMsgIds.set(message.n, id)
+    }
+    return id
+  }
 
   private twilioSid(message: SoakMessage): string {
     let sid = this.twilioSids.get(message.n)

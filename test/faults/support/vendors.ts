@@ -10,6 +10,9 @@
  * - Telegram: repeats any non-2xx answer "a reasonable number of attempts", backing off.
  * - Meta (WhatsApp Cloud API): one POST carries a batch of messages; anything but 200 is retried
  *   "with decreasing frequency" for up to 7 days (the whole POST again).
+ * - WeChat: waits 5 s, then tries again, 3 attempts in all; taken as the same on any non-2xx
+ *   (WeChat documents only the timeout). Each attempt signed anew; half the messages go to the
+ *   encrypting test account.
  * - Email (Cloudflare Email Routing, via Miniflare's `/cdn-cgi/handler/email`): a thrown handler
  *   is a temporary SMTP failure (500 here) and the sending MTA retries with backoff; a
  *   `setReject` (400 here) is a bounce, never retried.
@@ -27,18 +30,35 @@ import {
   slackDelivery,
   telegramDelivery,
   twilioDelivery,
+  WECHAT_AES_ACCOUNT,
+  WECHAT_TEST_AES_KEY,
   waText,
+  wechatDelivery,
+  wechatMsgId,
   whatsappCloudPost,
 } from '../../../local/vendor-deliveries'
 import { senderKeyPart } from '../../email/support/emails'
 
 /** The `messages.channel` a delivery should end up in. */
-export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'email'
-export const CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'email']
-/** The four channels whose requests can be forged (email has no request signature). */
-export const SIGNED_CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms']
+export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'wechat' | 'email'
+export const CHANNELS: readonly Channel[] = [
+  'slack',
+  'whatsapp',
+  'telegram',
+  'sms',
+  'wechat',
+  'email',
+]
+/** The channels whose requests can be forged (email has no request signature). */
+export const SIGNED_CHANNELS: readonly Channel[] = [
+  'slack',
+  'whatsapp',
+  'telegram',
+  'sms',
+  'wechat',
+]
 
-export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta'
+export type Vendor = 'slack' | 'twilio' | 'telegram' | 'wechat' | 'email' | 'meta'
 
 /** What one attempt got: an HTTP status, or no answer in time, or no connection. */
 export type Outcome = number | 'timeout' | 'refused' | 'network'
@@ -101,6 +121,11 @@ export const POLICIES: Record<Vendor, RetryPolicy> = {
     timeoutMs: 10_000,
     retryDelaysMs: [500, 1_000, 2_000, ...Array<number>(9).fill(3_000)],
     retries: (outcome) => outcome !== 200,
+  },
+  wechat: {
+    timeoutMs: 5_000,
+    retryDelaysMs: [0, 0],
+    retries: (outcome) => !is2xx(outcome),
   },
   email: {
     timeoutMs: 30_000,
@@ -186,6 +211,11 @@ export class MessageFactory {
       case 'whatsapp':
       case 'sms':
         return twilioDelivery({ ...twilioParties(channel, sender), body: text, forged })
+      case 'wechat': {
+        const encrypted =
+          n % 2 === 0 ? { account: WECHAT_AES_ACCOUNT, aesKey: WECHAT_TEST_AES_KEY } : {}
+        return wechatDelivery({ msgId: wechatMsgId(), text, forged, ...encrypted })
+      }
       case 'telegram': {
         const updateId = ++MessageFactory.updateId
         return telegramDelivery({

@@ -346,6 +346,15 @@ describe('WeChat XML: hardened parsing', () => {
     expect(() => xmlRoot(laughs)).toThrow(InvalidPayloadError)
   })
 
+  it('a text that mentions a DOCTYPE or splits CDATA is the text, as typed', async () => {
+    const typed = '<!DOCTYPE html><!ENTITY x "y"> ]]> done'
+    const xml = wechatXml(wechatText('1', typed)).replace(']]> done]]>', ']]]]><![CDATA[> done]]>')
+    expect(xmlRoot(xml).Content).toBe(typed)
+    const sealed = await partsOf(await wechatRequest(URL_, xml, { aesKey: WECHAT_TEST_AES_KEY }))
+    expect(await verifyWeChat(sealed, encrypted, WECHAT_ACCOUNT)).toMatchObject({ ok: true })
+    expect(parseWeChat(sealed).Content).toBe(typed)
+  })
+
   it('refuses what is not one <xml> document', () => {
     for (const body of ['', 'not xml', '<xml><a></xml>', '{"MsgId":1}', '<other/>']) {
       expect(() => xmlRoot(body), body).toThrow(InvalidPayloadError)

@@ -248,9 +248,15 @@ const xmlParser = new XMLParser({
   maxNestedTags: 8,
 })
 
+const CDATA = /<!\[CDATA\[[\s\S]*?\]\]>/g
+const DECLARATION = /<!DOCTYPE|<!ENTITY/i
+
 /** The `<xml>` element's children of an untrusted document; anything else is invalid (400). */
 export function xmlRoot(text: string): WeChatPush {
-  if (/<!DOCTYPE|<!ENTITY/i.test(text)) throw new InvalidPayloadError('wechat body has a DOCTYPE')
+  // Outside CDATA only: a user may well type "<!DOCTYPE html>", and that is their text.
+  if (DECLARATION.test(text.replace(CDATA, ''))) {
+    throw new InvalidPayloadError('wechat body has a DOCTYPE')
+  }
   let parsed: unknown
   try {
     parsed = xmlParser.parse(text, true)

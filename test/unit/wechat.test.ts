@@ -459,10 +459,13 @@ describe('WeChat: what each push becomes', () => {
     expect(key(click)).not.toBe(key(subscribe))
   })
 
-  it('unknown message types are acknowledged and ignored; a message without a MsgId is invalid', async () => {
-    expect(await classify({ MsgType: 'miniprogrampage', MsgId: '6' })).toMatchObject({
-      action: 'ignore',
-    })
+  it('unknown message types are acknowledged and ignored under one reason (no vendor text in log lines); a message without a MsgId is invalid', async () => {
+    for (const type of ['miniprogrampage', 'x\n{"level":"fatal"}']) {
+      expect(await classify({ MsgType: type, MsgId: '6' })).toEqual({
+        action: 'ignore',
+        reason: 'wechat_type_not_supported',
+      })
+    }
     await expect(classify({ MsgType: 'text', Content: 'x' })).rejects.toThrow(InvalidPayloadError)
     await expect(classify({ MsgType: 'text', Content: 'x', MsgId: '1e5' })).rejects.toThrow(
       InvalidPayloadError,

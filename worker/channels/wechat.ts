@@ -305,7 +305,7 @@ export async function classifyWeChat(push: WeChatPush): Promise<ChannelDelivery>
     return { action: 'record', key: { namespace: 'wechat-event', scope: to, id }, material }
   }
   const content = messageContent(push, type)
-  if (!content) return { action: 'ignore', reason: `wechat_${type.slice(0, 32)}_not_supported` }
+  if (!content) return { action: 'ignore', reason: 'wechat_type_not_supported' }
   const msgId = str(push.MsgId)
   if (!msgId || !MSG_ID.test(msgId)) throw new InvalidPayloadError('wechat message without a MsgId')
   const key: DeliveryKey = { namespace: 'wechat', scope: to, id: msgId }

@@ -8,14 +8,15 @@
  *   tsx local/send-webhook.ts whatsapp-cloud [--text hi] [--id wamid...] [--phone-number-id ID]
  *   tsx local/send-webhook.ts line     [--text hi] [--id ULID] [--message-id 5...] [--unsend]
  *   tsx local/send-webhook.ts messenger|instagram [--text hi] [--id m_...] [--account ID] [--edit]
+ *   tsx local/send-webhook.ts wechat   [--text hi] [--id MsgId] (encrypted when the account has an AES key)
  *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
  * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Each
  * answer says what the gateway made of it (its `x-dedup-decision` header): new, duplicate, ... Secrets
  * come from the environment, else `.dev.vars`, else `.dev.vars.example` (what `npm run dev` uses).
  * With a per-tenant variable set (SLACK_SIGNING_SECRETS_BY_APP, ...), the request is signed as the
- * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id, LINE bot user id), else as
- * its first tenant.
+ * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id, LINE bot user id, WeChat
+ * gh_ id), else as its first tenant.
  * Slack signatures expire after 5 minutes: a printed curl must be run within that.
  * @module
  */
@@ -41,6 +42,7 @@ import {
   telegramDelivery,
   twilioDelivery,
   waText,
+  wechatDelivery,
   whatsappCloudPost,
 } from './vendor-deliveries'
 
@@ -52,6 +54,7 @@ const VENDORS = [
   'line',
   'messenger',
   'instagram',
+  'wechat',
 ] as const
 type Vendor = (typeof VENDORS)[number]
 
@@ -59,11 +62,12 @@ const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
   --text TEXT        message text
   --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id,
-                     WhatsApp message id (wamid), LINE webhookEventId, Messenger / Instagram mid
+                     WhatsApp message id (wamid), LINE webhookEventId, Messenger / Instagram mid,
+                     WeChat MsgId
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
-  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / LINE bot
-                     (per-tenant secrets)
+  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / LINE bot /
+                     WeChat account (gh_ id) (per-tenant secrets)
   slack:    --channel C123 --user U123 --ts 1700000000.000100
   twilio:   --sms (an SMS instead of WhatsApp) --from +14155550100 --status delivered
   telegram: --chat 7 --message-id 42 --edit
@@ -100,6 +104,9 @@ const SECRET_NAMES = [
   'INSTAGRAM_APP_SECRET',
   'INSTAGRAM_APP_SECRETS_BY_APP',
   'INSTAGRAM_ACCOUNTS_BY_APP',
+  'WECHAT_TOKENS_BY_ACCOUNT',
+  'WECHAT_AES_KEYS_BY_ACCOUNT',
+  'WECHAT_APP_IDS_BY_ACCOUNT',
   'PUBLIC_BASE_URL',
 ] as const
 
@@ -288,6 +295,33 @@ function metaMessaging(name: 'messenger' | 'instagram', object: string, idsVaria
   }
 }
 
+/**
+ * A WeChat text message to `/webhooks/wechat/{account}`, signed with the account's first token;
+ * encrypted with its first EncodingAESKey and its AppID when WECHAT_AES_KEYS_BY_ACCOUNT lists it.
+ */
+function buildWeChat(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
+  const signed = signer(
+    vars,
+    'WECHAT_TOKENS_BY_ACCOUNT',
+    'WECHAT_TOKENS_BY_ACCOUNT',
+    tenantOption(o),
+  )
+  const account = signed.tenant
+  if (account === undefined) throw new Error('WECHAT_TOKENS_BY_ACCOUNT names no account')
+  const any = { test: () => true, hint: '' }
+  const firstOf = (name: string) => parseTenantSecrets(name, vars[name], any, [])?.get(account)?.[0]
+  const aesKey = firstOf('WECHAT_AES_KEYS_BY_ACCOUNT')
+  const appId = firstOf('WECHAT_APP_IDS_BY_ACCOUNT')
+  const delivery = wechatDelivery({
+    account,
+    token: signed.secret,
+    msgId: given(o, 'id'),
+    text: given(o, 'text') ?? 'hello from send-webhook',
+    ...(aesKey ? { aesKey, ...(appId ? { appId } : {}) } : {}),
+  })
+  return built(delivery.request(base))
+}
+
 const BUILDERS: Record<
   Vendor,
   (base: string, vars: Record<string, string>, o: Options) => Promise<Built>
@@ -299,6 +333,7 @@ const BUILDERS: Record<
   line: buildLine,
   messenger: metaMessaging('messenger', 'page', 'MESSENGER_PAGES_BY_APP'),
   instagram: metaMessaging('instagram', 'instagram', 'INSTAGRAM_ACCOUNTS_BY_APP'),
+  wechat: buildWeChat,
 }
 
 /** What the gateway made of a delivery, in words: its x-dedup-decision header. */

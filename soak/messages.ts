@@ -37,7 +37,11 @@ import {
   slackDelivery,
   telegramDelivery,
   twilioDelivery,
+  WECHAT_AES_ACCOUNT,
+  WECHAT_TEST_AES_KEY,
   waText,
+  wechatDelivery,
+  wechatMsgId,
   whatsappCloudPost,
 } from '../local/vendor-deliveries'
 import {
@@ -64,6 +68,7 @@ export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'line',
   'messenger',
   'instagram',
+  'wechat',
   'email',
   'gmail',
   'api',
@@ -271,6 +276,16 @@ export class MessageMaker {
           forged,
           ...(shape === 'edit' ? { field: 'edited_message', editDate: this.baseSeconds + k } : {}),
         })
+      case 'wechat':
+        // WeChat has one id per message: every shape is the same MsgId (a fresh-id is a replay).
+        return wechatDelivery({
+          msgId: this.idOf(message, 'msgid', wechatMsgId),
+          text,
+          forged,
+          ...(message.n % 2 === 0
+            ? { account: WECHAT_AES_ACCOUNT, aesKey: WECHAT_TEST_AES_KEY }
+            : {}),
+        })
       default:
         throw new Error(`${message.channel} has no single signed delivery`)
     }
@@ -297,7 +312,7 @@ export class MessageMaker {
 
   private readonly ids = new Map<string, string>()
 
-  /** The message's own id of `kind` (a Twilio SID, a LINE message id, a mid), made once. */
+  /** The message's own id of `kind` (a Twilio SID, a LINE message id, a mid, a WeChat MsgId), made once. */
   private idOf(message: SoakMessage, kind: string, make: () => string): string {
     const key = `${kind}:${message.n}`
     let id = this.ids.get(key)

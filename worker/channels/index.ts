@@ -17,6 +17,7 @@ import { slack } from './slack'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
 import type { WebhookChannel } from './types'
+import { wechat } from './wechat'
 import { whatsappCloud } from './whatsapp-cloud'
 
 export const WEBHOOK_CHANNELS = [
@@ -27,6 +28,7 @@ export const WEBHOOK_CHANNELS = [
   line,
   messenger,
   instagram,
+  wechat,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]

@@ -15,9 +15,11 @@
  * whatever they are not given.
  * @module
  */
+import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { readBoundedBody } from '../contract/body'
 import { toHex } from '../contract/crypto'
 import { slackSignature } from '../worker/channels/slack'
+import { BOT_FRAMEWORK_ISSUER } from '../worker/channels/teams'
 import { TELEGRAM_SECRET_HEADER } from '../worker/channels/telegram'
 import { twilioSignature } from '../worker/channels/twilio'
 import { compactSid } from '../worker/channels/twilio-keys'
@@ -365,6 +367,139 @@ export function whatsappCloudPost(
   const body = waBatch(changes)
   const secret = signing.forged ? FORGED_SECRET : (signing.secret ?? WA_TEST_SECRET)
   return { request: (base) => waRequest(`${base}/webhooks/whatsapp-cloud`, body, secret) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Microsoft Teams (Bot Framework)
+// ---------------------------------------------------------------------------------------------
+
+/** Two bots' Microsoft App IDs (the tenants of the Teams tests). */
+export const TEAMS_APP = '8e0b5c8c-1f4e-4b7a-9d6a-3c2f1e0d9b8a'
+export const TEAMS_OTHER_APP = '1a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d'
+export const TEAMS_SERVICE_URL = 'https://smba.trafficmanager.net/amer/'
+
+/**
+ * A signing key pair as Microsoft's JWKS would list it (with `endorsements`), to mint Bot
+ * Framework tokens locally: there is no official test vector (the doc says to test so).
+ */
+export interface TeamsSigner {
+  kid: string
+  privateKey: CryptoKey
+  /** Its public JWK as a JWKS entry. */
+  jwk: Record<string, unknown>
+}
+
+export async function teamsSigner(
+  kid = `key-${randomId()}`,
+  endorsements: readonly string[] = ['msteams'],
+): Promise<TeamsSigner> {
+  const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true })
+  const jwk = { ...(await exportJWK(publicKey)), kid, use: 'sig', endorsements }
+  return { kid, privateKey, jwk }
+}
+
+/** The OpenID metadata and JWKS documents of `signers`, as login.botframework.com serves them. */
+export function teamsKeyDocuments(jwksUrl: string, signers: readonly TeamsSigner[]) {
+  return {
+    metadata: {
+      issuer: BOT_FRAMEWORK_ISSUER,
+      jwks_uri: jwksUrl,
+      id_token_signing_alg_values_supported: ['RS256'],
+    },
+    jwks: { keys: signers.map((signer) => signer.jwk) },
+  }
+}
+
+export interface TeamsTokenClaims {
+  aud?: string
+  iss?: string
+  serviceUrl?: string | null
+  /** Seconds from now. */
+  expiresIn?: number
+  /** The header's kid (default the signer's). */
+  kid?: string
+}
+
+/** A Connector → bot token as the Bot Framework signs it (RS256, 1 h, `serviceurl` claim). */
+export function teamsToken(signer: TeamsSigner, claims: TeamsTokenClaims = {}): Promise<string> {
+  const now = nowSeconds()
+  const serviceUrl = claims.serviceUrl === undefined ? TEAMS_SERVICE_URL : claims.serviceUrl
+  return new SignJWT(serviceUrl === null ? {} : { serviceurl: serviceUrl })
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: claims.kid ?? signer.kid })
+    .setIssuer(claims.iss ?? BOT_FRAMEWORK_ISSUER)
+    .setAudience(claims.aud ?? TEAMS_APP)
+    .setIssuedAt(now - 60)
+    .setNotBefore(now - 60)
+    .setExpirationTime(now + (claims.expiresIn ?? 3600))
+    .sign(signer.privateKey)
+}
+
+export interface TeamsActivityFields {
+  type?: string
+  /** null: no id at all. */
+  id?: string | null
+  text?: string
+  eventType?: string
+  from?: string
+  timestamp?: string
+  channelId?: string
+  serviceUrl?: string
+  attachments?: unknown[]
+  appId?: string
+}
+
+/** A Teams activity shaped like the Bot Framework's examples (a personal chat with the bot). */
+export function teamsActivity(fields: TeamsActivityFields = {}): Record<string, unknown> {
+  const appId = fields.appId ?? TEAMS_APP
+  return {
+    type: fields.type ?? 'message',
+    ...(fields.id === null
+      ? {}
+      : { id: fields.id ?? String(1_700_000_000_000 + randomBelow(1e9)) }),
+    timestamp: fields.timestamp ?? new Date().toISOString(),
+    localTimestamp: fields.timestamp ?? new Date().toISOString(),
+    serviceUrl: fields.serviceUrl ?? TEAMS_SERVICE_URL,
+    channelId: fields.channelId ?? 'msteams',
+    from: {
+      id: fields.from ?? '29:1AbCdEfGhIjKlMnOp',
+      name: 'Ada Lovelace',
+      aadObjectId: 'c9f4a1d2-0000-4000-8000-000000000001',
+    },
+    conversation: {
+      conversationType: 'personal',
+      tenantId: 'f1e2d3c4-0000-4000-8000-000000000002',
+      id: 'a:1XyZpersonalchat',
+    },
+    recipient: { id: `28:${appId}`, name: 'Inbound Bot' },
+    textFormat: 'plain',
+    ...(fields.text === undefined && fields.type === 'messageDelete'
+      ? {}
+      : { text: fields.text ?? 'hello from teams' }),
+    ...(fields.attachments ? { attachments: fields.attachments } : {}),
+    entities: [{ type: 'clientInfo', locale: 'en-US', country: 'US', platform: 'Web' }],
+    channelData: {
+      tenant: { id: 'f1e2d3c4-0000-4000-8000-000000000002' },
+      ...(fields.eventType ? { eventType: fields.eventType } : {}),
+    },
+    locale: 'en-US',
+  }
+}
+
+/** A POST of `activity` to `url` with `Authorization: Bearer {token}`. */
+export function teamsRequest(
+  url: string,
+  activity: Record<string, unknown> | string,
+  token: string | null,
+): Request {
+  const text = typeof activity === 'string' ? activity : JSON.stringify(activity)
+  return new Request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+    },
+    body: text,
+  })
 }
 
 // ---------------------------------------------------------------------------------------------

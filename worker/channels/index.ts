@@ -11,6 +11,7 @@
  */
 import type { Channel } from '../../contract/event'
 import { slack } from './slack'
+import { teams } from './teams'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
 import type { WebhookChannel } from './types'
@@ -21,6 +22,7 @@ export const WEBHOOK_CHANNELS = [
   twilio,
   telegram,
   whatsappCloud,
+  teams,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]

@@ -19,7 +19,9 @@ import {
   teamsSigner,
   teamsToken,
 } from '../../local/vendor-deliveries'
-import { DONE_VALUE } from '../support/claim-values'
+import type { Env } from '../../worker/env'
+import type { SpoolMessage } from '../../worker/spool/message'
+import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
 import { GATEWAY, type Harness, harness } from './support/harness'
 
 const URL_ = `${GATEWAY}/webhooks/teams`
@@ -35,7 +37,7 @@ interface Bot {
  * A gateway serving TEAMS_APP and TEAMS_OTHER_APP whose metadata URL is this test's own (the
  * keys are cached per isolate and per URL), listing `signers` (default: one, endorsing msteams).
  */
-async function bot(extra: TeamsSigner[] = []): Promise<Bot> {
+async function bot(extra: TeamsSigner[] = [], env: Partial<Env> = {}): Promise<Bot> {
   const signer = await teamsSigner()
   const base = `${inject('keyDocumentsUrl')}/${randomId()}`
   const documents = teamsKeyDocuments(`${base}/keys`, [signer, ...extra])
@@ -44,6 +46,7 @@ async function bot(extra: TeamsSigner[] = []): Promise<Bot> {
   const h = harness({
     TEAMS_APP_IDS: `${TEAMS_APP}, ${TEAMS_OTHER_APP}`,
     TEAMS_OPENID_METADATA_URL: `${base}/openid`,
+    ...env,
   })
   const token = (claims: TeamsTokenClaims = {}, by = signer) => teamsToken(by, claims)
   return {
@@ -150,6 +153,26 @@ describe('Teams: a message activity', () => {
     const tooLarge = JSON.stringify({ ...activity, text: 'x'.repeat(padding + 1) })
     expect((await over.post(tooLarge)).status).toBe(413)
     await nothingWritten(over.h)
+  })
+})
+
+describe('Teams: answered within its ~15 s', () => {
+  it('an origin slower than Teams waits: queued and answered 200 long before Teams resends', async () => {
+    const sent: SpoolMessage[] = []
+    const spool = {
+      send: async (message: SpoolMessage) => void sent.push(structuredClone(message)),
+    }
+    const b = await bot([], { SPOOL: spool as unknown as Env['SPOOL'], ORIGIN_TIMEOUT_MS: '30000' })
+    await b.h.setOriginMode({ kind: 'delay', ms: 20_000 })
+    const activity = teamsActivity()
+    const startedAt = Date.now()
+    const response = await b.post(activity)
+    expect(Date.now() - startedAt).toBeLessThan(10_000)
+    expect(response.status).toBe(200)
+    expect(response.headers.get('x-dedup-decision')).toBe('spooled')
+    expect(sent).toHaveLength(1)
+    const key = `dedup:teams:${TEAMS_APP}:msteams:${String(activity.id)}`
+    expect(await b.h.redisGet(key)).toMatch(SPOOLED_VALUE)
   })
 })
 

@@ -6,6 +6,7 @@
  *   tsx local/send-webhook.ts twilio   [--text hi] [--id SM...] [--sms] [--status delivered]
  *   tsx local/send-webhook.ts telegram [--text hi] [--id 1001] [--chat 7] [--message-id 42] [--edit]
  *   tsx local/send-webhook.ts whatsapp-cloud [--text hi] [--id wamid...] [--phone-number-id ID]
+ *   tsx local/send-webhook.ts teams    [--text hi] [--id 1700000000123] [--edit | --delete]
  *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
  * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Each
@@ -14,41 +15,55 @@
  * With a per-tenant variable set (SLACK_SIGNING_SECRETS_BY_APP, ...), the request is signed as the
  * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id), else as its first tenant.
  * Slack signatures expire after 5 minutes: a printed curl must be run within that.
+ *
+ * Teams: the token is signed with the fixed development key (TEAMS_DEV_KEY), for the bot
+ * `--tenant` or the first of TEAMS_APP_IDS; while it sends, this serves that key's OpenID metadata
+ * and JWKS at TEAMS_OPENID_METADATA_URL when that is a local http URL (the Worker fetches and
+ * caches them for a day). Tokens expire after an hour.
  * @module
  */
 import { parseArgs } from 'node:util'
 import { DECISION_HEADER } from '../contract/decision-log'
 import { parseTenantSecrets } from '../worker/tenants'
 import { loadDevVars } from './dev-vars'
+import { startKeyDocuments } from './key-documents'
 import {
   randomHex,
   slackDelivery,
+  teamsActivity,
+  teamsDevSigner,
+  teamsKeyDocuments,
+  teamsRequest,
+  teamsToken,
   telegramDelivery,
   twilioDelivery,
   waText,
   whatsappCloudPost,
 } from './vendor-deliveries'
 
-const VENDORS = ['slack', 'twilio', 'telegram', 'whatsapp-cloud'] as const
+const VENDORS = ['slack', 'twilio', 'telegram', 'whatsapp-cloud', 'teams'] as const
 type Vendor = (typeof VENDORS)[number]
 
 const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
   --text TEXT        message text
   --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id,
-                     WhatsApp message id (wamid)
+                     WhatsApp message id (wamid), Teams activity id
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
-  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app (per-tenant secrets)
+  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / Teams bot
   slack:    --channel C123 --user U123 --ts 1700000000.000100
   twilio:   --sms (an SMS instead of WhatsApp) --from +14155550100 --status delivered
   telegram: --chat 7 --message-id 42 --edit
-  whatsapp-cloud: --phone-number-id 106540352242922`
+  whatsapp-cloud: --phone-number-id 106540352242922
+  teams:    --edit (a messageUpdate of --id) --delete (a messageDelete of --id)`
 
 interface Built {
   url: string
   headers: Record<string, string>
   body: string
+  /** What must run while it is sent (Teams: the signing keys), and how to stop it. */
+  serve?: () => Promise<() => Promise<void>>
 }
 
 type Options = Record<string, string | boolean | undefined>
@@ -66,6 +81,8 @@ const SECRET_NAMES = [
   'WHATSAPP_APP_SECRETS_BY_APP',
   'WHATSAPP_PHONE_NUMBERS_BY_APP',
   'PUBLIC_BASE_URL',
+  'TEAMS_APP_IDS',
+  'TEAMS_OPENID_METADATA_URL',
 ] as const
 
 /** The first entry of a rotation list: the one vendors sign with today. */
@@ -204,6 +221,42 @@ function buildWhatsappCloud(
   return built(post.request(base))
 }
 
+/** A Teams activity for the bot `--tenant` (else the first of TEAMS_APP_IDS), with its token. */
+async function buildTeams(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
+  const appId = tenantOption(o) ?? vars.TEAMS_APP_IDS?.split(',')[0]?.trim()
+  if (!appId)
+    throw new Error('TEAMS_APP_IDS is not set (environment, .dev.vars or .dev.vars.example)')
+  const signer = await teamsDevSigner()
+  const change = o.edit
+    ? { type: 'messageUpdate', eventType: 'editMessage' }
+    : o.delete
+      ? { type: 'messageDelete', eventType: 'softDeleteMessage' }
+      : {}
+  const activity = teamsActivity({
+    id: given(o, 'id'),
+    text: given(o, 'text') ?? 'hello from send-webhook',
+    appId,
+    ...change,
+  })
+  const token = await teamsToken(signer, { aud: appId })
+  const request = await built(
+    Promise.resolve(teamsRequest(`${base}/webhooks/teams`, activity, token)),
+  )
+  const metadataUrl = vars.TEAMS_OPENID_METADATA_URL
+  const local = metadataUrl ? new URL(metadataUrl) : null
+  const isLocal = local?.protocol === 'http:' && ['127.0.0.1', 'localhost'].includes(local.hostname)
+  if (!local || !isLocal) return request
+  const { metadata, jwks } = teamsKeyDocuments(`${local.origin}/keys`, [signer])
+  const documents = { [local.pathname]: metadata, '/keys': jwks }
+  return {
+    ...request,
+    async serve() {
+      const server = await startKeyDocuments({ port: Number(local.port || 80), documents })
+      return () => server.close()
+    },
+  }
+}
+
 const BUILDERS: Record<
   Vendor,
   (base: string, vars: Record<string, string>, o: Options) => Promise<Built>
@@ -212,6 +265,7 @@ const BUILDERS: Record<
   twilio: buildTwilio,
   telegram: buildTelegram,
   'whatsapp-cloud': buildWhatsappCloud,
+  teams: buildTeams,
 }
 
 /** What the gateway made of a delivery, in words: its x-dedup-decision header. */
@@ -260,6 +314,7 @@ async function main(): Promise<void> {
       chat: { type: 'string' },
       'message-id': { type: 'string' },
       edit: { type: 'boolean' },
+      delete: { type: 'boolean' },
       'phone-number-id': { type: 'string' },
       tenant: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -284,6 +339,15 @@ async function main(): Promise<void> {
     return
   }
   const times = Math.max(1, Number(values.times ?? 1))
+  const stop = await request.serve?.()
+  try {
+    await sendTimes(vendor, request, times)
+  } finally {
+    await stop?.()
+  }
+}
+
+async function sendTimes(vendor: Vendor, request: Built, times: number): Promise<void> {
   for (let i = 1; i <= times; i++) {
     const response = await fetch(request.url, {
       method: 'POST',

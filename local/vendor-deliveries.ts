@@ -15,7 +15,7 @@
  * whatever they are not given.
  * @module
  */
-import { exportJWK, generateKeyPair, SignJWT } from 'jose'
+import { exportJWK, generateKeyPair, importJWK, SignJWT } from 'jose'
 import { readBoundedBody } from '../contract/body'
 import { toHex } from '../contract/crypto'
 import { slackSignature } from '../worker/channels/slack'
@@ -396,6 +396,31 @@ export async function teamsSigner(
   const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true })
   const jwk = { ...(await exportJWK(publicKey)), kid, use: 'sig', endorsements }
   return { kid, privateKey, jwk }
+}
+
+/**
+ * A fixed development key pair for `send-webhook teams` (RS256; development only, never trusted
+ * anywhere real: it is public in this repository). Fixed, so that the keys a local Worker cached
+ * stay the ones the next run signs with.
+ */
+export const TEAMS_DEV_KEY = {
+  kty: 'RSA',
+  n: '0wKjC8qpi5DvsHHVlsNFOjDJl7f7fOmwIxEA5YCKLpeGX_yafq5FDt-JR79lri-Gr6d9B1Lp047tSQAYWw4WR0X3MlL0kKR1_uRb8vLhW0J220fkXPV-boflsQpBA6IPFhwiBhzAcu6Rbi1mcgiWeigCkmgmYrbOeoEBy1JMm8qvbiX3Zo5pLS9mZkSO8H4cHts5GVZRjm1qyRk5K-PhS9_bVMEQTtpc8zC4z8ShUYm-17-4S_ZKNepSvVib0g2TJnGVgCHPWnWWGOAcBRr0Qs5rdK-bBQZBM6AjW5z7C6FS93_LIg2OGSxVr9BtxmP1MgqGJI1ax2IRzJBPA3Dt6Q',
+  e: 'AQAB',
+  d: 'E_nDGKnXXMHcRwOybiLPP2qAncR04jGMk01CnKILXXd1E59_ZVsMaOjgKfLPEUB-NiEbdMw0cZWCwMSUXwOu4pFs4jk4iNGLkBVAinfUE1vFPQ4JwC5yCSGurLtlReRGHFg5H64CHqnstOrxsKg_zTxTaKvDvS2ZehRovehCc1mpNP2KWag5izgp9gAemMr41aLSuxrR7e102hog5qUYmfal-6UUyiaups2HEvzPOKMaiRdiiPDUG1iESP5dshd-zuZn-vSI_UUszOeNdAstxPBWsnWRRB34jVqXYYianACDMqmU5vlH989uQHRnWfTBfkoQYjDVEkvfPDlRmTFqpw',
+  p: '75f47F0druk94qa1mVQhY2eSFswzErOjYUTkfMOK9pUA7LgRC9CmhyGrgkqZkUuJIfecMH15sFR570oH1OgGXXlmlqdr7flzQdb5fQWFghruB0tJwjC5aIcbq8a7-B-IAjVQpgR0bbQ5JYEU4i7w86S0VUa5YfFAvUrTO0P1ZHM',
+  q: '4XWaucTYVihkXlZChfi5xTNHt0aoSBZV-X9L6yWXaaK3rgfn4ETCXUb7DqAhmRRQYUjItNFI0ksLp3pw25TjgEMsx96t3S2d29KIRe3ZYrf9Ee1Eb4UBG9mJMFmstIadikHy-X3sy7S6fahlVAYHUBKspIPaV9halKVBrotKqTM',
+  dp: 'B3gKV3vzn-8_caBWyufXfpzM7g8BjJSzBCY8pTMHUvaEJ9z5ExA3EMFY8l_W97OOG9P3N3_B2mBXyMDbC6UMBb_yFcI0WB_NmwDTmDUi21JxlyKeswIH1Z1YnHs-gtagy8jTsckzw_O5UFT8zKw_8KhywrHIt6fop738Zb2Rmcc',
+  dq: 'COj66miLHCyQeuHx0xWXUeHK7cVPFTo8v5V2TJ65syUJGUmaslRFUiZh-Zv-d-xDmPSlae_zbswkc8P0_diOfR0qgeOc_2a0HGHfnNPfiXU3_SNhVv7soksgjtacaq3_P92HWrDNUOedjyW-i2mJlHKIfB_x2xLj0YgOZnV-x90',
+  qi: '34AvV2NFn0rbODhKSxkn_BFhki47WHW11XnylkGyZ6ZxwOVDJ8O-bvrN-OldFsmYEnWVGN50AmQ6yMlG06XMbFSFmo0QSaxqbMCTbDs8DylRfAZaDLFAJuTcOFFKxNAWutuQnAJLVnx01GrSxaO67uf9eLyKmHTf_PHRAxYGRiM',
+} as const
+
+/** The development signer ({@link TEAMS_DEV_KEY}), kid `dev-key`, endorsing msteams. */
+export async function teamsDevSigner(): Promise<TeamsSigner> {
+  const privateKey = (await importJWK({ ...TEAMS_DEV_KEY }, 'RS256')) as CryptoKey
+  const { kty, n, e } = TEAMS_DEV_KEY
+  const jwk = { kty, n, e, kid: 'dev-key', use: 'sig', endorsements: ['msteams'] }
+  return { kid: 'dev-key', privateKey, jwk }
 }
 
 /** The OpenID metadata and JWKS documents of `signers`, as login.botframework.com serves them. */

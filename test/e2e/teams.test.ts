@@ -3,30 +3,39 @@
  * and Bot Framework tokens minted by a key the test generates, served as OpenID metadata + JWKS
  * by a local stand-in for login.botframework.com. The assertions are on rows.
  */
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type KeyDocumentServer, startKeyDocuments } from '../../local/key-documents'
 import {
   TEAMS_APP,
   TEAMS_OTHER_APP,
   type TeamsSigner,
   teamsActivity,
+  teamsDevSigner,
   teamsKeyDocuments,
   teamsRequest,
-  teamsSigner,
   teamsToken,
 } from '../../local/vendor-deliveries'
-import { type KeyDocumentServer, startKeyDocuments } from '../support/key-documents'
 import { send, startTestStack, type TestStack } from '../support/test-stack'
 
 let e2e: TestStack
 let documents: KeyDocumentServer
 let signer: TeamsSigner
+/** What the stand-in serves: send-webhook's development key, which these tests sign with too. */
+let served: Record<string, unknown>
 
 beforeAll(async () => {
+  // The Worker caches the keys it fetched first (send-webhook's, in the first test) for a day.
+  signer = await teamsDevSigner()
   documents = await startKeyDocuments()
-  signer = await teamsSigner()
   const docs = teamsKeyDocuments(`${documents.url}/keys`, [signer])
-  await fetch(`${documents.url}/openid`, { method: 'PUT', body: JSON.stringify(docs.metadata) })
-  await fetch(`${documents.url}/keys`, { method: 'PUT', body: JSON.stringify(docs.jwks) })
+  served = { '/openid': docs.metadata, '/keys': docs.jwks }
+  await documents.close()
+  documents = await startKeyDocuments({
+    port: Number(new URL(documents.url).port),
+    documents: served,
+  })
   e2e = await startTestStack('e2e-teams', {
     workerVars: {
       SPOOL_CHANNELS: 'none',
@@ -70,6 +79,41 @@ const del = (id: string) =>
   teamsActivity({ id, type: 'messageDelete', eventType: 'softDeleteMessage' })
 
 describe('Teams end to end', () => {
+  it('send-webhook teams: the same activity twice is new, then a duplicate', async () => {
+    const id = freshId()
+    const metadataUrl = `${documents.url}/openid`
+    // First, so that the Worker fetches its keys from what send-webhook serves while it sends.
+    await documents.close()
+    try {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'local/send-webhook.ts',
+          'teams',
+          '--id',
+          id,
+          '--times',
+          '2',
+          '--url',
+          e2e.stack.worker.url,
+        ],
+        {
+          env: { ...process.env, TEAMS_APP_IDS: TEAMS_APP, TEAMS_OPENID_METADATA_URL: metadataUrl },
+          timeout: 60_000,
+        },
+      )
+      expect(stdout).toMatch(/1\/2 teams -> 200 new/)
+      expect(stdout).toMatch(/2\/2 teams -> 200 duplicate/)
+    } finally {
+      documents = await startKeyDocuments({
+        port: Number(new URL(metadataUrl).port),
+        documents: served,
+      })
+    }
+    expect(await rowsOf(`${TEAMS_APP}:msteams:${id}`)).toHaveLength(1)
+  })
   it('a message resent 5 times and in 10 concurrent copies is one row of its bot', async () => {
     const id = freshId()
     const activity = teamsActivity({ id, text: 'hello' })

@@ -6,6 +6,7 @@
  */
 import { createServer } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type KeyDocumentServer, startKeyDocuments } from '../../local/key-documents'
 import {
   partsOf,
   randomId,
@@ -25,7 +26,6 @@ import {
   UNKNOWN_KID_REFETCH_MS,
 } from '../../worker/channels/teams-keys'
 import { ForbiddenError } from '../../worker/errors'
-import { type KeyDocumentServer, startKeyDocuments } from '../support/key-documents'
 
 let server: KeyDocumentServer
 beforeAll(async () => {

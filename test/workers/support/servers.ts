@@ -9,14 +9,14 @@
  * - a second stand-in on the same Redis that answers slower than the Worker's Redis budget;
  * - a URL where nothing listens (Redis unreachable);
  * - a fake origin (fake-origin.ts);
- * - the Teams tests' stand-in for login.botframework.com (test/support/key-documents.ts).
+ * - the Teams tests' stand-in for login.botframework.com (local/key-documents.ts).
  * @module
  */
 import { createServer } from 'node:net'
+import { startKeyDocuments } from '../../../local/key-documents'
 import { assertServicesUp, deleteRedisPrefix, REDIS_URL, runId } from '../../../local/services'
 import { realRedis, startUpstashRest } from '../../../local/upstash-rest'
 import { TEST_SECRETS } from '../../../local/vendor-deliveries'
-import { startKeyDocuments } from '../../support/key-documents'
 import { startFakeOrigin } from './fake-origin'
 
 /** Far past the Worker's Redis budget and Slack's 3 s deadline. */

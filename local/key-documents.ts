@@ -1,8 +1,9 @@
 /**
- * A local stand-in for login.botframework.com: serves whatever JSON documents a test puts (the
- * OpenID metadata, its JWKS) and counts the GETs, so the Teams tests verify tokens against keys
- * they minted, fetched over HTTP as the Worker fetches Microsoft's. `PUT /{path}` stores a body,
- * `GET /{path}` serves it (404 until then), `GET /hits/{path}` says how many GETs it had.
+ * A local stand-in for login.botframework.com: serves JSON documents (the OpenID metadata, its
+ * JWKS), so a Worker verifies Teams tokens against keys minted here, fetched over HTTP as it
+ * fetches Microsoft's. `send-webhook teams` serves the development key's documents with it while
+ * it sends; the Teams tests put their own (`PUT /{path}`) and count the fetches
+ * (`GET /hits/{path}`). `GET /{path}` serves a document, 404 until there is one.
  * @module
  */
 import { createServer, type IncomingMessage } from 'node:http'
@@ -12,14 +13,25 @@ export interface KeyDocumentServer {
   close(): Promise<void>
 }
 
+export interface KeyDocumentOptions {
+  /** Default: any free port. */
+  port?: number
+  /** Served from the start: path → JSON value. */
+  documents?: Record<string, unknown>
+}
+
 async function bodyOf(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
   for await (const chunk of req) chunks.push(chunk as Buffer)
   return Buffer.concat(chunks).toString('utf8')
 }
 
-export async function startKeyDocuments(): Promise<KeyDocumentServer> {
-  const documents = new Map<string, string>()
+export async function startKeyDocuments(
+  options: KeyDocumentOptions = {},
+): Promise<KeyDocumentServer> {
+  const documents = new Map(
+    Object.entries(options.documents ?? {}).map(([path, value]) => [path, JSON.stringify(value)]),
+  )
   const hits = new Map<string, number>()
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://local').pathname
@@ -43,7 +55,10 @@ export async function startKeyDocuments(): Promise<KeyDocumentServer> {
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(document)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 0, '127.0.0.1', resolve)
+  })
   const address = server.address()
   const port = typeof address === 'object' && address ? address.port : 0
   return {

@@ -377,6 +377,9 @@ export function whatsappCloudPost(
 export const TEAMS_APP = '8e0b5c8c-1f4e-4b7a-9d6a-3c2f1e0d9b8a'
 export const TEAMS_OTHER_APP = '1a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d'
 export const TEAMS_SERVICE_URL = 'https://smba.trafficmanager.net/amer/'
+/** The default activity's conversation (a personal chat), and its tag in the keys (pinned). */
+export const TEAMS_CONVERSATION = 'a:1XyZpersonalchat'
+export const TEAMS_CONVERSATION_TAG = 'cd0253d5e7495731c'
 
 /**
  * A signing key pair as Microsoft's JWKS would list it (with `endorsements`), to mint Bot
@@ -471,6 +474,7 @@ export interface TeamsActivityFields {
   serviceUrl?: string
   attachments?: unknown[]
   appId?: string
+  conversation?: string
 }
 
 /** A Teams activity shaped like the Bot Framework's examples (a personal chat with the bot). */
@@ -493,7 +497,7 @@ export function teamsActivity(fields: TeamsActivityFields = {}): Record<string, 
     conversation: {
       conversationType: 'personal',
       tenantId: 'f1e2d3c4-0000-4000-8000-000000000002',
-      id: 'a:1XyZpersonalchat',
+      id: fields.conversation ?? TEAMS_CONVERSATION,
     },
     recipient: { id: `28:${appId}`, name: 'Inbound Bot' },
     textFormat: 'plain',

@@ -8,6 +8,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type KeyDocumentServer, startKeyDocuments } from '../../local/key-documents'
 import {
+  TEAMS_CONVERSATION_TAG as C,
   TEAMS_APP,
   TEAMS_OTHER_APP,
   type TeamsSigner,
@@ -112,7 +113,7 @@ describe('Teams end to end', () => {
         documents: served,
       })
     }
-    expect(await rowsOf(`${TEAMS_APP}:msteams:${id}`)).toHaveLength(1)
+    expect(await rowsOf(`${TEAMS_APP}:msteams:${C}:${id}`)).toHaveLength(1)
   })
   it('a message resent 5 times and in 10 concurrent copies is one row of its bot', async () => {
     const id = freshId()
@@ -120,7 +121,7 @@ describe('Teams end to end', () => {
     for (let i = 0; i < 5; i++) expect(await post(activity)).toBe(200)
     const statuses = await Promise.all(Array.from({ length: 10 }, () => post(activity)))
     expect(statuses.every((s) => s === 200 || s === 503)).toBe(true)
-    expect(await rowsOf(`${TEAMS_APP}:msteams:${id}`)).toMatchObject([
+    expect(await rowsOf(`${TEAMS_APP}:msteams:${C}:${id}`)).toMatchObject([
       { body: 'hello', edited: false, deleted: false },
     ])
   })
@@ -129,11 +130,13 @@ describe('Teams end to end', () => {
     const id = freshId()
     expect(await post(teamsActivity({ id, text: 'v1' }))).toBe(200)
     expect(await post(edit(id, 'v2'))).toBe(200)
-    expect(await rowsOf(`${TEAMS_APP}:msteams:${id}`)).toMatchObject([{ body: 'v2', edited: true }])
+    expect(await rowsOf(`${TEAMS_APP}:msteams:${C}:${id}`)).toMatchObject([
+      { body: 'v2', edited: true },
+    ])
     const deletion = del(id)
     expect(await post(deletion)).toBe(200)
     expect(await post(deletion)).toBe(200)
-    expect(await rowsOf(`${TEAMS_APP}:msteams:${id}`)).toMatchObject([{ deleted: true }])
+    expect(await rowsOf(`${TEAMS_APP}:msteams:${C}:${id}`)).toMatchObject([{ deleted: true }])
   })
 
   it('an edit and a delete before their message: still one row, deleted', async () => {
@@ -141,7 +144,7 @@ describe('Teams end to end', () => {
     expect(await post(edit(id, 'v2'))).toBe(200)
     expect(await post(del(id))).toBe(200)
     expect(await post(teamsActivity({ id, text: 'v1' }))).toBe(200)
-    const rows = await rowsOf(`${TEAMS_APP}:msteams:${id}`)
+    const rows = await rowsOf(`${TEAMS_APP}:msteams:${C}:${id}`)
     expect(rows).toHaveLength(1)
     expect(rows[0]?.deleted).toBe(true)
   })
@@ -152,10 +155,10 @@ describe('Teams end to end', () => {
     expect(
       await post(teamsActivity({ id, text: 'b', appId: TEAMS_OTHER_APP }), TEAMS_OTHER_APP),
     ).toBe(200)
-    expect(await rowsOf(`${TEAMS_APP}:msteams:${id}`)).toMatchObject([
+    expect(await rowsOf(`${TEAMS_APP}:msteams:${C}:${id}`)).toMatchObject([
       { body: 'a', tenant: TEAMS_APP },
     ])
-    expect(await rowsOf(`${TEAMS_OTHER_APP}:msteams:${id}`)).toMatchObject([
+    expect(await rowsOf(`${TEAMS_OTHER_APP}:msteams:${C}:${id}`)).toMatchObject([
       { body: 'b', tenant: TEAMS_OTHER_APP },
     ])
   })
@@ -163,6 +166,6 @@ describe('Teams end to end', () => {
   it('a token for a bot not configured: 403, no row', async () => {
     const id = freshId()
     expect(await post(teamsActivity({ id }), '00000000-0000-4000-8000-000000000000')).toBe(403)
-    expect(await rowsOf(`${TEAMS_APP}:msteams:${id}`)).toEqual([])
+    expect(await rowsOf(`${TEAMS_APP}:msteams:${C}:${id}`)).toEqual([])
   })
 })

@@ -8,6 +8,7 @@ import { createServer } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type KeyDocumentServer, startKeyDocuments } from '../../local/key-documents'
 import {
+  TEAMS_CONVERSATION_TAG as C,
   partsOf,
   randomId,
   TEAMS_APP,
@@ -56,7 +57,7 @@ async function keySite(signers: Awaited<ReturnType<typeof teamsSigner>>[]) {
 }
 
 describe('classifyTeams', () => {
-  it('a message: delivery key {app}:{channelId}:{id}, message key the same, sender and time', async () => {
+  it('a message: delivery key {app}:{channelId}:{conversation tag}:{id}, message key the same, sender and time', async () => {
     const activity = teamsActivity({
       id: '1700000000123',
       text: 'hi',
@@ -64,18 +65,29 @@ describe('classifyTeams', () => {
     })
     expect(await classifyTeams(activity, TEAMS_APP)).toEqual({
       action: 'forward',
-      key: { namespace: 'teams', scope: TEAMS_APP, id: 'msteams:1700000000123' },
+      key: { namespace: 'teams', scope: TEAMS_APP, id: `msteams:${C}:1700000000123` },
       draft: {
         kind: 'message',
         channel: 'teams',
         tenant: TEAMS_APP,
-        deliveryKey: `dedup:teams:${TEAMS_APP}:msteams:1700000000123`,
-        messageKey: `${TEAMS_APP}:msteams:1700000000123`,
+        deliveryKey: `dedup:teams:${TEAMS_APP}:msteams:${C}:1700000000123`,
+        messageKey: `${TEAMS_APP}:msteams:${C}:1700000000123`,
         sender: { externalId: '29:1AbCdEfGhIjKlMnOp', displayName: 'Ada Lovelace' },
         body: 'hi',
         occurredAt: '2026-01-02T03:04:05.678Z',
       },
     })
+  })
+
+  it('the conversation tag: 16 hex of SHA-256 of conversation.id without ;messageid=', async () => {
+    expect(C).toBe('cd0253d5e7495731c')
+    const thread = await classifyTeams(
+      teamsActivity({ id: '1', conversation: 'a:1XyZpersonalchat;messageid=99' }),
+      TEAMS_APP,
+    )
+    expect(thread.action === 'forward' && thread.draft.messageKey).toBe(
+      `${TEAMS_APP}:msteams:${C}:1`,
+    )
   })
 
   it('edit and delete: the message key of the message they name, their own delivery keys', async () => {
@@ -90,16 +102,16 @@ describe('classifyTeams', () => {
     )
     expect(edit).toMatchObject({
       action: 'forward',
-      draft: { kind: 'edit', body: 'v2', messageKey: `${TEAMS_APP}:msteams:${id}` },
+      draft: { kind: 'edit', body: 'v2', messageKey: `${TEAMS_APP}:msteams:${C}:${id}` },
     })
     expect(del).toMatchObject({
       action: 'forward',
-      draft: { kind: 'delete', body: '', messageKey: `${TEAMS_APP}:msteams:${id}` },
+      draft: { kind: 'delete', body: '', messageKey: `${TEAMS_APP}:msteams:${C}:${id}` },
     })
     expect(edit.action === 'forward' && edit.key.id).toMatch(
-      /^msteams:1700000000555:edit:[0-9a-f]{16}$/,
+      new RegExp(`^msteams:${C}:1700000000555:edit:[0-9a-f]{16}$`),
     )
-    expect(del.action === 'forward' && del.key.id).toBe(`msteams:${id}:delete`)
+    expect(del.action === 'forward' && del.key.id).toBe(`msteams:${C}:${id}:delete`)
   })
 
   it.each([
@@ -128,7 +140,10 @@ describe('classifyTeams', () => {
     const same = await classifyTeams(teamsActivity(fields), TEAMS_APP)
     const other = await classifyTeams(teamsActivity({ ...fields, text: 'y' }), TEAMS_APP)
     expect(one).toMatchObject({
-      key: { fallback: true, id: expect.stringMatching(/^msteams:h[0-9a-f]{32}$/) },
+      key: {
+        fallback: true,
+        id: expect.stringMatching(new RegExp(`^msteams:${C}:h[0-9a-f]{32}$`)),
+      },
     })
     expect(same).toEqual(one)
     expect(other.action === 'forward' && other.key.id).not.toBe(

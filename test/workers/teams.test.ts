@@ -8,6 +8,7 @@
  */
 import { describe, expect, inject, it } from 'vitest'
 import {
+  TEAMS_CONVERSATION_TAG as C,
   randomId,
   TEAMS_APP,
   TEAMS_OTHER_APP,
@@ -66,13 +67,13 @@ async function nothingWritten(h: Harness): Promise<void> {
 }
 
 describe('Teams: a message activity', () => {
-  it('is one row under {app}:{channelId}:{id}; a resend is a duplicate', async () => {
+  it('is one row under {app}:{channelId}:{conversation}:{id}; a resend is a duplicate', async () => {
     const b = await bot()
     const activity = teamsActivity({ id: '1700000000123', text: 'hi there' })
     const first = await b.post(activity)
     expect(first.status).toBe(200)
     expect(first.headers.get('x-dedup-decision')).toBe('forwarded')
-    const deliveryKey = `dedup:teams:${TEAMS_APP}:msteams:1700000000123`
+    const deliveryKey = `dedup:teams:${TEAMS_APP}:msteams:${C}:1700000000123`
     expect(await b.h.redisGet(deliveryKey)).toMatch(DONE_VALUE)
     const again = await b.post(activity)
     expect(again.status).toBe(200)
@@ -84,9 +85,34 @@ describe('Teams: a message activity', () => {
       channel: 'teams',
       kind: 'message',
       deliveryKey,
-      messageKey: `${TEAMS_APP}:msteams:1700000000123`,
+      messageKey: `${TEAMS_APP}:msteams:${C}:1700000000123`,
       body: 'hi there',
     })
+  })
+
+  it("two chats' messages with the same id (one millisecond) are two rows", async () => {
+    const b = await bot()
+    const id = '1700000000321'
+    expect((await b.post(teamsActivity({ id, conversation: 'a:1personalAda' }))).status).toBe(200)
+    expect((await b.post(teamsActivity({ id, conversation: 'a:1personalBob' }))).status).toBe(200)
+    expect((await b.h.originCalls()).rows).toBe(2)
+  })
+
+  it("a channel thread's reply and its edit name one message, with or without ;messageid=", async () => {
+    const b = await bot()
+    const id = '1700000000322'
+    const channel = '19:abc123@thread.tacv2'
+    const reply = teamsActivity({ id, conversation: `${channel};messageid=1700000000001` })
+    const edit = teamsActivity({
+      id,
+      conversation: channel,
+      type: 'messageUpdate',
+      eventType: 'editMessage',
+    })
+    await b.post(reply)
+    await b.post(edit)
+    const [first, second] = (await b.h.originCalls()).calls
+    expect(first?.messageKey).toBe(second?.messageKey)
   })
 
   it('20 concurrent copies leave one row', async () => {
@@ -171,7 +197,7 @@ describe('Teams: answered within its ~15 s', () => {
     expect(response.status).toBe(200)
     expect(response.headers.get('x-dedup-decision')).toBe('spooled')
     expect(sent).toHaveLength(1)
-    const key = `dedup:teams:${TEAMS_APP}:msteams:${String(activity.id)}`
+    const key = `dedup:teams:${TEAMS_APP}:msteams:${C}:${String(activity.id)}`
     expect(await b.h.redisGet(key)).toMatch(SPOOLED_VALUE)
   })
 })
@@ -238,8 +264,8 @@ describe('Teams: tenants are bots', () => {
     expect((await b.post(other, await b.token({ aud: TEAMS_OTHER_APP }))).status).toBe(200)
     const { calls } = await b.h.originCalls()
     expect(calls.map((c) => [c.kind, c.messageKey])).toEqual([
-      ['message', `${TEAMS_APP}:msteams:${id}`],
-      ['delete', `${TEAMS_OTHER_APP}:msteams:${id}`],
+      ['message', `${TEAMS_APP}:msteams:${C}:${id}`],
+      ['delete', `${TEAMS_OTHER_APP}:msteams:${C}:${id}`],
     ])
   })
 })
@@ -257,13 +283,17 @@ describe('Teams: edits and deletes', () => {
     expect(calls.map((c) => [c.kind, c.messageKey, c.deliveryKey])).toEqual([
       [
         'edit',
-        `${TEAMS_APP}:msteams:${id}`,
+        `${TEAMS_APP}:msteams:${C}:${id}`,
         expect.stringMatching(
-          new RegExp(`^dedup:teams:${TEAMS_APP}:msteams:${id}:edit:[0-9a-f]{16}$`),
+          new RegExp(`^dedup:teams:${TEAMS_APP}:msteams:${C}:${id}:edit:[0-9a-f]{16}$`),
         ),
       ],
-      ['message', `${TEAMS_APP}:msteams:${id}`, `dedup:teams:${TEAMS_APP}:msteams:${id}`],
-      ['delete', `${TEAMS_APP}:msteams:${id}`, `dedup:teams:${TEAMS_APP}:msteams:${id}:delete`],
+      ['message', `${TEAMS_APP}:msteams:${C}:${id}`, `dedup:teams:${TEAMS_APP}:msteams:${C}:${id}`],
+      [
+        'delete',
+        `${TEAMS_APP}:msteams:${C}:${id}`,
+        `dedup:teams:${TEAMS_APP}:msteams:${C}:${id}:delete`,
+      ],
     ])
   })
 
@@ -312,6 +342,6 @@ describe('Teams: what is not a message', () => {
     expect((await b.post(activity)).headers.get('x-dedup-decision')).toBe('duplicate')
     const { calls, rows } = await b.h.originCalls()
     expect(rows).toBe(1)
-    expect(calls[0]?.messageKey).toMatch(new RegExp(`^${TEAMS_APP}:msteams:h[0-9a-f]{32}$`))
+    expect(calls[0]?.messageKey).toMatch(new RegExp(`^${TEAMS_APP}:msteams:${C}:h[0-9a-f]{32}$`))
   })
 })

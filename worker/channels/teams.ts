@@ -6,8 +6,10 @@
  * `serviceurl` claim equal to the activity's `serviceUrl` (Microsoft's "Authentication" doc and
  * botframework-connector's ChannelValidation). Anything else is 403, as that doc says.
  *
- * Keys (docs/keys.md's key table): an activity id is unique "on the channel", so the message key
- * is `{app id}:{channelId}:{activity.id}`. `messageUpdate` (editMessage) and `messageDelete`
+ * Keys (docs/keys.md's key table): the message key is `{app id}:{channelId}:{conversation
+ * tag}:{activity.id}`. The schema says an id is unique "on the channel", but Teams' message ids
+ * are the times they were posted in ms, and Graph addresses a message within its chat or channel:
+ * two chats' messages of one millisecond must not be one row. `messageUpdate` (editMessage) and `messageDelete`
  * (softDeleteMessage) carry the id of the message they change: the same message key, their own
  * delivery keys. Only message activities become rows; an activity without an id is keyed by a hash
  * of what it says (logged as a fallback key), so Postgres decides on a copy.
@@ -178,11 +180,13 @@ export async function classifyTeams(activity: Activity, appId: string): Promise<
   const from = obj(activity.from)
   const sender = str(from?.id)
   if (!sender) return { action: 'ignore', reason: 'teams_without_sender' }
+  const conversation = await conversationTag(activity)
+  if (!conversation) return { action: 'ignore', reason: 'teams_without_conversation' }
 
   const activityId = str(activity.id)
   const id = activityId !== null && ACTIVITY_ID.test(activityId) ? activityId : null
   if (id === null && change) return { action: 'ignore', reason: `teams_${type}_without_id` }
-  const messageId = id ?? `h${await contentHash(activity)}`
+  const messageId = `${conversation}:${id ?? `h${await contentHash(activity)}`}`
   const kind = change?.kind ?? 'message'
   const key: DeliveryKey = {
     namespace: 'teams',
@@ -207,6 +211,16 @@ export async function classifyTeams(activity: Activity, appId: string): Promise<
     ...(attachments ? { attachments } : {}),
   }
   return { action: 'forward', key, draft }
+}
+
+/**
+ * The chat or channel: `conversation.id` without the `;messageid=` of a channel thread (a reply
+ * and its edit may name the thread or not), hashed to 16 hex (ids run to 100+ characters, with
+ * `:`s). Null when there is none (the Bot Framework requires one).
+ */
+async function conversationTag(activity: Activity): Promise<string | null> {
+  const id = str(obj(activity.conversation)?.id)?.split(';')[0]
+  return id ? `c${(await sha256Hex(id)).slice(0, 16)}` : null
 }
 
 /**

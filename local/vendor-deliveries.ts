@@ -602,7 +602,7 @@ export function emailRequest(base: string, raw: string, envelope: { from: string
 /** One vendor delivery and the keys the gateway must derive from it. */
 export interface SignedDelivery {
   /** `messages.channel` of its row. */
-  channel: 'slack' | 'whatsapp' | 'sms' | 'telegram'
+  channel: 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'teams'
   /** `messages.channel_message_id` of its row. */
   messageKey: string
   /** The Redis claim key (without REDIS_KEY_PREFIX). */
@@ -706,6 +706,38 @@ export function telegramDelivery(
     messageKey: `${bot}:${chatId}:${messageId}`,
     deliveryKey: `dedup:telegram:${bot}:${updateId}`,
     request: async (base) => telegramRequest(`${base}${path}`, update, secret),
+  }
+}
+
+/**
+ * A Teams message activity with a fresh id unless given, its token signed now by the development
+ * key (TEAMS_DEV_KEY: the gateway must serve its JWKS), or forged: signed by another key under the
+ * same kid.
+ */
+export function teamsDelivery(
+  fields: TeamsActivityFields & { forged?: boolean } = {},
+): SignedDelivery {
+  const id = fields.id ?? String(1_700_000_000_000 + randomBelow(1e12))
+  const activity = teamsActivity({ ...fields, id })
+  const appId = fields.appId ?? TEAMS_APP
+  // Its keys are known without hashing: the default conversation's tag is pinned.
+  if (fields.conversation !== undefined)
+    throw new Error('teamsDelivery: the default conversation only')
+  const key = `msteams:${TEAMS_CONVERSATION_TAG}:${id}`
+  const signer = async () => {
+    const dev = await teamsDevSigner()
+    return fields.forged ? { ...(await teamsSigner(dev.kid)), kid: dev.kid } : dev
+  }
+  return {
+    channel: 'teams',
+    messageKey: `${appId}:${key}`,
+    deliveryKey: `dedup:teams:${appId}:${key}`,
+    request: async (base) =>
+      teamsRequest(
+        `${base}/webhooks/teams`,
+        activity,
+        await teamsToken(await signer(), { aud: appId }),
+      ),
   }
 }
 

@@ -67,6 +67,7 @@ const CHANNEL_WEIGHTS: Record<SoakChannel, number> = {
   'whatsapp-cloud': 2,
   sms: 2,
   telegram: 2,
+  teams: 2,
   email: 2,
   gmail: 1,
 }

@@ -26,6 +26,7 @@ import {
   rawEmail,
   type SignedDelivery,
   slackDelivery,
+  teamsDelivery,
   telegramDelivery,
   twilioDelivery,
   waText,
@@ -52,6 +53,7 @@ export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'whatsapp-cloud',
   'sms',
   'telegram',
+  'teams',
   'email',
   'gmail',
 ]
@@ -62,6 +64,7 @@ export const SIGNED: readonly SoakChannel[] = [
   'whatsapp-cloud',
   'sms',
   'telegram',
+  'teams',
 ]
 /** Channels with edits on the wire; Slack alone also sends deletes. */
 export const EDITABLE: readonly SoakChannel[] = ['slack', 'telegram']
@@ -232,6 +235,14 @@ export class MessageMaker {
           date: this.baseSeconds,
           forged,
           ...(shape === 'edit' ? { field: 'edited_message', editDate: this.baseSeconds + k } : {}),
+        })
+      case 'teams':
+        // The activity id is the message's (no delivery id of its own): a fresh id is a resend.
+        return teamsDelivery({
+          id: message.marker.replaceAll('-', ''),
+          from: `29:1SOAK${message.n % 5}`,
+          text,
+          forged,
         })
       default:
         throw new Error(`${message.channel} has no single signed delivery`)

@@ -10,6 +10,8 @@
  * - Telegram: repeats any non-2xx answer "a reasonable number of attempts", backing off.
  * - Meta (WhatsApp Cloud API): one POST carries a batch of messages; anything but 200 is retried
  *   "with decreasing frequency" for up to 7 days (the whole POST again).
+ * - Microsoft Teams (Bot Framework): resends an activity it got no answer for within ~15 s, and
+ *   again ~30 s later (observed, not documented: no horizon is published).
  * - Email (Cloudflare Email Routing, via Miniflare's `/cdn-cgi/handler/email`): a thrown handler
  *   is a temporary SMTP failure (500 here) and the sending MTA retries with backoff; a
  *   `setReject` (400 here) is a bounce, never retried.
@@ -25,6 +27,7 @@ import {
   rawEmail,
   type SignedDelivery,
   slackDelivery,
+  teamsDelivery,
   telegramDelivery,
   twilioDelivery,
   waText,
@@ -33,12 +36,19 @@ import {
 import { senderKeyPart } from '../../email/support/emails'
 
 /** The `messages.channel` a delivery should end up in. */
-export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'email'
-export const CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'email']
-/** The four channels whose requests can be forged (email has no request signature). */
-export const SIGNED_CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms']
+export type Channel = 'slack' | 'whatsapp' | 'sms' | 'telegram' | 'teams' | 'email'
+export const CHANNELS: readonly Channel[] = [
+  'slack',
+  'whatsapp',
+  'telegram',
+  'sms',
+  'teams',
+  'email',
+]
+/** The channels whose requests can be forged (email has no request signature). */
+export const SIGNED_CHANNELS: readonly Channel[] = ['slack', 'whatsapp', 'telegram', 'sms', 'teams']
 
-export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta'
+export type Vendor = 'slack' | 'twilio' | 'telegram' | 'teams' | 'email' | 'meta'
 
 /** What one attempt got: an HTTP status, or no answer in time, or no connection. */
 export type Outcome = number | 'timeout' | 'refused' | 'network'
@@ -95,6 +105,11 @@ export const POLICIES: Record<Vendor, RetryPolicy> = {
   telegram: {
     timeoutMs: 15_000,
     retryDelaysMs: [500, 1_000, 2_000, ...Array<number>(9).fill(3_000)],
+    retries: (outcome) => !is2xx(outcome),
+  },
+  teams: {
+    timeoutMs: 15_000,
+    retryDelaysMs: [500, 1_000],
     retries: (outcome) => !is2xx(outcome),
   },
   meta: {
@@ -186,6 +201,14 @@ export class MessageFactory {
       case 'whatsapp':
       case 'sms':
         return twilioDelivery({ ...twilioParties(channel, sender), body: text, forged })
+      case 'teams':
+        // Activity ids are unique per conversation: the marker makes them unique per run.
+        return teamsDelivery({
+          id: m.marker.replaceAll('-', ''),
+          from: `29:1FAULT${sender}`,
+          text,
+          forged,
+        })
       case 'telegram': {
         const updateId = ++MessageFactory.updateId
         return telegramDelivery({

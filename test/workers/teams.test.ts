@@ -202,6 +202,21 @@ describe('Teams: answered within its ~15 s', () => {
   })
 })
 
+describe("Teams: Microsoft's keys out of reach", () => {
+  it('is no refusal but a 500 Teams sends again, and writes nothing', async () => {
+    const signer = await teamsSigner()
+    const h = harness({
+      TEAMS_APP_IDS: TEAMS_APP,
+      TEAMS_OPENID_METADATA_URL: `${inject('keyDocumentsUrl')}/${randomId()}/nothing-here`,
+    })
+    const token = await teamsToken(signer)
+    const response = await h.deliver(teamsRequest(URL_, teamsActivity(), token))
+    expect(response.status).toBe(500)
+    expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
+    expect((await h.originCalls()).calls).toHaveLength(0)
+  })
+})
+
 describe('Teams: every refusal is 403 and writes nothing', () => {
   const cases: Array<[string, (b: Bot) => Promise<string | null>, Record<string, unknown>?]> = [
     ['no token', async () => null],

@@ -35,6 +35,7 @@ import {
   rawEmail,
   type SignedDelivery,
   slackDelivery,
+  teamsDelivery,
   telegramDelivery,
   twilioDelivery,
   WECHAT_AES_ACCOUNT,
@@ -69,6 +70,7 @@ export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'messenger',
   'instagram',
   'wechat',
+  'teams',
   'email',
   'gmail',
   'api',
@@ -285,6 +287,14 @@ export class MessageMaker {
           ...(message.n % 2 === 0
             ? { account: WECHAT_AES_ACCOUNT, aesKey: WECHAT_TEST_AES_KEY }
             : {}),
+        })
+      case 'teams':
+        // The activity id is the message's (no delivery id of its own): a fresh id is a resend.
+        return teamsDelivery({
+          id: message.marker.replaceAll('-', ''),
+          from: `29:1SOAK${message.n % 5}`,
+          text,
+          forged,
         })
       default:
         throw new Error(`${message.channel} has no single signed delivery`)

@@ -14,6 +14,7 @@ import { instagram } from './instagram'
 import { line } from './line'
 import { messenger } from './messenger'
 import { slack } from './slack'
+import { teams } from './teams'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
 import type { WebhookChannel } from './types'
@@ -29,6 +30,7 @@ export const WEBHOOK_CHANNELS = [
   messenger,
   instagram,
   wechat,
+  teams,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]

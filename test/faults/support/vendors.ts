@@ -16,6 +16,8 @@
  * - WeChat: waits 5 s, then tries again, 3 attempts in all; taken as the same on any non-2xx
  *   (WeChat documents only the timeout). Each attempt signed anew; half the messages go to the
  *   encrypting test account.
+ * - Microsoft Teams (Bot Framework): resends an activity it got no answer for within ~15 s, and
+ *   again ~30 s later (observed, not documented: no horizon is published).
  * - Email (Cloudflare Email Routing, via Miniflare's `/cdn-cgi/handler/email`): a thrown handler
  *   is a temporary SMTP failure (500 here) and the sending MTA retries with backoff; a
  *   `setReject` (400 here) is a bounce, never retried.
@@ -37,6 +39,7 @@ import {
   rawEmail,
   type SignedDelivery,
   slackDelivery,
+  teamsDelivery,
   telegramDelivery,
   twilioDelivery,
   WECHAT_AES_ACCOUNT,
@@ -59,6 +62,7 @@ export type Channel =
   | 'messenger'
   | 'instagram'
   | 'wechat'
+  | 'teams'
   | 'api'
 export const CHANNELS: readonly Channel[] = [
   'slack',
@@ -70,12 +74,22 @@ export const CHANNELS: readonly Channel[] = [
   'messenger',
   'instagram',
   'wechat',
+  'teams',
   'api',
 ]
 /** The channels whose requests can be forged (email has no request signature; api a wrong key). */
 export const SIGNED_CHANNELS: readonly Channel[] = CHANNELS.filter((c) => c !== 'email')
 
-export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta' | 'line' | 'wechat' | 'api'
+export type Vendor =
+  | 'slack'
+  | 'twilio'
+  | 'telegram'
+  | 'email'
+  | 'meta'
+  | 'line'
+  | 'wechat'
+  | 'teams'
+  | 'api'
 
 /** What one attempt got: an HTTP status, or no answer in time, or no connection. */
 export type Outcome = number | 'timeout' | 'refused' | 'network'
@@ -156,6 +170,11 @@ export const POLICIES: Record<Vendor, RetryPolicy> = {
   wechat: {
     timeoutMs: 5_000,
     retryDelaysMs: [0, 0],
+    retries: (outcome) => !is2xx(outcome),
+  },
+  teams: {
+    timeoutMs: 15_000,
+    retryDelaysMs: [500, 1_000],
     retries: (outcome) => !is2xx(outcome),
   },
   email: {
@@ -259,6 +278,14 @@ export class MessageFactory {
           n % 2 === 0 ? { account: WECHAT_AES_ACCOUNT, aesKey: WECHAT_TEST_AES_KEY } : {}
         return wechatDelivery({ msgId: wechatMsgId(), text, forged, ...encrypted })
       }
+      case 'teams':
+        // Activity ids are unique per conversation: the marker makes them unique per run.
+        return teamsDelivery({
+          id: m.marker.replaceAll('-', ''),
+          from: `29:1FAULT${sender}`,
+          text,
+          forged,
+        })
       case 'telegram': {
         const updateId = ++MessageFactory.updateId
         return telegramDelivery({

@@ -8,21 +8,29 @@
  *   tsx local/send-webhook.ts whatsapp-cloud [--text hi] [--id wamid...] [--phone-number-id ID]
  *   tsx local/send-webhook.ts line     [--text hi] [--id ULID] [--message-id 5...] [--unsend]
  *   tsx local/send-webhook.ts messenger|instagram [--text hi] [--id m_...] [--account ID] [--edit]
+ *   tsx local/send-webhook.ts wechat   [--text hi] [--id MsgId] (encrypted when the account has an AES key)
+ *   tsx local/send-webhook.ts teams    [--text hi] [--id 1700000000123] [--edit | --delete]
  *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
  * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Each
  * answer says what the gateway made of it (its `x-dedup-decision` header): new, duplicate, ... Secrets
  * come from the environment, else `.dev.vars`, else `.dev.vars.example` (what `npm run dev` uses).
  * With a per-tenant variable set (SLACK_SIGNING_SECRETS_BY_APP, ...), the request is signed as the
- * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id, LINE bot user id), else as
- * its first tenant.
+ * tenant `--tenant` names (Slack app id, AccountSid, Telegram bot id, LINE bot user id, WeChat
+ * gh_ id, Teams bot app id), else as its first tenant.
  * Slack signatures expire after 5 minutes: a printed curl must be run within that.
+ *
+ * Teams: the token is signed with the fixed development key (TEAMS_DEV_KEY), for the bot
+ * `--tenant` or the first of TEAMS_APP_IDS; while it sends, this serves that key's OpenID metadata
+ * and JWKS at TEAMS_OPENID_METADATA_URL when that is a local http URL (the Worker fetches and
+ * caches them for a day). Tokens expire after an hour.
  * @module
  */
 import { parseArgs } from 'node:util'
 import { DECISION_HEADER } from '../contract/decision-log'
 import { parseTenantSecrets } from '../worker/tenants'
 import { loadDevVars } from './dev-vars'
+import { startKeyDocuments } from './key-documents'
 import {
   LINE_DESTINATION,
   lineEventId,
@@ -38,9 +46,15 @@ import {
   metaRequest,
   randomHex,
   slackDelivery,
+  teamsActivity,
+  teamsDevSigner,
+  teamsKeyDocuments,
+  teamsRequest,
+  teamsToken,
   telegramDelivery,
   twilioDelivery,
   waText,
+  wechatDelivery,
   whatsappCloudPost,
 } from './vendor-deliveries'
 
@@ -52,6 +66,8 @@ const VENDORS = [
   'line',
   'messenger',
   'instagram',
+  'wechat',
+  'teams',
 ] as const
 type Vendor = (typeof VENDORS)[number]
 
@@ -59,23 +75,27 @@ const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
   --text TEXT        message text
   --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id,
-                     WhatsApp message id (wamid), LINE webhookEventId, Messenger / Instagram mid
+                     WhatsApp message id (wamid), LINE webhookEventId, Messenger / Instagram mid,
+                     WeChat MsgId, Teams activity id
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
-  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / LINE bot
-                     (per-tenant secrets)
+  --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / LINE bot /
+                     WeChat account (gh_ id) / Teams bot (per-tenant secrets)
   slack:    --channel C123 --user U123 --ts 1700000000.000100
   twilio:   --sms (an SMS instead of WhatsApp) --from +14155550100 --status delivered
   telegram: --chat 7 --message-id 42 --edit
   whatsapp-cloud: --phone-number-id 106540352242922
   line:     --message-id 5... (the message; reuse it for a redelivery under a new --id)
             --unsend (take that message back)
-  messenger, instagram: --account ID (the Page / Instagram account) --edit (edit the --id message)`
+  messenger, instagram: --account ID (the Page / Instagram account) --edit (edit the --id message)
+  teams:    --edit (a messageUpdate of --id) --delete (a messageDelete of --id)`
 
 interface Built {
   url: string
   headers: Record<string, string>
   body: string
+  /** What must run while it is sent (Teams: the signing keys), and how to stop it. */
+  serve?: () => Promise<() => Promise<void>>
 }
 
 type Options = Record<string, string | boolean | undefined>
@@ -100,6 +120,11 @@ const SECRET_NAMES = [
   'INSTAGRAM_APP_SECRET',
   'INSTAGRAM_APP_SECRETS_BY_APP',
   'INSTAGRAM_ACCOUNTS_BY_APP',
+  'WECHAT_TOKENS_BY_ACCOUNT',
+  'WECHAT_AES_KEYS_BY_ACCOUNT',
+  'WECHAT_APP_IDS_BY_ACCOUNT',
+  'TEAMS_APP_IDS',
+  'TEAMS_OPENID_METADATA_URL',
   'PUBLIC_BASE_URL',
 ] as const
 
@@ -288,6 +313,69 @@ function metaMessaging(name: 'messenger' | 'instagram', object: string, idsVaria
   }
 }
 
+/**
+ * A WeChat text message to `/webhooks/wechat/{account}`, signed with the account's first token;
+ * encrypted with its first EncodingAESKey and its AppID when WECHAT_AES_KEYS_BY_ACCOUNT lists it.
+ */
+function buildWeChat(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
+  const signed = signer(
+    vars,
+    'WECHAT_TOKENS_BY_ACCOUNT',
+    'WECHAT_TOKENS_BY_ACCOUNT',
+    tenantOption(o),
+  )
+  const account = signed.tenant
+  if (account === undefined) throw new Error('WECHAT_TOKENS_BY_ACCOUNT names no account')
+  const any = { test: () => true, hint: '' }
+  const firstOf = (name: string) => parseTenantSecrets(name, vars[name], any, [])?.get(account)?.[0]
+  const aesKey = firstOf('WECHAT_AES_KEYS_BY_ACCOUNT')
+  const appId = firstOf('WECHAT_APP_IDS_BY_ACCOUNT')
+  const delivery = wechatDelivery({
+    account,
+    token: signed.secret,
+    msgId: given(o, 'id'),
+    text: given(o, 'text') ?? 'hello from send-webhook',
+    ...(aesKey ? { aesKey, ...(appId ? { appId } : {}) } : {}),
+  })
+  return built(delivery.request(base))
+}
+
+/** A Teams activity for the bot `--tenant` (else the first of TEAMS_APP_IDS), with its token. */
+async function buildTeams(base: string, vars: Record<string, string>, o: Options): Promise<Built> {
+  const appId = tenantOption(o) ?? vars.TEAMS_APP_IDS?.split(',')[0]?.trim()
+  if (!appId)
+    throw new Error('TEAMS_APP_IDS is not set (environment, .dev.vars or .dev.vars.example)')
+  const signer = await teamsDevSigner()
+  const change = o.edit
+    ? { type: 'messageUpdate', eventType: 'editMessage' }
+    : o.delete
+      ? { type: 'messageDelete', eventType: 'softDeleteMessage' }
+      : {}
+  const activity = teamsActivity({
+    id: given(o, 'id'),
+    text: given(o, 'text') ?? 'hello from send-webhook',
+    appId,
+    ...change,
+  })
+  const token = await teamsToken(signer, { aud: appId })
+  const request = await built(
+    Promise.resolve(teamsRequest(`${base}/webhooks/teams`, activity, token)),
+  )
+  const metadataUrl = vars.TEAMS_OPENID_METADATA_URL
+  const local = metadataUrl ? new URL(metadataUrl) : null
+  const isLocal = local?.protocol === 'http:' && ['127.0.0.1', 'localhost'].includes(local.hostname)
+  if (!local || !isLocal) return request
+  const { metadata, jwks } = teamsKeyDocuments(`${local.origin}/keys`, [signer])
+  const documents = { [local.pathname]: metadata, '/keys': jwks }
+  return {
+    ...request,
+    async serve() {
+      const server = await startKeyDocuments({ port: Number(local.port || 80), documents })
+      return () => server.close()
+    },
+  }
+}
+
 const BUILDERS: Record<
   Vendor,
   (base: string, vars: Record<string, string>, o: Options) => Promise<Built>
@@ -299,6 +387,8 @@ const BUILDERS: Record<
   line: buildLine,
   messenger: metaMessaging('messenger', 'page', 'MESSENGER_PAGES_BY_APP'),
   instagram: metaMessaging('instagram', 'instagram', 'INSTAGRAM_ACCOUNTS_BY_APP'),
+  wechat: buildWeChat,
+  teams: buildTeams,
 }
 
 /** What the gateway made of a delivery, in words: its x-dedup-decision header. */
@@ -348,6 +438,7 @@ async function main(): Promise<void> {
       'message-id': { type: 'string' },
       edit: { type: 'boolean' },
       unsend: { type: 'boolean' },
+      delete: { type: 'boolean' },
       'phone-number-id': { type: 'string' },
       account: { type: 'string' },
       tenant: { type: 'string' },
@@ -373,6 +464,15 @@ async function main(): Promise<void> {
     return
   }
   const times = Math.max(1, Number(values.times ?? 1))
+  const stop = await request.serve?.()
+  try {
+    await sendTimes(vendor, request, times)
+  } finally {
+    await stop?.()
+  }
+}
+
+async function sendTimes(vendor: Vendor, request: Built, times: number): Promise<void> {
   for (let i = 1; i <= times; i++) {
     const response = await fetch(request.url, {
       method: 'POST',

@@ -71,6 +71,8 @@ const CHANNEL_WEIGHTS: Record<SoakChannel, number> = {
   line: 1,
   messenger: 1,
   instagram: 1,
+  wechat: 2,
+  teams: 2,
   email: 2,
   gmail: 1,
   api: 2,

@@ -35,9 +35,14 @@ import {
   rawEmail,
   type SignedDelivery,
   slackDelivery,
+  teamsDelivery,
   telegramDelivery,
   twilioDelivery,
+  WECHAT_AES_ACCOUNT,
+  WECHAT_TEST_AES_KEY,
   waText,
+  wechatDelivery,
+  wechatMsgId,
   whatsappCloudPost,
 } from '../local/vendor-deliveries'
 import {
@@ -64,6 +69,8 @@ export const SOAK_CHANNELS: readonly SoakChannel[] = [
   'line',
   'messenger',
   'instagram',
+  'wechat',
+  'teams',
   'email',
   'gmail',
   'api',
@@ -271,6 +278,24 @@ export class MessageMaker {
           forged,
           ...(shape === 'edit' ? { field: 'edited_message', editDate: this.baseSeconds + k } : {}),
         })
+      case 'wechat':
+        // WeChat has one id per message: every shape is the same MsgId (a fresh-id is a replay).
+        return wechatDelivery({
+          msgId: this.idOf(message, 'msgid', wechatMsgId),
+          text,
+          forged,
+          ...(message.n % 2 === 0
+            ? { account: WECHAT_AES_ACCOUNT, aesKey: WECHAT_TEST_AES_KEY }
+            : {}),
+        })
+      case 'teams':
+        // The activity id is the message's (no delivery id of its own): a fresh id is a resend.
+        return teamsDelivery({
+          id: message.marker.replaceAll('-', ''),
+          from: `29:1SOAK${message.n % 5}`,
+          text,
+          forged,
+        })
       default:
         throw new Error(`${message.channel} has no single signed delivery`)
     }
@@ -297,7 +322,7 @@ export class MessageMaker {
 
   private readonly ids = new Map<string, string>()
 
-  /** The message's own id of `kind` (a Twilio SID, a LINE message id, a mid), made once. */
+  /** The message's own id of `kind` (a Twilio SID, a LINE message id, a mid, a WeChat MsgId), made once. */
   private idOf(message: SoakMessage, kind: string, make: () => string): string {
     const key = `${kind}:${message.n}`
     let id = this.ids.get(key)

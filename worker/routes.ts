@@ -31,11 +31,12 @@ function serve(channel: WebhookChannel): void {
 }
 
 /** A channel's GET handshake: config (503), then its own check (403), then the challenge. */
-function handshake(c: GatewayContext, channel: WebhookChannel): Response {
+async function handshake(c: GatewayContext, channel: WebhookChannel): Promise<Response> {
   const startedAt = Date.now()
   const config = channel.pick(settingsFor(c.env))
   if (!config.ok) throw new ChannelNotConfiguredError(channel.name, config.missing)
-  const verdict = channel.handshake?.(new URL(c.req.url).searchParams, config.value)
+  const query = new URL(c.req.url).searchParams
+  const verdict = await channel.handshake?.(query, config.value, c.req.param())
   if (!verdict?.ok)
     throw new ForbiddenError(`${channel.name}: ${verdict?.reason ?? 'no handshake'}`)
   const reply = challengeReply(verdict.challenge)

@@ -16,6 +16,9 @@ import {
   telegramRequest,
   twilioDelivery,
   twilioRequest,
+  WECHAT_AES_ACCOUNT,
+  WECHAT_TEST_AES_KEY,
+  wechatDelivery,
 } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
 import { send, startTestStack, type TestStack } from '../support/test-stack'
@@ -41,6 +44,11 @@ const CASES: Array<{ name: string; fresh: () => SignedDelivery }> = [
   { name: 'slack', fresh: () => slackDelivery() },
   { name: 'whatsapp', fresh: () => twilioDelivery() },
   { name: 'telegram', fresh: () => telegramDelivery() },
+  { name: 'wechat', fresh: () => wechatDelivery() },
+  {
+    name: 'wechat encrypted',
+    fresh: () => wechatDelivery({ account: WECHAT_AES_ACCOUNT, aesKey: WECHAT_TEST_AES_KEY }),
+  },
 ]
 
 describe.each(CASES)('$name end to end', ({ fresh }) => {
@@ -86,7 +94,12 @@ describe.each(CASES)('$name end to end', ({ fresh }) => {
     ]) {
       if (headers.has(name)) headers.set(name, name === 'x-slack-signature' ? 'v0=00' : 'forged')
     }
-    const forged = new Request(good.url, { method: 'POST', headers, body: await good.text() })
+    // WeChat signs in the query.
+    const url = new URL(good.url)
+    for (const name of ['signature', 'msg_signature']) {
+      if (url.searchParams.has(name)) url.searchParams.set(name, '0'.repeat(40))
+    }
+    const forged = new Request(url, { method: 'POST', headers, body: await good.text() })
     expect(await send(forged)).toBe(401)
     expect(await claim(d)).toBeNull()
     expect(await rows(d)).toBe(0)

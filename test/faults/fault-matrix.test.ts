@@ -22,7 +22,7 @@ import { REPO_ROOT } from '../../local/stack'
 import { type DeadFailure, FaultCase } from './support/fault-case'
 import { type FaultStack, SPOOL_SETTINGS, startFaultStack } from './support/fault-stack'
 import { type CaseResult, formatTable } from './support/ledger'
-import { is2xx, type Message } from './support/vendors'
+import { CHANNELS, is2xx, type Message } from './support/vendors'
 
 const RUN = runId().slice(-6)
 /** How long an origin or Postgres outage lasts: longer than Slack's whole (compressed) retry span. */
@@ -378,7 +378,7 @@ faultCase(
   '50 concurrent copies',
   async (c) => {
     // One channel at a time: 50 copies of one delivery at once, each copy with its vendor's retries.
-    for (const message of c.fresh(5)) {
+    for (const message of c.fresh(CHANNELS.length)) {
       await c.send([message], { copies: 50 })
       await delay(500)
     }

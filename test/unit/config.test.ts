@@ -262,10 +262,10 @@ describe('SPOOL_CHANNELS', () => {
     expect(warnings).toEqual([])
     const typo = spool('whatsap,sms')
     expect(typo.has('sms')).toBe(true)
-    // The known names are the registry's (worker/channels/index.ts), email included.
+    // The known names are the registry's (worker/channels/index.ts), email and the API's included.
     expect(typo.warnings).toEqual([
       expect.stringMatching(
-        /^SPOOL_CHANNELS names unknown channels; known: slack, .*\bwhatsapp\b.*, email, all or none$/,
+        /^SPOOL_CHANNELS names unknown channels; known: slack, .*\bwhatsapp\b.*, email, api, all or none$/,
       ),
     ])
     expect(spool('none').has('slack')).toBe(false)

@@ -17,7 +17,9 @@ import {
   twilioDelivery,
   twilioParams,
   twilioRequest,
+  WECHAT_TEST_APP_ID,
   waText,
+  wechatDelivery,
   whatsappCloudPost,
 } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
@@ -54,6 +56,20 @@ const WA = {
   a2: 'wa-a-old',
   b: 'wa-b',
 }
+const WECHAT = {
+  accountA: 'gh_aaaaaaaaaaaa',
+  accountB: 'gh_bbbbbbbbbbbb',
+  a1: 'wechatanew',
+  a2: 'wechataold',
+  b: 'wechatb',
+  /** Two encrypting accounts, each its own token and EncodingAESKey. */
+  aesA: 'gh_cccccccccccc',
+  aesB: 'gh_dddddddddddd',
+}
+const WECHAT_AES_KEY_OF: Record<string, string> = {
+  [WECHAT.aesA]: 'AccountCWeChatEncodingAesKey0123456789abcde',
+  [WECHAT.aesB]: 'AccountDWeChatEncodingAesKey0123456789abcde',
+}
 const SLACK_TEAM_OF: Record<string, string> = {
   [SLACK.appA]: SLACK.teamA,
   [SLACK.appB]: SLACK.teamB,
@@ -75,6 +91,16 @@ function multiTenant(): Harness {
     TELEGRAM_SECRET_TOKEN: '',
     TELEGRAM_BOT_ID: '',
     TELEGRAM_SECRET_TOKENS_BY_BOT: `${TELEGRAM.botA}=${TELEGRAM.a1}|${TELEGRAM.a2},${TELEGRAM.botB}=${TELEGRAM.b}`,
+    WECHAT_TOKENS_BY_ACCOUNT: [
+      `${WECHAT.accountA}=${WECHAT.a1}|${WECHAT.a2}`,
+      `${WECHAT.accountB}=${WECHAT.b}`,
+      `${WECHAT.aesA}=${WECHAT.a1}|${WECHAT.a2}`,
+      `${WECHAT.aesB}=${WECHAT.b}`,
+    ].join(','),
+    WECHAT_AES_KEYS_BY_ACCOUNT: Object.entries(WECHAT_AES_KEY_OF)
+      .map(([account, key]) => `${account}=${key}`)
+      .join(','),
+    WECHAT_APP_IDS_BY_ACCOUNT: `${WECHAT.aesA}=${WECHAT_TEST_APP_ID},${WECHAT.aesB}=${WECHAT_TEST_APP_ID}`,
   })
 }
 
@@ -133,6 +159,23 @@ const CASES: TenantCase[] = [
       whatsappCloudPost([{ phoneNumberId: WA_NUMBER_OF[app] ?? '', messages: [waMessage()] }], {
         secret,
       }).request(GATEWAY),
+  },
+  {
+    name: 'WeChat (account in the path)',
+    tenants: { a: WECHAT.accountA, b: WECHAT.accountB },
+    secrets: { a: [WECHAT.a1, WECHAT.a2], b: WECHAT.b },
+    request: (account, secret) => wechatDelivery({ account, secret }).request(GATEWAY),
+  },
+  {
+    name: 'WeChat encrypted (account in the path, its EncodingAESKey)',
+    tenants: { a: WECHAT.aesA, b: WECHAT.aesB },
+    secrets: { a: [WECHAT.a1, WECHAT.a2], b: WECHAT.b },
+    // A's token and A's key for B's account: the token is what fails (msg_signature).
+    request: (account, secret) => {
+      const keyOwner = secret === WECHAT.b ? WECHAT.aesB : WECHAT.aesA
+      const aesKey = WECHAT_AES_KEY_OF[keyOwner] ?? ''
+      return wechatDelivery({ account, secret, aesKey }).request(GATEWAY)
+    },
   },
 ]
 

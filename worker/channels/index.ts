@@ -14,9 +14,11 @@ import { instagram } from './instagram'
 import { line } from './line'
 import { messenger } from './messenger'
 import { slack } from './slack'
+import { teams } from './teams'
 import { telegram } from './telegram'
 import { twilio } from './twilio'
 import type { WebhookChannel } from './types'
+import { wechat } from './wechat'
 import { whatsappCloud } from './whatsapp-cloud'
 
 export const WEBHOOK_CHANNELS = [
@@ -27,6 +29,8 @@ export const WEBHOOK_CHANNELS = [
   line,
   messenger,
   instagram,
+  wechat,
+  teams,
 ] as const satisfies readonly WebhookChannel[]
 
 type Registered = (typeof WEBHOOK_CHANNELS)[number]

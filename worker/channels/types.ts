@@ -75,10 +75,15 @@ export interface WebhookChannel<
   readonly replies: ChannelReplies
   /**
    * A GET on its paths that proves we own the URL (Meta's subscription handshake, which echoes
-   * `hub.challenge`): the challenge to answer as plain text, or why not (403). Runs after the
-   * config check; claims and writes nothing. (Slack's url_verification is a POST: `classify`.)
+   * `hub.challenge`; WeChat's, which echoes `echostr` under a signature made with the token of the
+   * account its path names): the challenge to answer as plain text, or why not (403). Runs after
+   * the config check; claims and writes nothing. (Slack's url_verification is a POST: `classify`.)
    */
-  handshake?(query: URLSearchParams, config: Config): HandshakeVerdict
+  handshake?(
+    query: URLSearchParams,
+    config: Config,
+    params: PathParams,
+  ): HandshakeVerdict | Promise<HandshakeVerdict>
 }
 
 export type HandshakeVerdict = { ok: true; challenge: string } | { ok: false; reason: string }

@@ -16,12 +16,19 @@
 import type pg from 'pg'
 import type { Balancer } from '../../../local/balancer'
 import type { DatabaseLayer } from '../../../local/database-layer'
+import { startKeyDocuments } from '../../../local/key-documents'
 import type { OriginHandle } from '../../../local/origin-process'
 import type { PrivatePostgres } from '../../../local/private-postgres'
 import type { PrivateRedis } from '../../../local/private-redis'
 import type { RedisLayer } from '../../../local/redis-layer'
 import { type Stack, startStack } from '../../../local/stack'
-import { TEST_SECRETS, vendorBindings } from '../../../local/vendor-deliveries'
+import {
+  TEAMS_APP,
+  TEST_SECRETS,
+  teamsDevSigner,
+  teamsKeyDocuments,
+  vendorBindings,
+} from '../../../local/vendor-deliveries'
 import { TEST_DATABASE_DRIVER } from '../../support/origin'
 
 export interface FaultWorker {
@@ -156,6 +163,7 @@ export interface FaultStackOptions {
 export async function startFaultStack(options: FaultStackOptions = {}): Promise<FaultStack> {
   const lines = new WorkerLines()
   const spoolChannels = options.spoolChannels ?? process.env.FAULTS_SPOOL_CHANNELS
+  const teamsKeys = await startTeamsKeys()
   const stack = await startStack({
     postgres: 'private',
     // TEST_DATABASE_DRIVER=pg: the origins on node-postgres over TCP (the soak's too).
@@ -169,6 +177,8 @@ export async function startFaultStack(options: FaultStackOptions = {}): Promise<
     worker: {
       vars: {
         ...vendorBindings(),
+        TEAMS_APP_IDS: TEAMS_APP,
+        TEAMS_OPENID_METADATA_URL: teamsKeys.metadataUrl,
         SPOOL_RETRY_BASE_SECONDS: String(SPOOL_SETTINGS.retryBaseSeconds),
         SPOOL_RETRY_MAX_SECONDS: String(SPOOL_SETTINGS.retryMaxSeconds),
         SPOOL_MAX_ATTEMPTS: String(SPOOL_SETTINGS.maxAttempts),
@@ -183,6 +193,7 @@ export async function startFaultStack(options: FaultStackOptions = {}): Promise<
   const [a, b] = stack.origins
   if (!redisServer || !postgresServer || !balancer || !a || !b) {
     await stack.stop()
+    await teamsKeys.close()
     throw new Error('the fault stack lacks one of its pieces')
   }
   const origins: [OriginHandle, OriginHandle] = [a, b]
@@ -211,6 +222,18 @@ export async function startFaultStack(options: FaultStackOptions = {}): Promise<
       await postgresServer.start()
       for (const origin of origins) if (!origin.running) await origin.restart()
     },
-    stop: () => stack.stop(),
+    stop: async () => {
+      await stack.stop()
+      await teamsKeys.close()
+    },
   }
+}
+
+/** The Teams deliveries' signing key (the development key), as login.botframework.com serves keys. */
+async function startTeamsKeys(): Promise<{ metadataUrl: string; close(): Promise<void> }> {
+  const server = await startKeyDocuments()
+  const { metadata, jwks } = teamsKeyDocuments(`${server.url}/keys`, [await teamsDevSigner()])
+  await fetch(`${server.url}/openid`, { method: 'PUT', body: JSON.stringify(metadata) })
+  await fetch(`${server.url}/keys`, { method: 'PUT', body: JSON.stringify(jwks) })
+  return { metadataUrl: `${server.url}/openid`, close: () => server.close() }
 }

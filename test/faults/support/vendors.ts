@@ -13,6 +13,11 @@
  *   and Instagram: 36 hours), the whole POST again. Messenger and Instagram messages go one per POST.
  * - LINE: with redelivery on (opt-in), a failed POST is sent again; its schedule is undocumented,
  *   modelled as Meta's. One message per POST.
+ * - WeChat: waits 5 s, then tries again, 3 attempts in all; taken as the same on any non-2xx
+ *   (WeChat documents only the timeout). Each attempt signed anew; half the messages go to the
+ *   encrypting test account.
+ * - Microsoft Teams (Bot Framework): resends an activity it got no answer for within ~15 s, and
+ *   again ~30 s later (observed, not documented: no horizon is published).
  * - Email (Cloudflare Email Routing, via Miniflare's `/cdn-cgi/handler/email`): a thrown handler
  *   is a temporary SMTP failure (500 here) and the sending MTA retries with backoff; a
  *   `setReject` (400 here) is a bounce, never retried.
@@ -34,9 +39,14 @@ import {
   rawEmail,
   type SignedDelivery,
   slackDelivery,
+  teamsDelivery,
   telegramDelivery,
   twilioDelivery,
+  WECHAT_AES_ACCOUNT,
+  WECHAT_TEST_AES_KEY,
   waText,
+  wechatDelivery,
+  wechatMsgId,
   whatsappCloudPost,
 } from '../../../local/vendor-deliveries'
 import { senderKeyPart } from '../../email/support/emails'
@@ -51,6 +61,8 @@ export type Channel =
   | 'line'
   | 'messenger'
   | 'instagram'
+  | 'wechat'
+  | 'teams'
   | 'api'
 export const CHANNELS: readonly Channel[] = [
   'slack',
@@ -61,12 +73,23 @@ export const CHANNELS: readonly Channel[] = [
   'line',
   'messenger',
   'instagram',
+  'wechat',
+  'teams',
   'api',
 ]
 /** The channels whose requests can be forged (email has no request signature; api a wrong key). */
 export const SIGNED_CHANNELS: readonly Channel[] = CHANNELS.filter((c) => c !== 'email')
 
-export type Vendor = 'slack' | 'twilio' | 'telegram' | 'email' | 'meta' | 'line' | 'api'
+export type Vendor =
+  | 'slack'
+  | 'twilio'
+  | 'telegram'
+  | 'email'
+  | 'meta'
+  | 'line'
+  | 'wechat'
+  | 'teams'
+  | 'api'
 
 /** What one attempt got: an HTTP status, or no answer in time, or no connection. */
 export type Outcome = number | 'timeout' | 'refused' | 'network'
@@ -144,6 +167,16 @@ export const POLICIES: Record<Vendor, RetryPolicy> = {
   line: {
     timeoutMs: 10_000,
     retryDelaysMs: [500, 1_000, 2_000, ...Array<number>(9).fill(3_000)],
+    retries: (outcome) => !is2xx(outcome),
+  },
+  wechat: {
+    timeoutMs: 5_000,
+    retryDelaysMs: [0, 0],
+    retries: (outcome) => !is2xx(outcome),
+  },
+  teams: {
+    timeoutMs: 15_000,
+    retryDelaysMs: [500, 1_000],
     retries: (outcome) => !is2xx(outcome),
   },
   email: {
@@ -242,6 +275,19 @@ export class MessageFactory {
       case 'messenger':
       case 'instagram':
         return messagingDelivery(channel, { text, forged, sender: `23456789012345${60 + sender}` })
+      case 'wechat': {
+        const encrypted =
+          n % 2 === 0 ? { account: WECHAT_AES_ACCOUNT, aesKey: WECHAT_TEST_AES_KEY } : {}
+        return wechatDelivery({ msgId: wechatMsgId(), text, forged, ...encrypted })
+      }
+      case 'teams':
+        // Activity ids are unique per conversation: the marker makes them unique per run.
+        return teamsDelivery({
+          id: m.marker.replaceAll('-', ''),
+          from: `29:1FAULT${sender}`,
+          text,
+          forged,
+        })
       case 'telegram': {
         const updateId = ++MessageFactory.updateId
         return telegramDelivery({

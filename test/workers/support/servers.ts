@@ -8,10 +8,12 @@
  * - the Upstash REST stand-in on the real Redis;
  * - a second stand-in on the same Redis that answers slower than the Worker's Redis budget;
  * - a URL where nothing listens (Redis unreachable);
- * - a fake origin (fake-origin.ts).
+ * - a fake origin (fake-origin.ts);
+ * - the Teams tests' stand-in for login.botframework.com (local/key-documents.ts).
  * @module
  */
 import { createServer } from 'node:net'
+import { startKeyDocuments } from '../../../local/key-documents'
 import { assertServicesUp, deleteRedisPrefix, REDIS_URL, runId } from '../../../local/services'
 import { realRedis, startUpstashRest } from '../../../local/upstash-rest'
 import { TEST_SECRETS } from '../../../local/vendor-deliveries'
@@ -27,6 +29,7 @@ export interface TestServers {
   redisToken: string
   keyPrefix: string
   originUrl: string
+  keyDocumentsUrl: string
 }
 
 async function unusedPort(): Promise<number> {
@@ -46,6 +49,7 @@ async function main(): Promise<void> {
   const slowRedis = await startUpstashRest({ backend: realRedis(REDIS_URL), token })
   slowRedis.setLatency(SLOW_REDIS_LATENCY_MS)
   const origin = await startFakeOrigin([TEST_SECRETS.origin])
+  const keyDocuments = await startKeyDocuments()
 
   const servers: TestServers = {
     redisUrl: redis.url,
@@ -54,6 +58,7 @@ async function main(): Promise<void> {
     redisToken: token,
     keyPrefix,
     originUrl: origin.url,
+    keyDocumentsUrl: keyDocuments.url,
   }
   process.stdout.write(`${JSON.stringify(servers)}\n`)
 
@@ -61,7 +66,7 @@ async function main(): Promise<void> {
   const stop = async () => {
     if (stopping) return
     stopping = true
-    await Promise.all([redis.close(), slowRedis.close(), origin.close()])
+    await Promise.all([redis.close(), slowRedis.close(), origin.close(), keyDocuments.close()])
     await deleteRedisPrefix(keyPrefix)
     process.exit(0)
   }

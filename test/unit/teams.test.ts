@@ -1,0 +1,250 @@
+/**
+ * The Teams channel's parts in Node: what an activity becomes (keys, kinds, attachments), the
+ * signing-key cache against a local metadata + JWKS server with an injected clock (daily refresh,
+ * a refetch for an unknown key at most every 5 minutes, old keys kept when Microsoft is down,
+ * bounded and redirect-free fetches), and the token check's clock skew.
+ */
+import { createServer } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type KeyDocumentServer, startKeyDocuments } from '../../local/key-documents'
+import {
+  TEAMS_CONVERSATION_TAG as C,
+  partsOf,
+  randomId,
+  TEAMS_APP,
+  teamsActivity,
+  teamsKeyDocuments,
+  teamsRequest,
+  teamsSigner,
+  teamsToken,
+} from '../../local/vendor-deliveries'
+import { classifyTeams, teamsAttachments, verifyTeams } from '../../worker/channels/teams'
+import {
+  BotKeyCache,
+  BotKeysUnavailableError,
+  KEYS_MAX_BYTES,
+  KEYS_REFRESH_MS,
+  UNKNOWN_KID_REFETCH_MS,
+} from '../../worker/channels/teams-keys'
+import { ForbiddenError } from '../../worker/errors'
+
+let server: KeyDocumentServer
+beforeAll(async () => {
+  server = await startKeyDocuments()
+})
+afterAll(() => server?.close())
+
+const put = (path: string, value: unknown) =>
+  fetch(`${server.url}${path}`, { method: 'PUT', body: JSON.stringify(value) })
+const hits = async (path: string) => (await fetch(`${server.url}/hits${path}`)).json()
+
+/** A metadata + JWKS of its own on the server, and a cache on it with a clock the test moves. */
+async function keySite(signers: Awaited<ReturnType<typeof teamsSigner>>[]) {
+  const base = `/${randomId()}`
+  const documents = teamsKeyDocuments(`${server.url}${base}/keys`, signers)
+  await put(`${base}/openid`, documents.metadata)
+  await put(`${base}/keys`, documents.jwks)
+  let now = 1_000_000
+  const cache = new BotKeyCache(`${server.url}${base}/openid`, () => now)
+  return {
+    base,
+    cache,
+    advance: (ms: number) => {
+      now += ms
+    },
+    publish: (list: typeof signers) => put(`${base}/keys`, teamsKeyDocuments('', list).jwks),
+  }
+}
+
+describe('classifyTeams', () => {
+  it('a message: delivery key {app}:{channelId}:{conversation tag}:{id}, message key the same, sender and time', async () => {
+    const activity = teamsActivity({
+      id: '1700000000123',
+      text: 'hi',
+      timestamp: '2026-01-02T03:04:05.6789012Z',
+    })
+    expect(await classifyTeams(activity, TEAMS_APP)).toEqual({
+      action: 'forward',
+      key: { namespace: 'teams', scope: TEAMS_APP, id: `msteams:${C}:1700000000123` },
+      draft: {
+        kind: 'message',
+        channel: 'teams',
+        tenant: TEAMS_APP,
+        deliveryKey: `dedup:teams:${TEAMS_APP}:msteams:${C}:1700000000123`,
+        messageKey: `${TEAMS_APP}:msteams:${C}:1700000000123`,
+        sender: { externalId: '29:1AbCdEfGhIjKlMnOp', displayName: 'Ada Lovelace' },
+        body: 'hi',
+        occurredAt: '2026-01-02T03:04:05.678Z',
+      },
+    })
+  })
+
+  it('the conversation tag: 16 hex of SHA-256 of conversation.id without ;messageid=', async () => {
+    expect(C).toBe('cd0253d5e7495731c')
+    const thread = await classifyTeams(
+      teamsActivity({ id: '1', conversation: 'a:1XyZpersonalchat;messageid=99' }),
+      TEAMS_APP,
+    )
+    expect(thread.action === 'forward' && thread.draft.messageKey).toBe(
+      `${TEAMS_APP}:msteams:${C}:1`,
+    )
+  })
+
+  it('edit and delete: the message key of the message they name, their own delivery keys', async () => {
+    const id = '1700000000555'
+    const edit = await classifyTeams(
+      teamsActivity({ id, type: 'messageUpdate', eventType: 'editMessage', text: 'v2' }),
+      TEAMS_APP,
+    )
+    const del = await classifyTeams(
+      teamsActivity({ id, type: 'messageDelete', eventType: 'softDeleteMessage' }),
+      TEAMS_APP,
+    )
+    expect(edit).toMatchObject({
+      action: 'forward',
+      draft: { kind: 'edit', body: 'v2', messageKey: `${TEAMS_APP}:msteams:${C}:${id}` },
+    })
+    expect(del).toMatchObject({
+      action: 'forward',
+      draft: { kind: 'delete', body: '', messageKey: `${TEAMS_APP}:msteams:${C}:${id}` },
+    })
+    expect(edit.action === 'forward' && edit.key.id).toMatch(
+      new RegExp(`^msteams:${C}:1700000000555:edit:[0-9a-f]{16}$`),
+    )
+    expect(del.action === 'forward' && del.key.id).toBe(`msteams:${C}:${id}:delete`)
+  })
+
+  it.each([
+    [
+      'undeleteMessage (not an edit of the text)',
+      { type: 'messageUpdate', eventType: 'undeleteMessage' },
+      'teams_messageUpdate_undeleteMessage',
+    ],
+    ['conversationUpdate', { type: 'conversationUpdate' }, 'teams_type_conversationUpdate'],
+    [
+      'an edit without an id',
+      { type: 'messageUpdate', eventType: 'editMessage', id: null },
+      'teams_messageUpdate_without_id',
+    ],
+    ['no channelId', { channelId: '' }, 'teams_without_channel_id'],
+  ] as const)('%s is ignored', async (_name, fields, reason) => {
+    expect(await classifyTeams(teamsActivity(fields), TEAMS_APP)).toEqual({
+      action: 'ignore',
+      reason,
+    })
+  })
+
+  it('a message without an id: a fallback key, a hash of conversation, sender, time and text', async () => {
+    const fields = { id: null, text: 'x', timestamp: '2026-01-02T03:04:05Z' }
+    const one = await classifyTeams(teamsActivity(fields), TEAMS_APP)
+    const same = await classifyTeams(teamsActivity(fields), TEAMS_APP)
+    const other = await classifyTeams(teamsActivity({ ...fields, text: 'y' }), TEAMS_APP)
+    expect(one).toMatchObject({
+      key: {
+        fallback: true,
+        id: expect.stringMatching(new RegExp(`^msteams:${C}:h[0-9a-f]{32}$`)),
+      },
+    })
+    expect(same).toEqual(one)
+    expect(other.action === 'forward' && other.key.id).not.toBe(
+      one.action === 'forward' && one.key.id,
+    )
+  })
+
+  it('attachments: a file download, an image, a card; the HTML rendering of the text is none', () => {
+    const card = { type: 'AdaptiveCard', body: [{ type: 'TextBlock', text: 'hi' }] }
+    expect(
+      teamsAttachments(
+        teamsActivity({
+          attachments: [
+            { contentType: 'text/html', content: '<p>hi</p>' },
+            { contentType: 'application/vnd.microsoft.card.adaptive', content: card },
+            { contentType: 'video/mp4', contentUrl: 'https://x.example/v.mp4', name: 'v.mp4' },
+            'not an object',
+          ],
+        }),
+      ),
+    ).toEqual([
+      { kind: 'document', mimeType: 'application/vnd.microsoft.card.adaptive', content: card },
+      { kind: 'video', mimeType: 'video/mp4', url: 'https://x.example/v.mp4', fileName: 'v.mp4' },
+    ])
+  })
+})
+
+describe('BotKeyCache', () => {
+  it('fetches metadata and keys once, then again only after a day', async () => {
+    const signer = await teamsSigner()
+    const site = await keySite([signer])
+    expect((await site.cache.key(signer.kid))?.endorsements).toEqual(new Set(['msteams']))
+    await site.cache.key(signer.kid)
+    site.advance(KEYS_REFRESH_MS - 1)
+    await site.cache.key(signer.kid)
+    expect(await hits(`${site.base}/keys`)).toBe(1)
+    site.advance(1)
+    await site.cache.key(signer.kid)
+    expect(await hits(`${site.base}/keys`)).toBe(2)
+  })
+
+  it('an unknown kid is fetched again, at most once every 5 minutes; a rotated-in key is found', async () => {
+    const [old, rotated] = [await teamsSigner(), await teamsSigner()]
+    const site = await keySite([old])
+    expect(await site.cache.key(old.kid)).toBeDefined()
+    await site.publish([old, rotated])
+    // Within 5 minutes of the last fetch, forged kids cost no fetch.
+    for (let i = 0; i < 10; i++) expect(await site.cache.key(`forged-${i}`)).toBeUndefined()
+    expect(await site.cache.key(rotated.kid)).toBeUndefined()
+    expect(await hits(`${site.base}/keys`)).toBe(1)
+    site.advance(UNKNOWN_KID_REFETCH_MS)
+    expect(await site.cache.key(rotated.kid)).toBeDefined()
+    expect(await hits(`${site.base}/keys`)).toBe(2)
+  })
+
+  it('a failed refresh keeps the keys it had; with none at all it throws', async () => {
+    const signer = await teamsSigner()
+    const site = await keySite([signer])
+    await site.cache.key(signer.kid)
+    await put(`${site.base}/openid`, { issuer: 'x' })
+    site.advance(KEYS_REFRESH_MS)
+    expect(await site.cache.key(signer.kid)).toBeDefined()
+    const empty = new BotKeyCache(`${server.url}/${randomId()}/openid`)
+    await expect(empty.key(signer.kid)).rejects.toBeInstanceOf(BotKeysUnavailableError)
+  })
+
+  it('refuses a redirect and a document over its bound', async () => {
+    const redirecting = createServer((req, res) => {
+      if (req.url === '/big') res.end(JSON.stringify({ jwks_uri: 'x'.repeat(KEYS_MAX_BYTES) }))
+      else res.writeHead(302, { location: `${server.url}/anything` }).end()
+    })
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve))
+    const address = redirecting.address()
+    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+    try {
+      await expect(new BotKeyCache(`${base}/openid`).key('k')).rejects.toThrow(/answered 302/)
+      await expect(new BotKeyCache(`${base}/big`).key('k')).rejects.toBeInstanceOf(
+        BotKeysUnavailableError,
+      )
+    } finally {
+      await new Promise<void>((resolve) => redirecting.close(() => resolve()))
+    }
+  })
+})
+
+describe('verifyTeams', () => {
+  async function verify(expiresIn: number) {
+    const signer = await teamsSigner()
+    const site = await keySite([signer])
+    const token = await teamsToken(signer, { expiresIn })
+    const parts = await partsOf(
+      teamsRequest('https://gw.test/webhooks/teams', teamsActivity(), token),
+    )
+    return verifyTeams(parts, { appIds: [TEAMS_APP], keys: site.cache })
+  }
+
+  it('accepts a token expired within the 5 minute skew, naming its bot as the tenant', async () => {
+    expect(await verify(-200)).toEqual({ ok: true, tenant: TEAMS_APP })
+  })
+
+  it('refuses one expired past it with a 403', async () => {
+    await expect(verify(-400)).rejects.toBeInstanceOf(ForbiddenError)
+  })
+})

@@ -1,0 +1,131 @@
+/**
+ * The Bot Framework's token signing keys: its OpenID metadata document names a JWKS whose keys
+ * each list the channels they may sign for (`endorsements`). Kept per isolate and per metadata
+ * URL, as the official SDK keeps them (botframework-connector's OpenIdMetadata): refreshed once a
+ * day, fetched again when a token names a key we do not hold (at most once per
+ * {@link UNKNOWN_KID_REFETCH_MS}, so forged `kid`s cannot make us hammer Microsoft), and a failed
+ * refresh keeps the keys we had.
+ * @module
+ */
+import { importJWK, type JWK } from 'jose'
+import { readBoundedBody } from '../../contract/body'
+import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
+import { list, obj, str } from './untrusted'
+
+/** The SDK refreshes every 24 h (its default `tokenRefreshInterval`). */
+export const KEYS_REFRESH_MS = 24 * 60 * 60 * 1000
+/** The SDK refetches for an unknown key after an hour; a rotation is published well before use. */
+export const UNKNOWN_KID_REFETCH_MS = 5 * 60 * 1000
+/** Each of the two fetches: a token waits for it, and Teams waits 15 s for our answer. */
+export const KEYS_FETCH_TIMEOUT_MS = 3_000
+/** Microsoft's metadata and JWKS are a few KiB; anything much larger is not them. */
+export const KEYS_MAX_BYTES = 64 * 1024
+
+/** One signing key: its public key and the channels (`msteams`, `webchat`, ...) it endorses. */
+export interface BotKey {
+  key: CryptoKey | Uint8Array
+  endorsements: ReadonlySet<string>
+}
+
+/** Neither the metadata nor its JWKS could be read, and no earlier keys are held. */
+export class BotKeysUnavailableError extends Error {
+  readonly code = 'teams_keys_unavailable'
+  constructor(detail: string, options?: ErrorOptions) {
+    super(`teams signing keys unavailable: ${detail}`, options)
+    this.name = 'BotKeysUnavailableError'
+  }
+}
+
+interface Fetched {
+  keys: ReadonlyMap<string, BotKey>
+  at: number
+}
+
+/** The keys of one metadata URL, fetched when needed; `now` is injectable for tests. */
+export class BotKeyCache {
+  private fetched: Fetched | null = null
+  private lastAttempt = Number.NEGATIVE_INFINITY
+  private pending: Promise<void> | null = null
+
+  constructor(
+    readonly metadataUrl: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The key `kid` names, or undefined when the JWKS (even fetched again) has none. */
+  async key(kid: string): Promise<BotKey | undefined> {
+    if (!this.fetched || this.now() - this.fetched.at >= KEYS_REFRESH_MS) {
+      await this.refresh()
+    }
+    const known = this.fetched?.keys.get(kid)
+    if (known || this.now() - this.lastAttempt < UNKNOWN_KID_REFETCH_MS) return known
+    await this.refresh()
+    return this.fetched?.keys.get(kid)
+  }
+
+  /** One fetch at a time; a failure throws only when there are no keys at all. */
+  private async refresh(): Promise<void> {
+    this.pending ??= this.fetchKeys().finally(() => {
+      this.pending = null
+    })
+    try {
+      await this.pending
+    } catch (err) {
+      if (!this.fetched) throw err
+    }
+  }
+
+  private async fetchKeys(): Promise<void> {
+    this.lastAttempt = this.now()
+    const metadata = await fetchJson(this.metadataUrl)
+    const jwksUri = str(metadata.jwks_uri)
+    if (!jwksUri || !/^https?:\/\//.test(jwksUri)) {
+      throw new BotKeysUnavailableError('the metadata has no http(s) jwks_uri')
+    }
+    const keys = new Map<string, BotKey>()
+    for (const entry of list((await fetchJson(jwksUri)).keys)) {
+      const jwk = obj(entry)
+      const kid = str(jwk?.kid)
+      if (!jwk || !kid || jwk.kty !== 'RSA' || keys.has(kid)) continue
+      const endorsements = new Set(list(jwk.endorsements).filter((e) => typeof e === 'string'))
+      const { n, e, kty } = jwk as JWK
+      const key = await importJWK({ kty, n, e }, 'RS256').catch(() => null)
+      if (key) keys.set(kid, { key, endorsements })
+    }
+    this.fetched = { keys, at: this.now() }
+  }
+}
+
+/** A bounded JSON object from `url`: timeout, no redirects, at most {@link KEYS_MAX_BYTES}. */
+async function fetchJson(url: string): Promise<Record<string, unknown>> {
+  try {
+    const response = await fetch(url, {
+      ...NO_REDIRECT,
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(KEYS_FETCH_TIMEOUT_MS),
+    })
+    if (!response.ok || isRedirect(response.status)) {
+      await response.body?.cancel().catch(() => {})
+      throw new BotKeysUnavailableError(`${new URL(url).host} answered ${response.status}`)
+    }
+    const body = await readBoundedBody(response, KEYS_MAX_BYTES)
+    const parsed = obj(JSON.parse(body.text))
+    if (!parsed) throw new BotKeysUnavailableError('not a JSON object')
+    return parsed
+  } catch (err) {
+    if (err instanceof BotKeysUnavailableError) throw err
+    throw new BotKeysUnavailableError(`fetching from ${new URL(url).host} failed`, { cause: err })
+  }
+}
+
+const caches = new Map<string, BotKeyCache>()
+
+/** This isolate's cache for a metadata URL (one per configured URL: a handful at most). */
+export function botKeysFor(metadataUrl: string): BotKeyCache {
+  let cache = caches.get(metadataUrl)
+  if (!cache) {
+    cache = new BotKeyCache(metadataUrl)
+    caches.set(metadataUrl, cache)
+  }
+  return cache
+}

@@ -1,0 +1,381 @@
+/**
+ * WeChat Official Accounts (公众号): XML pushes to `/webhooks/wechat/{account}`, the account being
+ * its original id (`gh_…`, the `ToUserName` of every push), typed into the console's server URL.
+ * The path picks the account's secrets before anything is read; the pushed `ToUserName` must be
+ * that account (key scope check, gateway.ts), so one account's token never vouches for another.
+ *
+ * - plain mode: `signature = sha1(sort(token, timestamp, nonce))` in the query. It does not cover
+ *   the body, so an account with an EncodingAESKey configured takes encrypted pushes only.
+ * - encrypted (safe or compatible) mode: `encrypt_type=aes`, `msg_signature` over the four values
+ *   (the `<Encrypt>` element the fourth), then AES-256-CBC with the current or previous
+ *   EncodingAESKey (rotation), the plaintext ending with the account's AppID (wechat-crypto.ts).
+ * - both: `timestamp` within {@link TIMESTAMP_WINDOW_SECONDS} of now. No nonce store: a replay
+ *   within the window is the same push, and its key makes it a duplicate; a nonce seen twice
+ *   could be WeChat's own retry of a push we never took, which must not be refused.
+ *
+ * Keys (docs/keys.md's key table): messages `dedup:wechat:{account}:{MsgId}` / `{account}:{MsgId}`,
+ * MsgId kept as the string it is (it exceeds 2^53); events (no MsgId) recorded, never rows, under
+ * `dedup:wechat-event:{account}:{hash of FromUserName, CreateTime, Event, EventKey, MsgID}`.
+ * WeChat waits 5 s and tries 3 times: "got it" is the plain text `success`, at once.
+ * @module
+ */
+import { XMLParser } from 'fast-xml-parser'
+import { channelTtlSetting } from '../../claims'
+import { boundAttachments } from '../../contract/attachments'
+import { equalsAny, sha256Hex } from '../../contract/crypto'
+import { type Attachment, type InboundEventDraft, LIMITS } from '../../contract/event'
+import { rawValue, type StringEnv } from '../../contract/settings'
+import type { ChannelConfig } from '../config'
+import { InvalidPayloadError, UnauthorizedError } from '../errors'
+import {
+  parseTenantSecrets,
+  type TenantSecrets,
+  type TenantVerdict,
+  tenantSecretsRow,
+  verifyForTenant,
+} from '../tenants'
+import { type ChannelReplies, retryLaterResponse } from './replies'
+import type {
+  ChannelDelivery,
+  DeliveryKey,
+  HandshakeVerdict,
+  RequestParts,
+  Verdict,
+  VerifyOptions,
+  WebhookChannel,
+} from './types'
+import { formatDeliveryKey } from './types'
+import { isKeyPart, isoFromUnixSeconds, obj, str, systemClock } from './untrusted'
+import { decryptWeChat, isEncodingAesKey, wechatSignature } from './wechat-crypto'
+
+export interface WeChatConfig {
+  /** Token(s) by account (`gh_…`): always per account, the path names it. */
+  tokens: TenantSecrets
+  /** EncodingAESKeys by account, current first then the previous one; listed = encrypted only. */
+  aesKeys: ReadonlyMap<string, readonly string[]>
+  /** The AppID each encrypted account's plaintext must end with. */
+  appIds: ReadonlyMap<string, string>
+}
+
+const WECHAT_VARIABLES = [
+  tenantSecretsRow('WECHAT_TOKENS_BY_ACCOUNT', "each Official Account's Token(s), by gh_ id"),
+  tenantSecretsRow('WECHAT_AES_KEYS_BY_ACCOUNT', 'EncodingAESKeys by gh_ id: current|previous'),
+  tenantSecretsRow('WECHAT_APP_IDS_BY_ACCOUNT', 'the AppID of each account with an AES key'),
+  // WeChat retries within 15 s (5 s timeout, 3 tries): the default day covers it.
+  channelTtlSetting('DEDUP_TTL_SECONDS_WECHAT'),
+] as const
+const [TOKENS, AES_KEYS, APP_IDS, DEDUP_TTL] = WECHAT_VARIABLES
+
+/** WeChat's answer for "received, do not retry" (an empty body also works; `success` is advised). */
+const wechatReplies: ChannelReplies = {
+  ok: () => new Response('success', { headers: { 'content-type': 'text/plain; charset=UTF-8' } }),
+  retryLater: retryLaterResponse,
+}
+
+/** WeChat drops the connection after 5 s and retries: answer within 4. */
+export const wechat: WebhookChannel<'wechat', WeChatConfig, WeChatPush, typeof WECHAT_VARIABLES> = {
+  name: 'wechat',
+  eventChannels: ['wechat'],
+  variables: WECHAT_VARIABLES,
+  dedupTtl: DEDUP_TTL,
+  paths: ['/wechat/:account'],
+  budgetMs: 4_000,
+  settings: wechatConfig,
+  pick: (settings) => settings.wechat,
+  handshake: (query, config, params) => verifyWeChatHandshake(query, config, params.account),
+  verify: (parts, config, params) => verifyWeChat(parts, config, params.account),
+  parse: parseWeChat,
+  classify(push, tenant) {
+    if (tenant === null) throw new UnauthorizedError('wechat: no account')
+    return classifyWeChat(push)
+  },
+  replies: wechatReplies,
+}
+
+/** An Official Account's original id (`gh_` and 12 hex digits in practice). */
+const ACCOUNT = /^gh_[A-Za-z0-9]{1,32}$/
+const ACCOUNT_RULE = { test: (id: string) => ACCOUNT.test(id), hint: 'a gh_ original id' }
+/** What the console accepts as Token: 3-32 letters and digits. */
+const TOKEN = /^[A-Za-z0-9]{3,32}$/
+const APP_ID = /^wx[0-9a-f]{16}$/
+
+function wechatConfig(env: StringEnv, warnings: string[]): ChannelConfig<WeChatConfig> {
+  const tokens = parseTenantSecrets(
+    TOKENS.name,
+    rawValue(env, TOKENS.name),
+    ACCOUNT_RULE,
+    warnings,
+    {
+      isValid: (token) => TOKEN.test(token),
+    },
+  )
+  if (tokens === null || tokens.size === 0) return { ok: false, missing: [TOKENS.name] }
+  const aesKeys =
+    parseTenantSecrets(AES_KEYS.name, rawValue(env, AES_KEYS.name), ACCOUNT_RULE, warnings, {
+      noun: 'EncodingAESKey',
+      isValid: isEncodingAesKey,
+    }) ?? new Map<string, string[]>()
+  const appIdLists =
+    parseTenantSecrets(APP_IDS.name, rawValue(env, APP_IDS.name), ACCOUNT_RULE, warnings, {
+      noun: 'AppID',
+      isValid: (id) => APP_ID.test(id),
+    }) ?? new Map<string, string[]>()
+  const appIds = new Map([...appIdLists].map(([account, [first = '']]) => [account, first]))
+  for (const account of aesKeys.keys()) {
+    if (!tokens.has(account)) warnings.push(`${AES_KEYS.name} lists ${account}, which has no token`)
+    if (!appIds.has(account)) {
+      warnings.push(`${APP_IDS.name} lists no AppID of ${account}: its pushes are refused`)
+    }
+  }
+  return { ok: true, value: { tokens: { kind: 'per-tenant', byTenant: tokens }, aesKeys, appIds } }
+}
+
+/** How far `timestamp` may be from now: WeChat's retries come within seconds. */
+export const TIMESTAMP_WINDOW_SECONDS = 300
+
+/** The account the path names, when it is one (the secrets are looked up by it). */
+const accountOf = (id: string | undefined): string | null =>
+  id !== undefined && ACCOUNT.test(id) ? id : null
+
+/**
+ * The query's signature under any of the tokens (all compared, in constant time), its timestamp
+ * within the window: `signature` over token, timestamp and nonce, or with the `<Encrypt>` value
+ * `msg_signature` over the four.
+ */
+async function verifyQuery(
+  tokens: readonly string[],
+  query: URLSearchParams,
+  options: VerifyOptions,
+  encrypt?: string,
+): Promise<Verdict> {
+  const timestamp = query.get('timestamp') ?? ''
+  const nonce = query.get('nonce') ?? ''
+  if (!/^\d{1,12}$/.test(timestamp) || !/^[A-Za-z0-9]{1,64}$/.test(nonce)) {
+    return { ok: false, reason: 'missing_query' }
+  }
+  const now = (options.nowSeconds ?? systemClock)()
+  if (Math.abs(now - Number(timestamp)) > TIMESTAMP_WINDOW_SECONDS) {
+    return { ok: false, reason: 'stale_timestamp' }
+  }
+  const signed = encrypt === undefined ? [timestamp, nonce] : [timestamp, nonce, encrypt]
+  const offered = query.get(encrypt === undefined ? 'signature' : 'msg_signature')
+  const expected = await Promise.all(tokens.map((token) => wechatSignature([token, ...signed])))
+  return offered && equalsAny(expected, offered.toLowerCase())
+    ? { ok: true }
+    : { ok: false, reason: 'signature_mismatch' }
+}
+
+/** The GET of the console's "submit": the plain `signature` of the path's account, then `echostr`. */
+export async function verifyWeChatHandshake(
+  query: URLSearchParams,
+  config: WeChatConfig,
+  accountParam: string | undefined,
+  options: VerifyOptions = {},
+): Promise<HandshakeVerdict> {
+  const echostr = query.get('echostr')
+  if (!echostr || echostr.length > 128) return { ok: false, reason: 'no_echostr' }
+  const verdict = await verifyForTenant(config.tokens, accountOf(accountParam), (tokens) =>
+    verifyQuery(tokens, query, options),
+  )
+  return verdict.ok ? { ok: true, challenge: echostr } : verdict
+}
+
+/**
+ * The plaintext XML of each verified encrypted push, for `parse`: the verifier is the only step
+ * holding the account's keys, and it sees the same `parts` object the route then parses.
+ */
+const decrypted = new WeakMap<RequestParts, string>()
+
+/**
+ * Verifies a push with the secrets of the account its path names (an unknown or invalid account:
+ * 401), over the query and, encrypted, the `<Encrypt>` element of the bounded body (the only
+ * thing read before the signature matched, by the same hardened parser).
+ */
+export function verifyWeChat(
+  parts: RequestParts,
+  config: WeChatConfig,
+  accountParam: string | undefined,
+  options: VerifyOptions = {},
+): Promise<TenantVerdict> {
+  const account = accountOf(accountParam)
+  return verifyForTenant(config.tokens, account, async (tokens) => {
+    const query = new URL(parts.url).searchParams
+    const aesKeys = (account && config.aesKeys.get(account)) || []
+    if (query.get('encrypt_type') !== 'aes') {
+      // The plain signature does not cover the body: not enough once the account encrypts.
+      if (aesKeys.length > 0) return { ok: false, reason: 'plaintext_refused' }
+      return verifyQuery(tokens, query, options)
+    }
+    const appId = account === null ? undefined : config.appIds.get(account)
+    if (aesKeys.length === 0 || !appId) return { ok: false, reason: 'encryption_not_configured' }
+    const encrypt = str(xmlRoot(parts.body.text).Encrypt)
+    if (!encrypt) return { ok: false, reason: 'missing_encrypt' }
+    const verdict = await verifyQuery(tokens, query, options, encrypt)
+    return verdict.ok ? decryptWithAny(parts, encrypt, aesKeys, appId) : verdict
+  })
+}
+
+/** Current key first, then the previous one (the console's key rotation). */
+async function decryptWithAny(
+  parts: RequestParts,
+  encrypt: string,
+  aesKeys: readonly string[],
+  appId: string,
+): Promise<Verdict> {
+  for (const key of aesKeys) {
+    const message = await decryptWeChat(encrypt, key, appId)
+    if (message !== null) {
+      decrypted.set(parts, message)
+      return { ok: true }
+    }
+  }
+  return { ok: false, reason: 'decrypt_failed' }
+}
+
+/** A push's fields: `<xml>`'s children, strings (or objects for nested ones such as ScanCodeInfo). */
+export type WeChatPush = Record<string, unknown>
+
+/**
+ * Entities are never expanded (no DOCTYPE is taken at all), values stay strings (MsgId exceeds
+ * 2^53), and nesting is bounded; the body was bounded in bytes before.
+ */
+const xmlParser = new XMLParser({
+  processEntities: false,
+  parseTagValue: false,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  ignoreAttributes: true,
+  maxNestedTags: 8,
+})
+
+const CDATA = /<!\[CDATA\[[\s\S]*?\]\]>/g
+const DECLARATION = /<!DOCTYPE|<!ENTITY/i
+
+/** The `<xml>` element's children of an untrusted document; anything else is invalid (400). */
+export function xmlRoot(text: string): WeChatPush {
+  // Outside CDATA only: a user may well type "<!DOCTYPE html>", and that is their text.
+  if (DECLARATION.test(text.replace(CDATA, ''))) {
+    throw new InvalidPayloadError('wechat body has a DOCTYPE')
+  }
+  let parsed: unknown
+  try {
+    parsed = xmlParser.parse(text, true)
+  } catch (err) {
+    throw new InvalidPayloadError('wechat body is not valid XML', { cause: err })
+  }
+  const root = obj(obj(parsed)?.xml)
+  if (!root) throw new InvalidPayloadError('wechat body has no <xml> element')
+  return root
+}
+
+/** The decrypted message of an encrypted push, else the body itself. */
+export function parseWeChat(parts: RequestParts): WeChatPush {
+  return xmlRoot(decrypted.get(parts) ?? parts.body.text)
+}
+
+const MSG_ID = /^\d{1,20}$/
+
+/**
+ * The delivery of one push. Its keys are scoped by `ToUserName`, which the gateway checks is the
+ * account of the path whose secrets verified it (another account's push: 401, nothing written).
+ */
+export async function classifyWeChat(push: WeChatPush): Promise<ChannelDelivery> {
+  const to = str(push.ToUserName)
+  const from = str(push.FromUserName)
+  const type = str(push.MsgType)
+  const occurredAt = isoFromUnixSeconds(str(push.CreateTime))
+  if (!isKeyPart(to) || !isKeyPart(from) || !type || !occurredAt) {
+    throw new InvalidPayloadError(
+      'wechat push without ToUserName / FromUserName / MsgType / CreateTime',
+    )
+  }
+  if (type === 'event') {
+    // Events carry no MsgId: WeChat's FAQ keys them by FromUserName + CreateTime; Event, EventKey
+    // (and a job's MsgID) tell apart two in one second. Acknowledged and remembered, no row.
+    const material = [
+      from,
+      str(push.CreateTime),
+      str(push.Event),
+      str(push.EventKey),
+      str(push.MsgID),
+    ]
+      .map((part) => part ?? '')
+      .join('\n')
+    const id = `e${(await sha256Hex(material)).slice(0, 32)}`
+    return { action: 'record', key: { namespace: 'wechat-event', scope: to, id }, material }
+  }
+  const content = messageContent(push, type)
+  if (!content) return { action: 'ignore', reason: 'wechat_type_not_supported' }
+  const msgId = str(push.MsgId)
+  if (!msgId || !MSG_ID.test(msgId)) throw new InvalidPayloadError('wechat message without a MsgId')
+  const key: DeliveryKey = { namespace: 'wechat', scope: to, id: msgId }
+  const attachments = boundAttachments(content.attachments)
+  const draft: InboundEventDraft = {
+    kind: 'message',
+    channel: 'wechat',
+    tenant: to,
+    deliveryKey: formatDeliveryKey(key),
+    messageKey: `${to}:${msgId}`,
+    sender: { externalId: from },
+    body: content.body.slice(0, LIMITS.body),
+    occurredAt,
+    ...(attachments ? { attachments } : {}),
+  }
+  return { action: 'forward', key, draft }
+}
+
+interface Content {
+  body: string
+  attachments: Attachment[]
+}
+
+const text = (push: WeChatPush, field: string): string | undefined => str(push[field]) ?? undefined
+
+/** The row's text and media of each message type WeChat pushes; null for others. */
+function messageContent(push: WeChatPush, type: string): Content | null {
+  const mediaId = text(push, 'MediaId')
+  switch (type) {
+    case 'text':
+      return { body: text(push, 'Content') ?? '', attachments: [] }
+    case 'image':
+      return { body: '', attachments: [{ kind: 'image', mediaId, url: text(push, 'PicUrl') }] }
+    case 'voice': {
+      const content = defined({
+        format: text(push, 'Format'),
+        recognition: text(push, 'Recognition'),
+      })
+      return { body: '', attachments: [{ kind: 'voice', mediaId, content }] }
+    }
+    case 'video':
+    case 'shortvideo': {
+      const content = defined({ thumbMediaId: text(push, 'ThumbMediaId') })
+      return { body: '', attachments: [{ kind: 'video', mediaId, content }] }
+    }
+    case 'location':
+      return { body: '', attachments: [{ kind: 'location', content: location(push) }] }
+    case 'link':
+      return {
+        body: text(push, 'Title') ?? '',
+        attachments: [
+          { kind: 'document', url: text(push, 'Url'), caption: text(push, 'Description') },
+        ],
+      }
+    default:
+      return null
+  }
+}
+
+function location(push: WeChatPush): Record<string, unknown> {
+  const latitude = Number(text(push, 'Location_X'))
+  const longitude = Number(text(push, 'Location_Y'))
+  const valid = Number.isFinite(latitude) && Number.isFinite(longitude)
+  return defined({
+    ...(valid ? { latitude, longitude } : {}),
+    scale: text(push, 'Scale'),
+    address: text(push, 'Label'),
+  })
+}
+
+function defined(fields: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined))
+}

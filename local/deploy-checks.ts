@@ -9,6 +9,7 @@
 import { backoffMs } from '../contract/backoff'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
 import { WEBHOOK_CHANNELS } from '../worker/channels'
 import { parseSettings } from '../worker/config'
 import type { Env } from '../worker/env'
@@ -63,6 +64,7 @@ export function checkDeployment(input: DeploymentInput): Finding[] {
     ...checkVars(input),
     ...checkOriginUrl(input.config.vars[ORIGIN_URL.name], input.envName),
     ...checkSharedSecret(secrets[ORIGIN_SHARED_SECRET.name], input.envName),
+    ...checkOperatorToken(secrets[OPERATOR_TOKEN.name], input.envName),
     ...checkChannels(env, input.envName),
     ...checkQueues(input.config, env),
     ...checkDedupTtls(env),
@@ -170,6 +172,18 @@ export function checkSharedSecret(
   }
   return [
     ok(`${name} is set (${entries.length} entries, each ${MIN_SHARED_SECRET_LENGTH}+ characters)`),
+  ]
+}
+
+/** A short operator token serves no Worker route and stops the origin (contract/operator-token). */
+function checkOperatorToken(value: string | undefined, envName: string | undefined): Finding[] {
+  const problem = operatorTokenProblem(value)
+  if (!problem) return []
+  return [
+    error(
+      `${problem}: the Worker serves /healthz/deep to nobody and the origin will not start`,
+      `${putSecret(OPERATOR_TOKEN.name, envName)}, the same value on the origin`,
+    ),
   ]
 }
 

@@ -85,6 +85,11 @@ describe('deployment checks', () => {
       /1 of its 2 entries are shorter than 32/,
     ],
     [
+      'an operator token too short to resist guessing',
+      (_, s) => Object.assign(s, { OPERATOR_TOKEN: 'short-token' }),
+      /OPERATOR_TOKEN needs 16 characters or more/,
+    ],
+    [
       'a secret in [vars]',
       (c) => Object.assign(c.vars, { TWILIO_AUTH_TOKEN: 'x' }),
       /TWILIO_AUTH_TOKEN is a secret but sits in \[env.production.vars\]/,

@@ -13,6 +13,7 @@ import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
 import type { SpoolMessage } from '../../worker/spool/message'
 import { GATEWAY, type Harness, harness } from './support/harness'
+import { RecordingQueue } from './support/queues'
 
 const MESSAGES = `${GATEWAY}/v1/messages`
 const KEYS = { acme: 'acme-test-key-1', globex: 'globex-test-key-1' }
@@ -236,7 +237,7 @@ describe('POST /v1/messages: the Idempotency-Key draft', () => {
   })
 
   it('origin down: 202 queued (not stored); it lands once; the retry then gets the stored answer', async () => {
-    const spool = new RecordingQueue()
+    const spool = new RecordingQueue<SpoolMessage>()
     const h = await apiHarness({ SPOOL: spool as unknown as Env['SPOOL'] })
     await h.setOriginMode({ kind: 'fail', status: 503 })
     const key = freshKey()
@@ -341,11 +342,3 @@ describe('POST /v1/messages: keys and origins', () => {
     expect(Object.keys(doc.paths)).toEqual(['/v1/messages'])
   })
 })
-
-/** A producer binding that keeps what it was sent. */
-class RecordingQueue {
-  readonly sent: SpoolMessage[] = []
-  async send(message: SpoolMessage): Promise<void> {
-    this.sent.push(structuredClone(message))
-  }
-}

@@ -14,13 +14,7 @@ import { forwardEvent } from '../../worker/forward'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { deliverToCore } from './support/core'
 import { harness } from './support/harness'
-
-class RecordingQueue<T> {
-  readonly sent: T[] = []
-  async send(message: T): Promise<void> {
-    this.sent.push(structuredClone(message))
-  }
-}
+import { RecordingQueue } from './support/queues'
 
 function setup(overrides: Partial<Env> = {}) {
   const spool = new RecordingQueue<SpoolMessage>()

@@ -12,16 +12,10 @@ import worker from '../../worker/index'
 import type { SpoolMessage } from '../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
 import { harness } from './support/harness'
+import { RecordingQueue } from './support/queues'
 
 const HOUR = 3_600
 const slackTtl = { DEDUP_TTL_SECONDS_SLACK: String(2 * HOUR) } as Partial<Env>
-
-class RecordingQueue<T> {
-  readonly sent: T[] = []
-  async send(message: T): Promise<void> {
-    this.sent.push(structuredClone(message))
-  }
-}
 
 /** The Worker's own `queue()` on one spool message, as the runtime would call it. */
 async function consumeOne(env: Env, body: unknown): Promise<void> {

@@ -10,34 +10,16 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from 'clou
 import { describe, expect, inject, it } from 'vitest'
 import { settledValue } from '../../claims'
 import { randomId, slackDelivery } from '../../local/vendor-deliveries'
-import type { Env } from '../../worker/env'
 import { HEALTH_CACHE_MS } from '../../worker/health'
 import worker from '../../worker/index'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { SPOOLED_VALUE } from '../support/claim-values'
 import type { OriginMode } from './support/fake-origin'
 import { GATEWAY, type Harness, harness } from './support/harness'
+import { withQueues } from './support/queues'
 
 const SPOOL = 'inbound-dedup-spool'
 const SPOOL_DEAD = 'inbound-dedup-spool-dead'
-
-class RecordingQueue<T> {
-  readonly sent: T[] = []
-  async send(message: T): Promise<void> {
-    this.sent.push(structuredClone(message))
-  }
-}
-
-function withQueues(overrides: Partial<Env> = {}) {
-  const spool = new RecordingQueue<SpoolMessage>()
-  const dead = new RecordingQueue<DeadMessage>()
-  const h = harness({
-    ...overrides,
-    SPOOL: spool as unknown as Env['SPOOL'],
-    SPOOL_DEAD: dead as unknown as Env['SPOOL_DEAD'],
-  })
-  return { h, spool, dead }
-}
 
 async function consume(h: Harness, queue: string, body: unknown, attempts = 1) {
   const id = `msg-${randomId()}`

@@ -11,16 +11,10 @@ import type { Env } from '../../worker/env'
 import type { SpoolMessage } from '../../worker/spool/message'
 import { SPOOLED_VALUE } from '../support/claim-values'
 import { harness } from './support/harness'
-
-class RecordingQueue {
-  readonly sent: SpoolMessage[] = []
-  async send(message: SpoolMessage): Promise<void> {
-    this.sent.push(structuredClone(message))
-  }
-}
+import { RecordingQueue } from './support/queues'
 
 function shedding(overrides: Partial<Env> = {}) {
-  const spool = new RecordingQueue()
+  const spool = new RecordingQueue<SpoolMessage>()
   const h = harness({
     SHED_AFTER_FAILURES: '2',
     SHED_SLOW_MS: '300',

@@ -32,6 +32,7 @@ import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
 import { deliverToCore } from './support/core'
 import { GATEWAY, type Harness, harness } from './support/harness'
 import { largestEvent } from './support/largest-event'
+import { RecordingQueue, withQueues } from './support/queues'
 
 const SPOOL = 'inbound-dedup-spool'
 const SPOOL_DEAD = 'inbound-dedup-spool-dead'
@@ -52,27 +53,6 @@ const CASES: ChannelCase[] = [
   },
   { name: 'telegram', delivery: () => telegramDelivery(), okBody: '' },
 ]
-
-/** A producer binding that keeps what it was sent (or refuses, like a queue that is down). */
-class RecordingQueue<T> {
-  readonly sent: T[] = []
-  constructor(private readonly refuse = false) {}
-  async send(message: T): Promise<void> {
-    if (this.refuse) throw new Error('Queue send failed: Unknown Internal Error (15000)')
-    this.sent.push(structuredClone(message))
-  }
-}
-
-function withQueues(overrides: Partial<Env> = {}, refuse = false) {
-  const spool = new RecordingQueue<SpoolMessage>(refuse)
-  const dead = new RecordingQueue<DeadMessage>()
-  const h = harness({
-    ...overrides,
-    SPOOL: spool as unknown as Env['SPOOL'],
-    SPOOL_DEAD: dead as unknown as Env['SPOOL_DEAD'],
-  })
-  return { h, spool, dead }
-}
 
 describe.each(CASES)('$name with the origin down', ({ delivery, okBody }) => {
   it('answers ok, queues the normalized event, marks the claim spooled; a replay is not forwarded', async () => {

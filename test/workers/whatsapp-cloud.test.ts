@@ -21,6 +21,7 @@ import type { SpoolMessage } from '../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
 import { META_IMAGE_MESSAGE, META_SENT_STATUS, WA_VECTORS } from '../unit/whatsapp-cloud-fixtures'
 import { GATEWAY, type Harness, harness } from './support/harness'
+import { RecordingQueue } from './support/queues'
 
 const URL_ = `${GATEWAY}/webhooks/whatsapp-cloud`
 const WA: Partial<Env> = {
@@ -34,13 +35,6 @@ async function expectForwarded(h: Harness, n: number): Promise<void> {
   const { calls, rows } = await h.originCalls()
   expect(rows).toBe(n)
   expect(calls).toHaveLength(n)
-}
-
-class RecordingQueue<T> {
-  readonly sent: T[] = []
-  async send(message: T): Promise<void> {
-    this.sent.push(structuredClone(message))
-  }
 }
 
 async function nothingWritten(h: Harness): Promise<void> {

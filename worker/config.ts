@@ -18,7 +18,7 @@ import { type MailboxAliases, readMailboxAliases } from '../contract/mailbox'
 import { present, rawValue, readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, EVENT_CHANNELS, WEBHOOK_CHANNELS } from './channels'
 import type { Env } from './env'
-import { perIsolate } from './per-isolate'
+import { settingsPerIsolate } from './per-isolate'
 import {
   DECISION_FLUSH_SECONDS,
   INFLIGHT_WAIT_MS,
@@ -85,13 +85,7 @@ export const DEFAULTS = {
 } as const
 
 /** The settings for this env, parsed on first use (warnings are logged once, then). */
-export const settingsFor = perIsolate((env: Env): Settings => {
-  const settings = parseSettings(env)
-  for (const warning of settings.warnings) {
-    console.warn(JSON.stringify({ level: 'warn', msg: 'config', warning }))
-  }
-  return settings
-})
+export const settingsFor = settingsPerIsolate((env: Env): Settings => parseSettings(env))
 
 export function parseSettings(env: Env): Settings {
   const warnings: string[] = []

@@ -4,6 +4,22 @@
  * and kept as long as the object lives (a WeakMap: a test's own env gets its own entry).
  * @module
  */
+/**
+ * Settings parsed once per isolate and env, their warnings logged then (once, not per request):
+ * the Worker's settings and the API's share this.
+ */
+export function settingsPerIsolate<K extends object, V extends { warnings: readonly string[] }>(
+  parse: (env: K) => V,
+): (env: K) => V {
+  return perIsolate((env: K) => {
+    const settings = parse(env)
+    for (const warning of settings.warnings) {
+      console.warn(JSON.stringify({ level: 'warn', msg: 'config', warning }))
+    }
+    return settings
+  })
+}
+
 export function perIsolate<K extends object, V>(make: (key: K) => V): (key: K) => V {
   const made = new WeakMap<K, { value: V }>()
   return (key) => {

@@ -3,7 +3,7 @@
  * and how long a session lasts. Problems name variables and entries by position, never a token.
  * @module
  */
-import { OPERATOR_TOKEN } from '../../contract/operator-token'
+import { OPERATOR_TOKEN, OPERATOR_TOKEN_MIN_CHARS } from '../../contract/operator-token'
 import { present, readInt, setting } from '../../contract/settings'
 import { ConfigError, type OriginEnv } from '../config'
 
@@ -40,8 +40,6 @@ export interface ConsoleConfig {
   sessionSeconds: number
 }
 
-/** Shorter tokens are refused: a console token guards replays. */
-const MIN_TOKEN_CHARS = 16
 const NAME = /^[A-Za-z0-9_.@-]{1,64}$/
 
 /** The console's settings, or a ConfigError listing every bad entry. No token: nobody signs in. */
@@ -64,9 +62,9 @@ function readConsoleConfig(env: OriginEnv, problems: string[]): ConsoleConfig {
       problems.push(
         `${CONSOLE_TOKENS.name} entry ${i + 1} must be name:role:token (role viewer or operator)`,
       )
-    } else if (token.length < MIN_TOKEN_CHARS) {
+    } else if (token.length < OPERATOR_TOKEN_MIN_CHARS) {
       problems.push(
-        `${CONSOLE_TOKENS.name} entry ${i + 1}: the token needs ${MIN_TOKEN_CHARS} characters or more`,
+        `${CONSOLE_TOKENS.name} entry ${i + 1}: the token needs ${OPERATOR_TOKEN_MIN_CHARS} characters or more`,
       )
     } else {
       tokens.push({ name, role: role as Role, token })

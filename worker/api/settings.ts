@@ -6,7 +6,7 @@
  */
 import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
 import { rawValue, readInt, type StringEnv, setting } from '../../contract/settings'
-import { perIsolate } from '../per-isolate'
+import { settingsPerIsolate } from '../per-isolate'
 import { parseTenantSecrets } from '../tenants'
 
 export const API_KEYS = setting({
@@ -37,13 +37,9 @@ export const TENANT_ID = /^[A-Za-z0-9_-]{1,64}$/
 const KEY_HASH = /^[0-9a-f]{64}$/
 const ORIGIN = /^https?:\/\/[^/\s]+$/
 
-export const apiSettingsFor = perIsolate((env: object): ApiSettings => {
-  const settings = parseApiSettings(env)
-  for (const warning of settings.warnings) {
-    console.warn(JSON.stringify({ level: 'warn', msg: 'config', warning }))
-  }
-  return settings
-})
+export const apiSettingsFor = settingsPerIsolate(
+  (env: object): ApiSettings => parseApiSettings(env),
+)
 
 export function parseApiSettings(env: StringEnv): ApiSettings {
   const warnings: string[] = []

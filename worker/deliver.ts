@@ -145,7 +145,11 @@ async function forwardAndDecide(
     if (shed.end === 'spooled') return shed
   }
   const started = Date.now()
-  const result = await forwardWithinBudget(ctx, event)
+  const result = await forwardWithinBudget(
+    ctx,
+    event,
+    admission?.forward ? admission.waitMs : undefined,
+  )
   if (admission?.forward) admission.done({ ms: Date.now() - started, ok: result.kind !== 'failed' })
   if (result.kind === 'accepted') {
     const outcome: Outcome = {
@@ -209,15 +213,19 @@ function sendBudgetMs(ctx: DeliveryContext): number {
   return Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
 }
 
-/** Forwards with what is left of the sender's deadline (keeping room to release the claim). */
+/**
+ * Forwards with what is left of the sender's deadline (keeping room to release the claim), and
+ * no longer than `waitMs` when shedding may queue the event instead (worker/shed/breaker.ts).
+ */
 async function forwardWithinBudget(
   ctx: DeliveryContext,
   event: InboundEvent,
+  waitMs = Number.POSITIVE_INFINITY,
 ): Promise<ForwardResult> {
   const left = ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs
   const timeoutMs = Math.min(ctx.settings.originTimeoutMs, left)
   if (timeoutMs < MIN_FORWARD_MS) return { kind: 'failed', status: null, reason: 'timeout' }
-  return forwardEvent(ctx.origin, event, timeoutMs)
+  return forwardEvent(ctx.origin, event, Math.min(timeoutMs, waitMs))
 }
 
 /**

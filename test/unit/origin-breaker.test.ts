@@ -24,6 +24,12 @@ const slow = { ms: 1_500, ok: true }
 const fast = { ms: 20, ok: true }
 
 describe('the shedding breaker', () => {
+  it('waits for a forward at most slowMs while on (then the event is queued), without bound when off', () => {
+    expect(forwarded(breaker().b.admit()).waitMs).toBe(1_000)
+    const off = breaker({ ...SETTINGS, tripAfter: 0 })
+    expect(forwarded(off.b.admit()).waitMs).toBe(Number.POSITIVE_INFINITY)
+  })
+
   it('stays closed while forwards are fast and good', () => {
     const { b } = breaker()
     for (let i = 0; i < 20; i++) forwarded(b.admit()).done(fast)

@@ -103,7 +103,12 @@ describe('Redis slower than its budget', () => {
 
 describe('in flight', () => {
   it('a replay while the first attempt is still forwarding waits briefly, then asks to retry', async () => {
-    const h = harness({ ORIGIN_TIMEOUT_MS: '2000', INFLIGHT_WAIT_MS: '300' })
+    // Shedding off: with it on, a forward is waited for at most SHED_SLOW_MS and then queued.
+    const h = harness({
+      ORIGIN_TIMEOUT_MS: '2000',
+      INFLIGHT_WAIT_MS: '300',
+      SHED_AFTER_FAILURES: '0',
+    })
     const d = CHANNELS[0]?.delivery() ?? ({} as never)
     await h.setOriginMode({ kind: 'delay', ms: 1_200 })
     const first = h.send(d)

@@ -4,6 +4,12 @@
  * at the origin's pace). Per isolate, in memory, no I/O: a decision costs a few comparisons.
  *
  * A circuit breaker with a concurrency cap:
+ * A forward is waited for at most `slowMs` while shedding is on: past that it is a bad forward
+ * whatever the origin does next, so the event goes to the queue and the vendor is answered then
+ * (the abandoned request may still land; the origin's ingest is idempotent, so the queued copy is
+ * then a duplicate). An answer thus never waits on the origin much longer than `slowMs`, not
+ * even in the first moments of an overload before the breaker opens.
+ *
  *   closed     forward, unless this isolate already has `maxInflight` forwards in flight (then
  *              shed this one: the origin is not keeping up, and one more only waits longer).
  *              `tripAfter` bad forwards in a row (failed, or slower than `slowMs`) open it, and
@@ -27,7 +33,8 @@ import { perIsolate } from '../per-isolate'
 export interface BreakerSettings {
   /** Bad forwards in a row that open the breaker; 0: shedding off (always forward). */
   tripAfter: number
-  /** A forward slower than this is bad, even if it succeeded. */
+  /** A forward slower than this is bad, even if it succeeded; with shedding on, no forward is
+   * waited for longer (the event is queued instead). */
   slowMs: number
   /** How long it stays open before a probe. */
   openMs: number
@@ -39,7 +46,12 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
 
 /** What to do with one first-seen event: forward it (and report how it went) or shed it. */
 export type Admission =
-  | { forward: true; done(outcome: { ms: number; ok: boolean }): void }
+  | {
+      forward: true
+      /** How long to wait for the origin before queueing instead (Infinity: shedding off). */
+      waitMs: number
+      done(outcome: { ms: number; ok: boolean }): void
+    }
   | { forward: false; reason: 'shed_open' | 'shed_inflight' }
 
 export class OriginBreaker {
@@ -103,8 +115,10 @@ export class OriginBreaker {
     const entry = { startedAt: this.now() }
     this.inflight.add(entry)
     let reported = false
+    const waitMs = this.settings.tripAfter === 0 ? Number.POSITIVE_INFINITY : this.settings.slowMs
     return {
       forward: true,
+      waitMs,
       done: ({ ms, ok }) => {
         if (reported) return
         reported = true

@@ -21,10 +21,10 @@ export const SHED_SLOW_MS = setting({
   name: 'SHED_SLOW_MS',
   kind: 'int',
   secret: false,
-  default: 1_000,
+  default: 400,
   min: 50,
   max: 30_000,
-  doc: 'a forward slower than this counts as failed for shedding, even if the origin took it',
+  doc: 'a forward slower than this counts as failed for shedding, even if the origin took it; with shedding on, no forward is waited for longer: the event is queued instead',
 })
 export const SHED_OPEN_MS = setting({
   name: 'SHED_OPEN_MS',

@@ -7,7 +7,8 @@
  * exactly when the message does, and a request that comes again (Redis down, its claim expired,
  * the spool delivering it late) finds it: the same answer, or 422 for another request under the
  * same key. Past its retention a row answers nothing and the next request's answer replaces it;
- * the message key comes from the key too, so the message stays one row even then.
+ * the message key comes from the key too, so the message stays one row even then, and a request
+ * with other content under it is answered 422 (its message is there, with the first content).
  * @module
  */
 import type { DurableAnswer, DurableAnswers, IdempotentCall } from '../claims/idempotency'
@@ -45,6 +46,9 @@ export async function ingestAnswered(
     const found = await findAnswer(tx, event.tenant, request)
     if (found) return { ...answeredBefore(), answer: replayOrReused(found, request.fingerprint) }
     const result = await ingest(tx, event)
+    // Past its retention the key's answer is gone, but its message is not (the message key comes
+    // from the key): other content under it is another request reusing the key, not this one.
+    if (result.duplicate && result.payloadMismatch) return { ...result, answer: reusedKey() }
     const answer = createdAnswer(result)
     await saveAnswer(tx, event.tenant, request, answer)
     await sweepExpired(tx)
@@ -66,6 +70,10 @@ function replayOrReused(found: DurableAnswer, fingerprint: string): StoredAnswer
   if (found.fingerprint === fingerprint) {
     return { status: found.status, body: found.body, replayed: true }
   }
+  return reusedKey()
+}
+
+function reusedKey(): StoredAnswer {
   return { status: 422, body: problemBody('idempotency_key_reused'), replayed: false }
 }
 

@@ -14,8 +14,13 @@ import { eventFixture } from '../support/origin'
 const tb = fileTestbed()
 const sha = (text: string) => createHash('sha256').update(text).digest('hex')
 
-function apiEvent(key: string, fingerprint = sha(`body of ${key}`)): Promise<InboundEvent> {
+function apiEvent(
+  key: string,
+  fingerprint = sha(`body of ${key}`),
+  body = 'hello from a fixture',
+): Promise<InboundEvent> {
   return eventFixture({
+    body,
     channel: 'api',
     tenant: 'acme',
     deliveryKey: `api:acme:${key}`,
@@ -63,6 +68,33 @@ describe('an api event at the origin', () => {
     expect(answers.filter((a) => a.body.answer?.replayed === false)).toHaveLength(1)
     expect(await tb.count('messages', 'channel_message_id = $1', [`acme:${key}`])).toBe(1)
     expect(await tb.count('idempotency_keys', 'key_hash = $1', [sha(key)])).toBe(1)
+  })
+
+  it('past retention, the key again with another body: 422, the message and its text unchanged', async () => {
+    const key = fresh()
+    const first = await tb.post(await apiEvent(key))
+    const expire = () =>
+      tb.sql.query(
+        `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key_hash = $1`,
+        [sha(key)],
+      )
+    await expire()
+    const other = await tb.post(await apiEvent(key, sha('another body'), 'another text'))
+    expect(other.body.answer).toMatchObject({
+      status: 422,
+      body: { code: 'idempotency_key_reused' },
+    })
+    const { rows } = await tb.sql.query<{ body: string }>(
+      'SELECT body FROM messages WHERE channel_message_id = $1',
+      [`acme:${key}`],
+    )
+    expect(rows.map((r) => r.body)).toEqual(['hello from a fixture'])
+    // The same request past retention is the same message: answered with its ids again.
+    const same = await tb.post(await apiEvent(key))
+    expect(same.body.answer).toMatchObject({
+      status: 201,
+      body: { id: first.body.messageId, status: 'created' },
+    })
   })
 
   it('expired answers are swept as new ones are stored', async () => {

@@ -8,6 +8,7 @@ import { getConnInfo } from '@hono/node-server/conninfo'
 import { type Context, Hono } from 'hono'
 import type { ClaimStore } from '../../claims'
 import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
+import { audit } from '../audit'
 import type { Database } from '../db'
 import type { ReplayCliDeps } from '../failures/cli-replay'
 import type { Logger } from '../log'
@@ -21,14 +22,7 @@ import { LoginPage } from './pages/login'
 import { LookupPage } from './pages/lookup'
 import { MismatchesPage } from './pages/mismatches'
 import { OverviewPage, RANGES } from './pages/overview'
-import {
-  audit,
-  auditedReplay,
-  cancelJob,
-  estimateBulkReplay,
-  getJob,
-  startBulkReplay,
-} from './replays'
+import { auditedReplay, cancelJob, estimateBulkReplay, getJob, startBulkReplay } from './replays'
 import {
   CSRF_FIELD,
   CSRF_HEADER,

@@ -11,6 +11,7 @@
  * run takes whatever is still dead.
  * @module
  */
+import { audit } from '../audit'
 import type { Database, Queryable } from '../db'
 import { EXIT } from '../failures/cli-output'
 import { type ReplayCliDeps, replayOne } from '../failures/cli-replay'
@@ -34,16 +35,6 @@ export async function replayFailure(deps: ReplayCliDeps, id: string): Promise<Re
   const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) }
   const exit = await replayOne(deps, id, io)
   return { ok: exit === EXIT.ok, line: lines.join('; ').slice(0, 1_000) }
-}
-
-export async function audit(
-  db: Queryable,
-  entry: { actor: string; action: string; target: string; result: string },
-): Promise<void> {
-  await db.query(
-    'INSERT INTO console_audit (actor, action, target, result) VALUES ($1, $2, $3, $4)',
-    [entry.actor, entry.action, entry.target, entry.result.slice(0, 1_000)],
-  )
 }
 
 /** A replay from the console: run, then audited with its result. */

@@ -4,6 +4,8 @@
  * Idempotency-Key (claims/idempotency.ts, the API's middleware): a retried click or a script run
  * twice gets the first answer again, replayed, instead of "no longer dead". Its answers are
  * stored in the same `idempotency_keys` rows (origin/idempotency.ts), scoped to tenant `operator`.
+ * Each replay it runs is audited in `console_audit` like the console's (a stored answer replayed
+ * runs nothing and is not).
  * @module
  */
 import { Hono } from 'hono'
@@ -11,6 +13,7 @@ import { type ClaimStore, type IdempotencyVariables, idempotency } from '../../c
 import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
 import { operatorAccess } from '../../contract/operator-token'
 import { problemResponse } from '../../contract/problem'
+import { audit } from '../audit'
 import type { Database } from '../db'
 import { durableAnswers } from '../idempotency'
 import { getDeadInboundFailure, replayInboundEvent } from './inbound'
@@ -24,6 +27,8 @@ export interface FailureReplayDeps {
   idempotencyTtlSeconds?: number
 }
 
+/** Who a replay over HTTP is, in the audit trail: OPERATOR_TOKEN has no other name. */
+const ACTOR = 'operator (HTTP API)'
 /** The operator's scope in `idempotency_keys` (the API's tenants are API keys' tenants). */
 const OPERATOR_TENANT = 'operator'
 /** The body is empty or a small JSON note; nothing larger is read. */
@@ -55,10 +60,19 @@ export function failureReplayRoutes(deps: FailureReplayDeps): Hono<ReplayEnv> {
         return problemResponse('not_found', 'no dead inbound failure of the queue with this id')
       }
       const replay = await replayInboundEvent(deps.db, failure)
+      const target = `failure ${id}`
       if (replay.outcome === 'not_replayable') {
+        await audit(deps.db, {
+          actor: ACTOR,
+          action: 'replay',
+          target,
+          result: 'failed: not replayable',
+        })
         return problemResponse('invalid_request', 'its stored event cannot be ingested')
       }
       const { outcome, messageId } = replay.result
+      const result = `ok: ${replay.outcome}, ${outcome}${messageId ? `, message ${messageId}` : ''}`
+      await audit(deps.db, { actor: ACTOR, action: 'replay', target, result })
       return c.json({ failureId: id, replay: replay.outcome, outcome, messageId }, 200)
     },
   )

@@ -59,6 +59,20 @@ describe('POST /v1/failures/inbound/{id}/replay', () => {
     expect((await replay(failure.id, `"${crypto.randomUUID()}"`)).status).toBe(404)
   })
 
+  it('is audited like a console replay: who, what, the result; once, not for its replayed answer', async () => {
+    const failure = await deadFailure()
+    const key = `"${crypto.randomUUID()}"`
+    expect((await replay(failure.id, key)).status).toBe(200)
+    expect((await replay(failure.id, key)).headers.get('idempotent-replayed')).toBe('true')
+    const { rows: audited } = await tb.sql.query<{ actor: string; action: string; result: string }>(
+      'SELECT actor, action, result FROM console_audit WHERE target = $1',
+      [`failure ${failure.id}`],
+    )
+    expect(audited).toEqual([
+      { actor: 'operator (HTTP API)', action: 'replay', result: expect.stringMatching(/^ok: /) },
+    ])
+  })
+
   it('without a key: 400, nothing replayed; a wrong token: 401', async () => {
     const failure = await deadFailure()
     const missing = await replay(failure.id, null)

@@ -303,6 +303,24 @@ describe('a queued event whose R2 object is gone (expired, deleted by hand)', ()
   })
 })
 
+describe('a queued event delivered again after it landed (its R2 object deleted)', () => {
+  it('is acked as delivered: no dead letter, no failure row for an event that is a row', async () => {
+    const { h, spool, dead } = withQueues()
+    const { delivery } = await largestEvent('telegram')
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    await runCore(h, [delivery])
+    const [message] = spool.sent as unknown as [Record<string, unknown>]
+    await h.setOriginMode({ kind: 'ok' })
+    expect((await consume(h, SPOOL, [message])).acked).toHaveLength(1)
+    expect(await bodies(h).head(message.eventKey as string)).toBeNull()
+    // Queues deliver at least once: the same message again, after its ack.
+    const { ids, acked } = await consume(h, SPOOL, [message])
+    expect(acked).toEqual(ids)
+    expect(dead.sent).toEqual([])
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+})
+
 describe('a queued event whose R2 object is over LIMITS.eventBytes (not one the producer wrote)', () => {
   it('is not read: dead-lettered as unreadable', async () => {
     const { h, spool, dead } = withQueues()

@@ -31,6 +31,7 @@ import { claimStoreFor } from '../gateway'
 import { describeError, logLine, logProblem } from '../log'
 import {
   ClaimCheckError,
+  type ClaimCheckErrorCode,
   deleteEventBody,
   type EventBodies,
   eventKeyOf,
@@ -145,7 +146,13 @@ async function readQueued(
   const { body, eventKey, unreadable } = await readBack(settings, env.SPOOL_BODIES ?? null, message)
   const decoded = decodeSpoolMessage(body)
   if (decoded.ok) return { message, decoded: decoded.message, eventKey }
-  const why = `unreadable message: ${unreadable ?? decoded.reason}`
+  if (unreadable?.code === 'event_body_missing' && (await landedAlready(settings, body))) {
+    // Queues deliver at least once: this one again after its ack, its object deleted then.
+    message.ack()
+    logLine('info', 'spool_redelivered_after_done', { attempts: message.attempts })
+    return null
+  }
+  const why = `unreadable message: ${unreadable?.message ?? decoded.reason}`
   await deadLetter(env, settings, ctx, message, why)
   return null
 }
@@ -222,7 +229,8 @@ async function settleQueued(
 /**
  * The message with its event read back from R2 (claim-check.ts), and its key. An object that is
  * gone (expired, deleted by hand) or not one of ours (too large) leaves the message as it is
- * (`unreadable` says why): the spool consumer dead-letters it as unreadable, the dead-letter consumer records
+ * (`unreadable` says why): the spool consumer dead-letters it as unreadable (unless its claim says
+ * it landed already: a message delivered again after its ack), the dead-letter consumer records
  * it with what is known. R2 failing or unbound throws: the message is retried on the normal
  * schedule ({@link consumeQueue}).
  */
@@ -230,13 +238,35 @@ async function readBack(
   settings: Settings,
   bodies: EventBodies | null,
   message: Message<unknown>,
-): Promise<{ body: unknown; eventKey: string | null; unreadable: string | null }> {
+): Promise<{
+  body: unknown
+  eventKey: string | null
+  unreadable: { code: ClaimCheckErrorCode; message: string } | null
+}> {
   try {
     const unpacked = await unpackMessage(bodies, message.body, settings.originTimeoutMs)
     return { ...unpacked, unreadable: null }
   } catch (err) {
     if (!(err instanceof ClaimCheckError) || err.code === 'bodies_not_bound') throw err
-    return { body: message.body, eventKey: null, unreadable: `its event in R2: ${err.message}` }
+    const unreadable = { code: err.code, message: `its event in R2: ${err.message}` }
+    return { body: message.body, eventKey: null, unreadable }
+  }
+}
+
+/**
+ * Whether a message's claim says its event landed (`done`: the origin took it, live or from this
+ * queue). Not known (no Redis, no claim, Redis failing): false, and the message is dead-lettered
+ * as unreadable, as before: a spurious failure row at worst, never a dropped event.
+ */
+async function landedAlready(settings: Settings, body: unknown): Promise<boolean> {
+  const claimKey = (body as { claimKey?: unknown } | null)?.claimKey
+  const claims = claimStoreFor(settings)
+  if (!claims || typeof claimKey !== 'string') return false
+  try {
+    const claim = await claims.inspect(claimKey)
+    return claim?.status === 'settled' && claim.state === 'done'
+  } catch {
+    return false
   }
 }
 
@@ -295,7 +325,7 @@ async function recordDead(
   const bodies = env.SPOOL_BODIES ?? null
   const { body, eventKey, unreadable } = await readBack(settings, bodies, message)
   const report = deadReport(body, message.attempts, message.id)
-  if (unreadable) report.error += `; ${unreadable} (${eventKeyOf(message.body)})`
+  if (unreadable) report.error += `; ${unreadable.message} (${eventKeyOf(message.body)})`
   const fields = { channel: report.channel, deliveryKey: report.deliveryKey }
   const result: ForwardResult = settings.origin
     ? await postReport(settings.origin, JSON.stringify(report), settings.originTimeoutMs)

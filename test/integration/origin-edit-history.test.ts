@@ -137,6 +137,32 @@ describe.each([
   })
 })
 
+describe('edits at once', () => {
+  it.each([
+    ['of a stored message', true],
+    ['of a message never seen', false],
+  ])(
+    '%s: every edit once, the newest on the row and applied, however they interleave',
+    async (_name, withOriginal) => {
+      const original = await eventFixture({ body: 'v0', occurredAt: at(0) })
+      if (withOriginal) expect((await bed.post(original)).status).toBe(201)
+      const edits = await Promise.all(
+        [1, 2, 3, 4, 5, 6].map((minute) => editOf(original, `v${minute}`, at(minute))),
+      )
+      // Each edit twice, one copy by itself and one in a batch, all at once.
+      const answers = await Promise.all([
+        ...edits.map((edit) => bed.post(edit).then((res) => res.status)),
+        postBatch([...edits].reverse()).then((results) => (results.length === 6 ? 200 : 500)),
+      ])
+      expect(answers.every((status) => status < 300)).toBe(true)
+      const { bodies, history } = await stored(original)
+      expect(bodies).toEqual(['v6'])
+      expect(history.map((h) => h.body)).toEqual(['v1', 'v2', 'v3', 'v4', 'v5', 'v6'])
+      expect(history.at(-1)?.applied).toBe(true)
+    },
+  )
+})
+
 describe('which edits are the same edit', () => {
   it('same-second edits are ordered by sequence, one without a sequence first', async () => {
     const original = await eventFixture({ channel: 'telegram', body: 'v1', occurredAt: at(0) })

@@ -2,8 +2,8 @@
  * The operator console end to end, in a real browser (Debian's Chromium through playwright-core)
  * against the whole local stack: the Worker in Miniflare with real signed vendor deliveries, the
  * origin process, real Postgres and Redis. What the operator sees: sign-in, the overview's counts
- * by deciding layer (from the Worker's flushed counters), lookup by a vendor id (with its edits), a dead letter
- * replayed with one click, vendor content escaped, CSRF refused.
+ * by deciding layer (from the Worker's flushed counters), lookup by a vendor id (with its edits),
+ * a dead letter replayed with one click, vendor content escaped, CSRF refused.
  */
 import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'

@@ -108,7 +108,8 @@ DECLARE
   v_anchor text := E'    RETURNING outbox.message_id INTO v_message;\n';
   v_new text;
 BEGIN
-  v_new := replace(v_old, v_anchor, v_anchor || E'    IF p_edited_at IS NOT NULL THEN -- migration 20261202008001\n'
+  v_new := replace(v_old, v_anchor, v_anchor
+    || E'    IF p_edited_at IS NOT NULL THEN -- migration 20261202008001\n'
     || E'      INSERT INTO message_edits (message_id, delivery_key, edited_at, edit_seq, body,\n'
     || E'                                 payload_hash, applied)\n'
     || E'      VALUES (v_message, p_delivery_key, p_edited_at, p_edit_seq, p_body, p_payload_hash,\n'

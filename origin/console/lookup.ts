@@ -2,9 +2,9 @@
  * Lookup: any vendor id (Slack event_id or ts, Twilio MessageSid, Telegram update or message id,
  * WhatsApp wamid, email Message-ID) or a whole delivery / message key, to the message rows it
  * names, each with its customer and conversation, its edits in order, attachments, outbox rows,
- * failures, the gateway's sampled decisions for its delivery, and its claim in Redis. Keys end with ":{id}", so
- * "ends with" is an index range on the reversed key (migrations 20261202004001-3); `#123` is a
- * message row id.
+ * failures, the gateway's sampled decisions for its delivery, and its claim in Redis. Keys end
+ * with ":{id}", so "ends with" is an index range on the reversed key (migrations
+ * 20261202004001-3); `#123` is a message row id.
  * @module
  */
 import type { ClaimStore } from '../../claims'
@@ -13,7 +13,7 @@ import { FAILURE_COLUMNS, type FailureRow, toFailureRow } from './failures'
 
 /** Rows one lookup shows at most (a Telegram message id may repeat across chats). */
 const MAX_MESSAGES = 20
-/** Edits shown per message at most: the newest ones (a Slack message can be edited any number of times). */
+/** Edits shown per message at most, the newest (a Slack message can be edited without end). */
 const MAX_EDITS = 100
 const MAX_QUERY_CHARS = 512
 

@@ -8,7 +8,7 @@ import type { FoundClaim, FoundEdit, FoundMessage, LookupResult } from '../looku
 import type { Session } from '../session'
 import { Layout, when } from './layout'
 
-/** One edit: when, its sequence, the text it set (vendor text: escaped), its delivery. */
+/** One edit: when, its sequence, the text it set (vendor text: escaped), its delivery and hash. */
 const Edit: FC<{ e: FoundEdit }> = ({ e }) => (
   <tr class={e.applied ? undefined : 'muted'}>
     <td>{when(e.editedAt)}</td>
@@ -16,7 +16,11 @@ const Edit: FC<{ e: FoundEdit }> = ({ e }) => (
     <td>
       <div class="edit-text">{e.body}</div>
     </td>
-    <td class="mono">{e.deliveryKey}</td>
+    <td class="mono">
+      {e.deliveryKey}
+      <br />
+      {e.payloadHash}
+    </td>
     <td>{`${when(e.recordedAt)}${e.applied ? '' : ', after a newer edit: not applied'}`}</td>
   </tr>
 )
@@ -39,7 +43,7 @@ const Edits: FC<{ m: FoundMessage }> = ({ m }) => {
             <th>edited</th>
             <th>sequence</th>
             <th>text</th>
-            <th>delivery</th>
+            <th>delivery, payload hash</th>
             <th>recorded</th>
           </tr>
           {m.edits.map((e) => (

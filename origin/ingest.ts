@@ -89,7 +89,9 @@ async function messageResult(
  * Edits update the existing row (never a second message). An edit of a message we never saw is
  * stored as the message: the edit carries the full current text, and the original may never come
  * (its delivery lost, or older than the vendor's retry window); if it does come later, it is a
- * duplicate and the edited text stays.
+ * duplicate and the edited text stays. Every edit of a stored message is one row of its history
+ * (`message_edits`, written by the same statements: {@link applyEdit}, ingest_message()), the late
+ * one too; a replay adds none.
  */
 async function ingestEdit(db: Database, event: InboundEvent): Promise<IngestResult> {
   const edited = await applyEdit(db, event)

@@ -176,28 +176,26 @@ async function emailKeyForms(
  * `payload_hash` keeps the original message's hash, so a replay of the original is no mismatch.
  * An edit's attachments (the whole new message's: a new caption, a replaced photo) replace the
  * row's; an edit without any leaves them.
+ *
+ * Every edit of a known message is also recorded in `message_edits`, in the same statement, the
+ * late one too (not applied); a replay adds nothing. `apply_message_edit()`, shared with batches:
+ * migrations/20261202008001_message_edits.sql.
  */
 export async function applyEdit(db: Queryable, event: InboundEvent): Promise<StoredMessage | null> {
   const media = event.attachments?.length ? JSON.stringify(event.attachments) : null
   const rows = await db.query<StoredMessageRow>(
-    `UPDATE messages m
-        SET body = $3, edited_at = $4, edit_seq = $5, updated_at = now(),
-            attachments = COALESCE($6::jsonb, m.attachments)
-       FROM conversations c
-      WHERE c.id = m.conversation_id AND m.channel = $1 AND m.channel_message_id = $2
-        AND ${ofTenant('$7')}
-        AND (m.edited_at IS NULL OR m.edited_at < $4
-             OR (m.edited_at = $4 AND $5::bigint IS NOT NULL
-                 AND (m.edit_seq IS NULL OR m.edit_seq < $5)))
-      RETURNING ${STORED_MESSAGE_COLUMNS}`,
+    `SELECT message_id AS id, conversation_id, customer_id, payload_hash, edited
+       FROM apply_message_edit($1, $2, $3, $4, $5::timestamptz, $6::bigint, $7::jsonb, $8, $9)`,
     [
       event.channel,
       event.messageKey,
+      event.tenant,
       event.body,
       event.occurredAt,
       event.editSeq ?? null,
       media,
-      event.tenant,
+      event.deliveryKey,
+      event.payloadHash,
     ],
   )
   return toStoredMessage(rows[0])

@@ -1,10 +1,10 @@
 /**
  * Lookup: any vendor id (Slack event_id or ts, Twilio MessageSid, Telegram update or message id,
  * WhatsApp wamid, email Message-ID) or a whole delivery / message key, to the message rows it
- * names, each with its customer and conversation, attachments, outbox rows, failures, the
- * gateway's sampled decisions for its delivery, and its claim in Redis. Keys end with ":{id}", so
- * "ends with" is an index range on the reversed key (migrations 20261202004001-3); `#123` is a
- * message row id.
+ * names, each with its customer and conversation, its edits in order, attachments, outbox rows,
+ * failures, the gateway's sampled decisions for its delivery, and its claim in Redis. Keys end
+ * with ":{id}", so "ends with" is an index range on the reversed key (migrations
+ * 20261202004001-3); `#123` is a message row id.
  * @module
  */
 import type { ClaimStore } from '../../claims'
@@ -13,6 +13,8 @@ import { FAILURE_COLUMNS, type FailureRow, toFailureRow } from './failures'
 
 /** Rows one lookup shows at most (a Telegram message id may repeat across chats). */
 const MAX_MESSAGES = 20
+/** Edits shown per message at most, the newest (a Slack message can be edited without end). */
+const MAX_EDITS = 100
 const MAX_QUERY_CHARS = 512
 
 export interface FoundMessage {
@@ -33,6 +35,22 @@ export interface FoundMessage {
   customer: { id: string; tenant: string; externalId: string; displayName: string | null }
   conversation: { id: string; status: string; subject: string | null }
   outbox: Array<{ id: string; topic: string; createdAt: Date; processedAt: Date | null }>
+  /** Its edits, oldest first (message_edits, migration 20261202008001); the newest MAX_EDITS. */
+  edits: FoundEdit[]
+  /** All its edits, shown or not. */
+  editCount: number
+}
+
+/** One edit of a message, as it arrived. */
+export interface FoundEdit {
+  editedAt: Date
+  editSeq: string | null
+  body: string
+  deliveryKey: string
+  payloadHash: string
+  /** False: it arrived after a newer edit, so the row never showed its text. */
+  applied: boolean
+  recordedAt: Date
 }
 
 export interface FoundDecision {
@@ -119,7 +137,9 @@ async function findMessages(
             cv.subject AS conversation_subject,
             coalesce((SELECT jsonb_agg(jsonb_build_object('id', o.id::text, 'topic', o.topic,
                        'createdAt', o.created_at, 'processedAt', o.processed_at) ORDER BY o.id)
-                        FROM outbox o WHERE o.message_id = m.id), '[]') AS outbox
+                        FROM outbox o WHERE o.message_id = m.id), '[]') AS outbox,
+            ${EDITS_OF_M} AS edits,
+            (SELECT count(*) FROM message_edits e WHERE e.message_id = m.id)::int AS edit_count
        FROM messages m
        JOIN conversations cv ON cv.id = m.conversation_id
        JOIN customers cu ON cu.id = cv.customer_id
@@ -131,6 +151,17 @@ async function findMessages(
   return rows.map(toMessage)
 }
 
+/**
+ * The newest MAX_EDITS edits of `m`, oldest first, in the order the row applies them (edit_seq
+ * NULLS FIRST: one with a sequence wins over one without); index message_edits_edit_key.
+ */
+const EDITS_OF_M = `coalesce((SELECT jsonb_agg(jsonb_build_object('editedAt', e.edited_at,
+    'editSeq', e.edit_seq::text, 'body', e.body, 'deliveryKey', e.delivery_key,
+    'payloadHash', e.payload_hash, 'applied', e.applied, 'recordedAt', e.recorded_at)
+    ORDER BY e.edited_at, e.edit_seq NULLS FIRST)
+    FROM (SELECT * FROM message_edits WHERE message_id = m.id
+           ORDER BY edited_at DESC, edit_seq DESC NULLS LAST LIMIT ${MAX_EDITS}) e), '[]')`
+
 const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string))
 
 function toMessage(r: Record<string, unknown>): FoundMessage {
@@ -139,6 +170,15 @@ function toMessage(r: Record<string, unknown>): FoundMessage {
     topic: String(o.topic),
     createdAt: new Date(String(o.createdAt)),
     processedAt: dateOrNull(o.processedAt),
+  }))
+  const edits = (r.edits as Array<Record<string, unknown>>).map((e) => ({
+    editedAt: new Date(String(e.editedAt)),
+    editSeq: (e.editSeq as string | null) ?? null,
+    body: String(e.body),
+    deliveryKey: String(e.deliveryKey),
+    payloadHash: String(e.payloadHash),
+    applied: e.applied === true,
+    recordedAt: new Date(String(e.recordedAt)),
   }))
   return {
     id: String(r.id),
@@ -167,6 +207,8 @@ function toMessage(r: Record<string, unknown>): FoundMessage {
       subject: (r.conversation_subject as string | null) ?? null,
     },
     outbox,
+    edits,
+    editCount: Number(r.edit_count),
   }
 }
 

@@ -2,8 +2,8 @@
  * The operator console end to end, in a real browser (Debian's Chromium through playwright-core)
  * against the whole local stack: the Worker in Miniflare with real signed vendor deliveries, the
  * origin process, real Postgres and Redis. What the operator sees: sign-in, the overview's counts
- * by deciding layer (from the Worker's flushed counters), lookup by a vendor id, a dead letter
- * replayed with one click, vendor content escaped, CSRF refused.
+ * by deciding layer (from the Worker's flushed counters), lookup by a vendor id (with its edits),
+ * a dead letter replayed with one click, vendor content escaped, CSRF refused.
  */
 import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
@@ -132,6 +132,22 @@ describe('the operator console', () => {
     await shown.first().waitFor()
     expect(await shown.first().textContent()).toBe(body)
     expect(await ui.page.locator('.message .body img, .message .body script').count()).toBe(0)
+    expect(await ui.page.evaluate('window.__xss')).toBeUndefined()
+  })
+
+  it('an edit with markup is listed under the message as text, after the older edit', async () => {
+    const original = slackDelivery({ text: 'before' })
+    const ts = original.messageKey.split(':').pop() as string
+    const editAt = (seconds: number) => `${Number(ts.split('.')[0]) + seconds}.000001`
+    const markup = `<script>window.__xss = 3</script><img src=x onerror="window.__xss = 4">`
+    const later = slackDelivery({ ts, text: markup, editedAt: editAt(20) })
+    const earlier = slackDelivery({ ts, text: 'first fix', editedAt: editAt(10) })
+    for (const delivery of [original, later, earlier]) expect(await e2e.deliver(delivery)).toBe(200)
+    await ui.lookup(ts)
+    const edits = ui.page.locator('.message .edit-text')
+    await edits.first().waitFor()
+    expect(await edits.allTextContents()).toEqual(['first fix', markup])
+    expect(await ui.page.locator('.message .edits img, .message .edits script').count()).toBe(0)
     expect(await ui.page.evaluate('window.__xss')).toBeUndefined()
   })
 

@@ -155,13 +155,20 @@ function normalizer() {
   }
 }
 
-/** The rows a run left: its messages and what they hang off, ids normalized the same way. */
+/**
+ * The rows a run left: its messages, their edit histories and what they hang off, ids normalized
+ * the same way.
+ */
 async function rowsOf(db: Database, run: string) {
   const rows = await db.query<Record<string, unknown>>(
     `SELECT m.channel, m.channel_message_id, m.body, m.subject, m.edited_at, m.edit_seq,
             m.deleted_at, m.payload_hash, m.conversation_id::text AS conversation,
             c.customer_id::text AS customer, c.subject AS conversation_subject,
-            (SELECT count(*)::int FROM outbox o WHERE o.message_id = m.id) AS outbox
+            (SELECT count(*)::int FROM outbox o WHERE o.message_id = m.id) AS outbox,
+            (SELECT coalesce(jsonb_agg(jsonb_build_array(e.body, e.edited_at, e.edit_seq,
+                       e.applied, e.delivery_key, e.payload_hash)
+                     ORDER BY e.edited_at, e.edit_seq NULLS FIRST), '[]')
+               FROM message_edits e WHERE e.message_id = m.id) AS edits
        FROM messages m JOIN conversations c ON c.id = m.conversation_id
        JOIN customers cu ON cu.id = c.customer_id
       WHERE cu.tenant IN ($1, $2)

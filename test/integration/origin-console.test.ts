@@ -437,3 +437,48 @@ describe('lookup and mismatches', () => {
     expect(listed).toContain(changed.payloadHash)
   })
 })
+
+describe('lookup: a message’s edits', () => {
+  it('lists every edit oldest first, with time, sequence and text, the late one marked; vendor text stays text', async () => {
+    const original = await eventFixture({ body: 'v1', occurredAt: '2026-12-01T09:00:00.000Z' })
+    const edit = (body: string, minute: number, editSeq?: number) =>
+      eventFixture({
+        ...original,
+        kind: 'edit',
+        body,
+        occurredAt: `2026-12-01T09:0${minute}:00.000Z`,
+        deliveryKey: `EvEdit${minute}${original.deliveryKey}`,
+        ...(editSeq === undefined ? {} : { editSeq }),
+      })
+    const newest = await edit('<script>alert(1)</script> v4', 4, 9)
+    const late = await edit('v2 & late', 2)
+    const middle = await edit('v3', 3)
+    for (const event of [original, middle, newest, late, middle]) {
+      expect((await tb.post(event)).status).toBeLessThan(300)
+    }
+
+    const session = await signIn()
+    const page = await (
+      await ui.app.request(`${BASE}/lookup?q=${encodeURIComponent(original.deliveryKey)}`, {
+        headers: { cookie: session.cookie },
+      })
+    ).text()
+    const edits = /<table class="edits">([\s\S]*?)<\/table>/.exec(page)?.[1] ?? ''
+    const rows = [...edits.matchAll(/<tr[^>]*>([\s\S]*?)<\/tr>/g)]
+      .slice(1)
+      .map(([, row]) => [...(row ?? '').matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map(([, c]) => c))
+    expect(rows.map((cells) => cells.slice(0, 2))).toEqual([
+      ['2026-12-01 09:02:00Z', '—'],
+      ['2026-12-01 09:03:00Z', '—'],
+      ['2026-12-01 09:04:00Z', '9'],
+    ])
+    expect(rows.map((cells) => cells[2])).toEqual([
+      '<div class="edit-text">v2 &amp; late</div>',
+      '<div class="edit-text">v3</div>',
+      '<div class="edit-text">&lt;script&gt;alert(1)&lt;/script&gt; v4</div>',
+    ])
+    expect(rows.map((cells) => /not applied/.test(cells[4] ?? ''))).toEqual([true, false, false])
+    expect(page).not.toContain('<script>alert(1)')
+    expect(page).toContain('last applied 2026-12-01 09:04:00Z (sequence 9)')
+  })
+})

@@ -22,7 +22,7 @@ th{background:#eef1f4;font-weight:600}td.n{text-align:right;font-variant-numeric
 code,.mono{font-family:ui-monospace,monospace;font-size:12.5px;word-break:break-all}
 form.inline{display:inline}button{cursor:pointer}
 .flash{padding:.5rem .8rem;border:1px solid #9ec5fe;background:#e7f1ff;margin-bottom:1rem}
-.body{white-space:pre-wrap;background:#fbfbfc;border:1px solid #eee;padding:.4rem}
+.body,.edit-text{white-space:pre-wrap;background:#fbfbfc;border:1px solid #eee;padding:.4rem}
 `
 
 export interface LayoutProps {

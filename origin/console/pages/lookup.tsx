@@ -4,9 +4,56 @@
  * @module
  */
 import type { FC } from 'hono/jsx'
-import type { FoundClaim, FoundMessage, LookupResult } from '../lookup'
+import type { FoundClaim, FoundEdit, FoundMessage, LookupResult } from '../lookup'
 import type { Session } from '../session'
 import { Layout, when } from './layout'
+
+/** One edit: when, its sequence, the text it set (vendor text: escaped), its delivery and hash. */
+const Edit: FC<{ e: FoundEdit }> = ({ e }) => (
+  <tr class={e.applied ? undefined : 'muted'}>
+    <td>{when(e.editedAt)}</td>
+    <td class="n">{e.editSeq ?? '—'}</td>
+    <td>
+      <div class="edit-text">{e.body}</div>
+    </td>
+    <td class="mono">
+      {e.deliveryKey}
+      <br />
+      {e.payloadHash}
+    </td>
+    <td>{`${when(e.recordedAt)}${e.applied ? '' : ', after a newer edit: not applied'}`}</td>
+  </tr>
+)
+
+/**
+ * The message's edits, oldest first. A row edited before the history was kept (migration
+ * 20261202008001) has its last edit only.
+ */
+const Edits: FC<{ m: FoundMessage }> = ({ m }) => {
+  if (!m.editedAt && m.editCount === 0) return <>none</>
+  const last = m.editedAt ? `last applied ${when(m.editedAt)} (sequence ${m.editSeq ?? '—'})` : ''
+  const hidden = m.editCount - m.edits.length
+  return (
+    <>
+      <div>{m.editCount === 0 ? `${last}; no history (edited before it was kept)` : last}</div>
+      {hidden > 0 && <div class="muted">{`${hidden} earlier edits not shown`}</div>}
+      {m.edits.length > 0 && (
+        <table class="edits">
+          <tr>
+            <th>edited</th>
+            <th>sequence</th>
+            <th>text</th>
+            <th>delivery, payload hash</th>
+            <th>recorded</th>
+          </tr>
+          {m.edits.map((e) => (
+            <Edit e={e} />
+          ))}
+        </table>
+      )}
+    </>
+  )
+}
 
 const Message: FC<{ m: FoundMessage }> = ({ m }) => (
   <div class="card message" data-message-id={m.id}>
@@ -43,7 +90,7 @@ const Message: FC<{ m: FoundMessage }> = ({ m }) => (
       <tr>
         <th>edits</th>
         <td>
-          {m.editedAt ? `last edit ${when(m.editedAt)} (sequence ${m.editSeq ?? '—'})` : 'none'}
+          <Edits m={m} />
         </td>
       </tr>
       <tr>

@@ -55,8 +55,12 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   /** Larger bodies get 413 before any work. @default 262144 */
   maxBodyBytes: number
   origin: OriginConfig | null
-  /** EMAIL_MAILBOX_ALIASES: other addresses of our inboxes, for email keys (contract/mailbox.ts). */
-  mailboxAliases: MailboxAliases
+  /**
+   * EMAIL_MAILBOX_ALIASES: other addresses of our inboxes, for email keys (contract/mailbox.ts).
+   * Null when the setting is invalid: email is then answered with a temporary error rather than
+   * keyed without the aliases the origin's Gmail path keys with (the origin refuses to start).
+   */
+  mailboxAliases: MailboxAliases | null
   /** Where events go when the origin cannot take them (worker/spool/). */
   spool: SpoolSettings
   /** When a first-seen event goes straight to the spool queue (worker/shed/breaker.ts). */
@@ -132,7 +136,7 @@ export function parseSettings(env: Env): Settings {
     maxBodyBytes,
     origin,
     ...channels,
-    mailboxAliases: readMailboxAliases(env, warnings),
+    mailboxAliases: mailboxAliasesOrNull(env, warnings),
     spool: parseSpoolSettings(env, warnings, EVENT_CHANNELS),
     shed: parseShedSettings(env, warnings),
     settledMemo: {
@@ -148,4 +152,12 @@ export function parseSettings(env: Env): Settings {
     ),
     warnings,
   }
+}
+
+/** EMAIL_MAILBOX_ALIASES, or null when it is set but invalid (its problems become warnings). */
+function mailboxAliasesOrNull(env: Env, warnings: string[]): MailboxAliases | null {
+  const problems: string[] = []
+  const aliases = readMailboxAliases(env, problems)
+  warnings.push(...problems)
+  return problems.length === 0 ? aliases : null
 }

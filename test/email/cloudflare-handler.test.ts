@@ -263,6 +263,15 @@ describe('what the sending server is told', () => {
     expect(await bed.redis.keys(`${bed.prefix}dedup:email:${to}:*`)).toEqual([])
   })
 
+  it('EMAIL_MAILBOX_ALIASES invalid: a temporary error, nothing claimed or stored (the origin refuses to start with it)', async () => {
+    const to = inbox()
+    const env = { EMAIL_MAILBOX_ALIASES: '{"help@inbound.example": 42}' }
+    const answer = await bed.worker.deliver(rawEmail({ to }), { to }, { env })
+    expect(answer.outcome).toBe('threw')
+    expect(await rowsFor(to)).toHaveLength(0)
+    expect(await bed.redis.keys(`${bed.prefix}dedup:email:${to}:*`)).toEqual([])
+  })
+
   it('logs each decision with the SMTP answer the sender got (250, 451, 550), not an HTTP status', async () => {
     const decisions = (to: string) =>
       bed.worker

@@ -77,6 +77,15 @@ export async function handleEmail(
     })
     throw new EmailRetryLaterError('channel_not_configured')
   }
+  if (!settings.mailboxAliases) {
+    // Keyed without the aliases, a mail to an alias would be another row than the same mail
+    // polled from Gmail: the sender retries while EMAIL_MAILBOX_ALIASES is fixed.
+    logProblem('error', 'channel_not_configured', {
+      channel: 'email',
+      detail: 'EMAIL_MAILBOX_ALIASES is invalid (see the settings warning)',
+    })
+    throw new EmailRetryLaterError('channel_not_configured')
+  }
   // Rule 2: `raw` is a single-use stream; read it once, then parse the buffer.
   const raw = new Uint8Array(await new Response(message.raw).arrayBuffer())
   let parsed: Awaited<ReturnType<typeof parseEmail>>

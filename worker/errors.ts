@@ -12,6 +12,7 @@ export type GatewayErrorCode =
   | 'body_too_large'
   | 'invalid_payload'
   | 'channel_not_configured'
+  | 'vendor_keys_unavailable'
   | 'not_found'
   | 'internal_error'
 
@@ -24,11 +25,15 @@ export class GatewayError extends Error {
     readonly publicMessage: string,
     /** For the log only. */
     readonly detail: string,
-    options?: ErrorOptions,
+    options?: ErrorOptions & { retryAfterSeconds?: number },
   ) {
     super(`${code}: ${detail}`, options)
     this.name = new.target.name
+    this.retryAfterSeconds = options?.retryAfterSeconds
   }
+
+  /** A 503's `Retry-After`: when a retry may find the cause gone. */
+  readonly retryAfterSeconds: number | undefined
 }
 
 /** A vendor signature or secret did not verify. The reason is logged; the caller gets a bare 401. */

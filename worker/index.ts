@@ -49,6 +49,7 @@ app.onError((err, c) => {
       detail: err.detail,
     })
     countRefusal(c, err)
+    if (err.retryAfterSeconds !== undefined) c.header('retry-after', String(err.retryAfterSeconds))
     return c.json({ error: { code: err.code, message: err.publicMessage } }, err.status)
   }
   logProblem('error', 'internal_error', { path: c.req.path, detail: describeError(err) })

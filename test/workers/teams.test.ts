@@ -203,7 +203,7 @@ describe('Teams: answered within its ~15 s', () => {
 })
 
 describe("Teams: Microsoft's keys out of reach", () => {
-  it('is no refusal but a 500 Teams sends again, and writes nothing', async () => {
+  it('is no refusal but a 503 with Retry-After (Teams sends it again), and writes nothing', async () => {
     const signer = await teamsSigner()
     const h = harness({
       TEAMS_APP_IDS: TEAMS_APP,
@@ -211,7 +211,11 @@ describe("Teams: Microsoft's keys out of reach", () => {
     })
     const token = await teamsToken(signer)
     const response = await h.deliver(teamsRequest(URL_, teamsActivity(), token))
-    expect(response.status).toBe(500)
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('30')
+    expect(await response.json()).toEqual({
+      error: { code: 'vendor_keys_unavailable', message: 'signing keys unavailable' },
+    })
     expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
     expect((await h.originCalls()).calls).toHaveLength(0)
   })

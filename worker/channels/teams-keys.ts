@@ -10,6 +10,7 @@
 import { importJWK, type JWK } from 'jose'
 import { readBoundedBody } from '../../contract/body'
 import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
+import { GatewayError } from '../errors'
 import { list, obj, str } from './untrusted'
 
 /** The SDK refreshes every 24 h (its default `tokenRefreshInterval`). */
@@ -27,12 +28,19 @@ export interface BotKey {
   endorsements: ReadonlySet<string>
 }
 
-/** Neither the metadata nor its JWKS could be read, and no earlier keys are held. */
-export class BotKeysUnavailableError extends Error {
-  readonly code = 'teams_keys_unavailable'
+/** Teams resends after about 15 s and 30 s of no answer; a few tries later the keys may be back. */
+const KEYS_RETRY_AFTER_SECONDS = 30
+
+/**
+ * Neither the metadata nor its JWKS could be read, and no earlier keys are held: nothing can be
+ * verified, so nothing is refused either: 503, and Teams sends the activity again.
+ */
+export class BotKeysUnavailableError extends GatewayError {
   constructor(detail: string, options?: ErrorOptions) {
-    super(`teams signing keys unavailable: ${detail}`, options)
-    this.name = 'BotKeysUnavailableError'
+    super('vendor_keys_unavailable', 503, 'signing keys unavailable', `teams: ${detail}`, {
+      ...options,
+      retryAfterSeconds: KEYS_RETRY_AFTER_SECONDS,
+    })
   }
 }
 

@@ -1,7 +1,8 @@
 /**
- * The overload phase (issue 23): the origin made the bottleneck on purpose (bench/slow-proxy.ts:
- * a tenth of the offered rate in requests), an open-loop Slack backfill well inside what the
- * Worker sustains alone, and, in one run:
+ * The overload phase (issue 23): first what the Worker alone sustains on the queue path
+ * (bench/capacity.ts), then the origin made the bottleneck on purpose (bench/slow-proxy.ts: a
+ * tenth of the offered rate in requests), an open-loop Slack backfill well inside that capacity
+ * (the ratio is reported; above half of it, said so), and, in one run:
  * - shedding off, shedding on (batched drain), shedding on with the origin refusing batches
  *   (single drain): answered 2xx within 3 s, p50 / p99 from each request's scheduled time, the
  *   time to drain the queue afterwards and its rate, each acknowledged event exactly one row,
@@ -14,20 +15,20 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signForward } from '../contract/forward-signature'
-import { readStat } from '../local/proc'
+import { type CapacityReport, findQueuePathCapacity } from './capacity'
 import { BENCH_SECRETS, RESULTS_DIR, vendorVars } from './config'
+import { cpuMsOf, isOk, rowCount, sendSlackBackfill, waitForRows } from './landed'
 import { latencyChart } from './latency-chart'
 import type { RunState } from './phases'
 import {
   inboundEventOf,
   signOriginRequests,
-  signVendorRequests,
   type VendorEvent,
   type WireRequest,
 } from './requests'
 import { startSlowProxy } from './slow-proxy'
 import { summarize } from './stats'
-import { fmt, round, say, sleep } from './util'
+import { fmt, round, say } from './util'
 
 /** The offered load: requests a second, for this long (BENCH_OVERLOAD_RATE, BENCH_OVERLOAD_S). */
 const RATE = Number(process.env.BENCH_OVERLOAD_RATE ?? 100)
@@ -69,8 +70,23 @@ export interface OverloadModeResult {
   answerMs: number[]
 }
 
+export interface OverloadReport {
+  ratePerS: number
+  durationS: number
+  originLimit: string
+  loadAverage: number[]
+  capacity: CapacityReport
+  /** The offered rate ÷ the queue path's capacity. */
+  rateShareOfCapacity: number | null
+  modes: Array<Omit<OverloadModeResult, 'answerMs'>>
+  origin: OriginIngestRates
+}
+
 export async function runOverload(state: RunState): Promise<void> {
   const { stack } = state
+  const capacity = await findQueuePathCapacity(state)
+  const capacityLines = capacitySummary(capacity)
+  for (const line of capacityLines) say(line)
   const proxy = await startSlowProxy(stack.origin.url, {
     concurrency: 1,
     delayMs: ORIGIN_DELAY_MS,
@@ -86,26 +102,68 @@ export async function runOverload(state: RunState): Promise<void> {
     await proxy.close()
   }
   const origin = await originIngestRates(state)
-  const report = {
+  const report: OverloadReport = {
     ratePerS: RATE,
     durationS: DURATION_S,
     originLimit: `1 request at a time, ${ORIGIN_DELAY_MS} ms each`,
     loadAverage: (await import('node:os')).loadavg().map((n) => round(n, 2)),
+    capacity,
+    rateShareOfCapacity: capacity.capacityPerS > 0 ? round(RATE / capacity.capacityPerS, 2) : null,
     modes: results.map(({ answerMs: _, ...rest }) => rest),
     origin,
   }
+  state.overload = report
+  writeOverloadJson(state)
   const tag = state.run.config.runTag
-  writeFileSync(join(RESULTS_DIR, `overload-${tag}.json`), `${JSON.stringify(report, null, 2)}\n`)
   const chart = latencyChart(results.slice(0, 2), {
     ratePerS: RATE,
     durationS: DURATION_S,
     title: `Answer latency from each request's scheduled time (${RATE}/s Slack backfill, origin limited to ${fmt(1_000 / ORIGIN_DELAY_MS)} requests/s)`,
   })
   writeFileSync(join(RESULTS_DIR, `overload-${tag}.svg`), chart)
+  state.notes.push(...capacityLines)
   for (const line of summaryLines(report.modes, origin)) {
     say(line)
     state.notes.push(line)
   }
+}
+
+/** bench/results/overload-{run}.json: this phase's figures and the queue phase's, as far as run. */
+export function writeOverloadJson(state: RunState): void {
+  const out = { ...state.overload, queueDrain: state.queueDrain }
+  const file = join(RESULTS_DIR, `overload-${state.run.config.runTag}.json`)
+  writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`)
+}
+
+/** The capacity sweep's lines, and whether the overload rate is well inside it. */
+function capacitySummary(capacity: CapacityReport): string[] {
+  const lines = capacity.steps.map(
+    (s) =>
+      `capacity | ${fmt(s.ratePerS)}/s offered (${fmt(s.offered)}) | ${fmt(s.okShare * 100, 1)} % 2xx | ` +
+      `p50 ${s.p50Ms} ms | p99 ${s.p99Ms} ms from schedule | ${s.workerdCpuMsPerEvent} ms workerd CPU/event | ` +
+      `${s.passed ? 'passed' : 'failed'}`,
+  )
+  const at = capacity.ceilingFound
+    ? `${fmt(capacity.capacityPerS)}/s`
+    : `at least ${fmt(capacity.capacityPerS)}/s (every rate tried passed)`
+  lines.push(
+    `capacity | the Worker alone on the queue path (verify + claim + queue send), p99 ≤ 1 s and ≥ 99 % 2xx: ${at} ` +
+      `(load average ${capacity.loadAverage1m})`,
+  )
+  if (capacity.capacityPerS === 0) {
+    lines.push(
+      `capacity | no rate passed: the overload rate ${RATE}/s is not shown to be inside it`,
+    )
+  } else {
+    const share = RATE / capacity.capacityPerS
+    lines.push(
+      `capacity | overload rate ${RATE}/s = ${fmt(share * 100)} % of it` +
+        (share > 0.5
+          ? ': ABOVE half of the capacity, not "well inside" (lower BENCH_OVERLOAD_RATE)'
+          : ': well inside (≤ half)'),
+    )
+  }
+  return lines
 }
 
 async function runMode(
@@ -120,25 +178,20 @@ async function runMode(
   })
   try {
     const pids = worker.runtime === 'miniflare' ? worker.runtimePids : []
-    const events = state.factory.freshSlack(RATE * DURATION_S)
-    const requests = await signVendorRequests(events)
-    const cpuBefore = ticks(pids)
-    const result = await state.load.run({
-      url: worker.url,
-      requests,
-      connections: 0,
-      durationS: DURATION_S,
+    const cpuBefore = cpuMsOf(pids)
+    const { events, result } = await sendSlackBackfill(state, worker.url, {
+      ratePerS: RATE,
+      count: RATE * DURATION_S,
       timeoutS: 30,
-      openLoop: { ratePerS: RATE },
     })
     const loadEndedAt = Date.now()
-    const acknowledged = events.filter((_, i) => ok(result.statuses[i]))
+    const acknowledged = events.filter((_, i) => isOk(result.statuses[i]))
     const landedAtEnd = await rowCount(state, acknowledged)
-    const landed = await waitForRows(state, acknowledged)
+    const landed = await waitForRows(state, acknowledged, DRAIN_MAX_S)
     const drainS = (Date.now() - loadEndedAt) / 1000
-    const cpuMs = ((ticks(pids) - cpuBefore) * 1000) / 100
+    const cpuMs = cpuMsOf(pids) - cpuBefore
     const answerMs = result.openLoop?.answerMs ?? []
-    const answered = answerMs.filter((ms, i) => ms >= 0 && ok(result.statuses[i]))
+    const answered = answerMs.filter((ms, i) => ms >= 0 && isOk(result.statuses[i]))
     const latency = summarize(answered)
     const out: OverloadModeResult = {
       mode: mode.name,
@@ -169,36 +222,15 @@ async function runMode(
   }
 }
 
-const ok = (status: number | undefined) => status !== undefined && status >= 200 && status < 300
-
-/** CPU ticks (1/100 s on Linux) of these processes so far. */
-function ticks(pids: readonly number[]): number {
-  return pids.reduce((sum, pid) => sum + (readStat(pid)?.ticks ?? 0), 0)
-}
-
-/** Rows holding these events' keys; each key is at most one row (the unique index). */
-async function rowCount(state: RunState, events: readonly VendorEvent[]): Promise<number> {
-  if (events.length === 0) return 0
-  const { rows } = await state.stack.local.sql.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM messages
-      WHERE channel = 'slack' AND channel_message_id = ANY($1::text[])`,
-    [events.map((e) => e.messageKey)],
-  )
-  return rows[0]?.n ?? 0
-}
-
-/** Waits until every event is a row (or DRAIN_MAX_S), returns how many are. */
-async function waitForRows(state: RunState, events: readonly VendorEvent[]): Promise<number> {
-  const until = Date.now() + DRAIN_MAX_S * 1000
-  for (;;) {
-    const n = await rowCount(state, events)
-    if (n >= events.length || Date.now() > until) return n
-    await sleep(250)
-  }
+export interface OriginIngestRates {
+  concurrency: number
+  singleEventsPerS: number
+  batchedEventsPerS: number
+  eventsPerBatch: number
 }
 
 /** The origin on its own at c=50, its pool its own (no proxy): single vs batched ingest. */
-async function originIngestRates(state: RunState) {
+async function originIngestRates(state: RunState): Promise<OriginIngestRates> {
   const { load, stack, factory, c50 } = state
   const durationS = state.run.config.durationS
   const singles = await signOriginRequests(factory.freshSlack(state.pool))
@@ -218,7 +250,7 @@ async function originIngestRates(state: RunState) {
     timeoutS: 10,
   })
   const rate = (r: typeof single, per: number) =>
-    round((r.statuses.filter(ok).length * per) / Math.max(r.durationS, 0.001), 0)
+    round((r.statuses.filter(isOk).length * per) / Math.max(r.durationS, 0.001), 0)
   return {
     concurrency: c50,
     singleEventsPerS: rate(single, 1),
@@ -227,11 +259,14 @@ async function originIngestRates(state: RunState) {
   }
 }
 
-/** `POST /v1/events/batch` requests of ORIGIN_BATCH events each, signed as the consumer signs. */
-async function batchRequests(events: readonly VendorEvent[]): Promise<WireRequest[]> {
+/** `POST /v1/events/batch` requests of `size` events each, signed as the consumer signs. */
+export async function batchRequests(
+  events: readonly VendorEvent[],
+  size = ORIGIN_BATCH,
+): Promise<WireRequest[]> {
   const requests: WireRequest[] = []
-  for (let i = 0; i < events.length; i += ORIGIN_BATCH) {
-    const slice = await Promise.all(events.slice(i, i + ORIGIN_BATCH).map(inboundEventOf))
+  for (let i = 0; i < events.length; i += size) {
+    const slice = await Promise.all(events.slice(i, i + size).map(inboundEventOf))
     const body = JSON.stringify({ events: slice })
     const route = { method: 'POST', path: '/v1/events/batch' }
     requests.push({
@@ -249,7 +284,7 @@ async function batchRequests(events: readonly VendorEvent[]): Promise<WireReques
 
 function summaryLines(
   modes: Array<Omit<OverloadModeResult, 'answerMs'>>,
-  origin: Awaited<ReturnType<typeof originIngestRates>>,
+  origin: OriginIngestRates,
 ): string[] {
   const byName = (name: string) => modes.find((m) => m.mode === name)
   const batched = byName('shedding on, batched drain')

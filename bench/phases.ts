@@ -12,7 +12,8 @@ import type { Cleanup } from './cleanup'
 import { type BenchConfig, WORKERD_PROFILE } from './config'
 import type { LoadGenerator } from './load'
 import type { LogTally } from './logs'
-import { runOverload } from './overload'
+import { type OverloadReport, runOverload, writeOverloadJson } from './overload'
+import { drainLines, measureQueueDrain, type QueueDrainReport } from './queue-drain'
 import type { MachineInfo } from './report'
 import {
   type EventFactory,
@@ -72,6 +73,10 @@ export interface RunState {
   dev: WorkerDevHandle | undefined
   profileDir: string | null
   workerProfiler: WorkerProfiler | undefined
+  /** The overload phase's figures (bench/overload.ts), when it ran. */
+  overload?: OverloadReport
+  /** The queue phase's (bench/queue-drain.ts), when it ran. */
+  queueDrain?: QueueDrainReport
 }
 
 /** Unmeasured traffic (JIT, connection pools, isolates): the pool, or 2 s, whichever ends first. */
@@ -112,6 +117,14 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
   overload: {
     async before(state) {
       await runOverload(state)
+      return false
+    },
+  },
+  queue: {
+    async before(state) {
+      state.queueDrain = await measureQueueDrain(state)
+      writeOverloadJson(state)
+      state.notes.push(...drainLines(state.queueDrain))
       return false
     },
   },

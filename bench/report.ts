@@ -4,6 +4,8 @@
  * @module
  */
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
+import type { OverloadReport } from './overload'
+import type { QueueDrainReport } from './queue-drain'
 import type { KeyMemory, RedisBenchmarkResult } from './redis'
 import type { Check, StepResult } from './steps'
 import { fmt, round } from './util'
@@ -58,6 +60,10 @@ export interface BenchReport {
   redisBenchmark: RedisBenchmarkResult
   memory: MemoryReport | null
   targets: Target[]
+  /** Issue 23's targets, from the overload phase (not measured when it did not run). */
+  overloadTargets: Target[]
+  overload?: OverloadReport
+  queueDrain?: QueueDrainReport
   checks: Array<Check & { step: string }>
   profiles?: Array<ProfileSummary & { label: string }>
   elapsedS: number
@@ -189,6 +195,57 @@ function no5xxTarget(steps: StepResult[]): Target {
   }
 }
 
+const SHEDDING_ON = 'shedding on, batched drain'
+const SINGLE_DRAIN = 'shedding on, single drain'
+
+/** Issue 23's targets, judged on the overload phase's figures. */
+export function judgeOverloadTargets(overload: OverloadReport | undefined): Target[] {
+  const on = overload?.modes.find((m) => m.mode === SHEDDING_ON)
+  const single = overload?.modes.find((m) => m.mode === SINGLE_DRAIN)
+  const load = overload
+    ? `${fmt(overload.ratePerS)}/s for ${overload.durationS} s, origin ${overload.originLimit}`
+    : ''
+  const within3s = 'overload, shedding on: ≥ 99 % of requests answered 2xx within 3 s'
+  const p99 = 'overload, shedding on: p99 ≤ 500 ms from the scheduled send'
+  const drain = 'overload: drain with batched ingest ≥ 3× single ingest'
+  const origin = 'origin alone: batched ingest ≥ 2× single at c=50'
+  return [
+    on
+      ? {
+          name: within3s,
+          met: on.within3sShare >= 0.99,
+          detail: `${fmt(on.within3sShare * 100, 1)} % (${load})`,
+        }
+      : notMeasured(within3s),
+    on
+      ? {
+          name: p99,
+          met: on.p99Ms <= 500,
+          detail: `p99 ${fmt(on.p99Ms)} ms, p50 ${fmt(on.p50Ms)} ms`,
+        }
+      : notMeasured(p99),
+    on && single
+      ? {
+          name: drain,
+          met: on.drainRatePerS >= 3 * single.drainRatePerS,
+          detail:
+            `${fmt(on.drainRatePerS, 1)} vs ${fmt(single.drainRatePerS, 1)} events/s = ` +
+            `${fmt(on.drainRatePerS / Math.max(single.drainRatePerS, 0.001), 1)}×`,
+        }
+      : notMeasured(drain),
+    overload
+      ? {
+          name: origin,
+          met: overload.origin.batchedEventsPerS >= 2 * overload.origin.singleEventsPerS,
+          detail:
+            `${fmt(overload.origin.batchedEventsPerS)} vs ${fmt(overload.origin.singleEventsPerS)} events/s ` +
+            `(${overload.origin.eventsPerBatch} a request, c=${overload.origin.concurrency}) = ` +
+            `${fmt(overload.origin.batchedEventsPerS / Math.max(overload.origin.singleEventsPerS, 1), 1)}×`,
+        }
+      : notMeasured(origin),
+  ]
+}
+
 function verdict(met: boolean | null): string {
   return met === null ? 'not measured' : met ? 'met' : 'NOT met'
 }
@@ -258,8 +315,8 @@ export function resultsTable(report: BenchReport): string {
   return lines.join('\n')
 }
 
-export function targetsList(report: BenchReport): string {
-  return report.targets.map((t) => `- **${verdict(t.met)}**: ${t.name}: ${t.detail}`).join('\n')
+export function targetsList(targets: readonly Target[]): string {
+  return targets.map((t) => `- **${verdict(t.met)}**: ${t.name}: ${t.detail}`).join('\n')
 }
 
 /** CPU ms per 1,000 answered requests, per component, for the steps at the headline concurrency. */
@@ -358,8 +415,9 @@ export function markdown(report: BenchReport, headline: number): string {
     ...backfillSection(report),
     '## Targets (issue 14)',
     '',
-    targetsList(report),
+    targetsList(report.targets),
     '',
+    ...overloadSection(report),
     '## Redis memory per dedup key',
     '',
     mem
@@ -458,4 +516,71 @@ function backfillSection(report: BenchReport): string[] {
         '',
       ]
     })
+}
+
+/** The overload and queue phases (issue 23): capacity, modes, drain per batch size, targets. */
+function overloadSection(report: BenchReport): string[] {
+  const { overload, queueDrain } = report
+  if (!overload && !queueDrain) return []
+  const out = ['## Overload and the spool queue (issue 23)', '']
+  if (overload) {
+    const c = overload.capacity
+    out.push(
+      'The Worker alone on the queue path (verify + claim + queue send; every first-seen event ' +
+        'shed, the consumer parked; bench/capacity.ts), open loop, a few seconds a rate:',
+      '',
+      '| offered/s | requests | 2xx | p50 ms | p99 ms (from schedule) | workerd CPU ms/event | p99 ≤ 1 s, ≥ 99 % 2xx |',
+      '|--:|--:|--:|--:|--:|--:|---|',
+      ...c.steps.map(
+        (s) =>
+          `| ${fmt(s.ratePerS)} | ${fmt(s.offered)} | ${fmt(s.okShare * 100, 1)} % | ${fmt(s.p50Ms)} | ` +
+          `${fmt(s.p99Ms)} | ${fmt(s.workerdCpuMsPerEvent, 2)} | ${s.passed ? 'yes' : 'no'} |`,
+      ),
+      '',
+      `Capacity: ${c.ceilingFound ? '' : 'at least '}${fmt(c.capacityPerS)}/s (load average ${c.loadAverage1m}); ` +
+        `the overload rate ${fmt(overload.ratePerS)}/s is ` +
+        (overload.rateShareOfCapacity === null
+          ? 'not shown to be inside it.'
+          : `${fmt(overload.rateShareOfCapacity * 100)} % of it` +
+            (overload.rateShareOfCapacity > 0.5 ? ' (above half: not "well inside").' : '.')),
+      '',
+      `Overload: ${fmt(overload.ratePerS)}/s for ${overload.durationS} s, origin behind a proxy ` +
+        `(${overload.originLimit}); load average at the end ${overload.loadAverage.join(' / ')}:`,
+      '',
+      '| mode | 2xx within 3 s | p50 / p99 ms | drain s | drain events/s | rows per ack | missing | workerd CPU ms/event |',
+      '|---|--:|--:|--:|--:|--:|--:|--:|',
+      ...overload.modes.map(
+        (m) =>
+          `| ${m.mode} | ${fmt(m.within3sShare * 100, 1)} % | ${fmt(m.p50Ms)} / ${fmt(m.p99Ms)} | ` +
+          `${fmt(m.drainS, 1)} | ${fmt(m.drainRatePerS, 1)} | ${m.rowsPerAcknowledged} | ${m.missing} | ` +
+          `${fmt(m.workerdCpuMsPerEvent, 2)} |`,
+      ),
+      '',
+    )
+  }
+  if (queueDrain) {
+    out.push(
+      `Spool drain per \`max_batch_size\` (bench/queue-drain.ts): a backlog of ${fmt(queueDrain.backlog)} ` +
+        'queued Slack events drained into the origin at its own pace, and into a slow origin ' +
+        `(${queueDrain.slowOrigin}); \`max_batch_timeout\` 0; load average ${queueDrain.loadAverage1m}:`,
+      '',
+      '| max_batch_size | origin | events | drain s | events/s | origin CPU ms/event | workerd CPU ms/event | missing |',
+      '|--:|---|--:|--:|--:|--:|--:|--:|',
+      ...queueDrain.results.map(
+        (r) =>
+          `| ${r.maxBatchSize} | ${r.origin} | ${fmt(r.events)} | ${fmt(r.drainS, 2)} | ${fmt(r.eventsPerS)} | ` +
+          `${fmt(r.originCpuMsPerEvent, 2)} | ${fmt(r.workerdCpuMsPerEvent, 2)} | ${r.missing} |`,
+      ),
+      '',
+      'The origin alone taking batches from several callers at once (what concurrent consumer ' +
+        'invocations would give it; Miniflare runs one batch at a time): ' +
+        queueDrain.originByConcurrency
+          .map((o) => `c=${o.concurrency}: ${fmt(o.eventsPerS)} events/s`)
+          .join(', ') +
+        ` (${queueDrain.originByConcurrency[0]?.eventsPerBatch ?? 0} events a batch).`,
+      '',
+    )
+  }
+  out.push('Targets (issue 23):', '', targetsList(report.overloadTargets), '')
+  return out
 }

@@ -140,7 +140,10 @@ async function main(): Promise<number> {
       resultsTable(report),
       '',
       'Targets (issue 14):',
-      targetsList(report),
+      targetsList(report.targets),
+      ...(report.overload || report.queueDrain
+        ? ['', 'Targets (issue 23):', targetsList(report.overloadTargets)]
+        : []),
       '',
       `CPU ms per 1,000 requests (c=${config.headlineConcurrency}):`,
       cpuTable(report, config.headlineConcurrency),

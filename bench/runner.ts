@@ -24,7 +24,7 @@ import {
   waitForSettledKeys,
 } from './redis'
 import type { BenchReport, MemoryReport } from './report'
-import { judgeTargets } from './report'
+import { judgeOverloadTargets, judgeTargets } from './report'
 import { EventFactory, signOriginRequests, signVendorRequests, type VendorEvent } from './requests'
 import { PHASES, type Phase, stepId, TARGET_LABELS } from './scenarios'
 import { startBenchStack } from './stack'
@@ -61,6 +61,9 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
     redisBenchmark: redisBaseline,
     memory,
     targets: judgeTargets(steps, memory, state.c50),
+    overloadTargets: judgeOverloadTargets(state.overload),
+    ...(state.overload ? { overload: state.overload } : {}),
+    ...(state.queueDrain ? { queueDrain: state.queueDrain } : {}),
     checks: steps.flatMap((s) => s.checks.map((c) => ({ ...c, step: s.id }))),
     elapsedS: 0,
     problems,

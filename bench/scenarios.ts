@@ -8,7 +8,8 @@
  *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
  *   → the origin, a raw INSERT and the Upstash stand-in on their own → overload (the origin
  *   limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
- *   bench/overload.ts) → `wrangler dev` first-seen and storm.
+ *   bench/overload.ts) → queue (the spool consumer's drain per batch size; bench/queue-drain.ts) →
+ *   `wrangler dev` first-seen and storm.
  * @module
  */
 import type { StepKind } from './steps'
@@ -71,6 +72,7 @@ export type PhaseName =
   | 'direct'
   | 'wrangler-dev'
   | 'overload'
+  | 'queue'
 
 export interface Phase {
   name: PhaseName
@@ -208,6 +210,12 @@ export const PHASES: readonly Phase[] = [
   {
     // Runs apart from this table (bench/overload.ts): workers of its own, a slow origin.
     name: 'overload',
+    at: 'headline',
+    scenarios: [],
+  },
+  {
+    // Runs apart too (bench/queue-drain.ts): the spool consumer's drain per queue batch size.
+    name: 'queue',
     at: 'headline',
     scenarios: [],
   },

@@ -5,6 +5,10 @@
  * limited by its own round trips, as Postgres over Neon's proxy is). `batch: false` answers the
  * batch route 404, as an origin older than it: the spool consumer then forwards event by event
  * (single ingest), behind the same limit.
+ *
+ * `hold()` closes a gate in front of the limit: every request waits there, nothing reaches the
+ * origin, until `release()` (the queue bench parks the spool consumer's batch on it while a
+ * backlog builds). A caller that gave up while it waited is not served.
  * @module
  */
 import {
@@ -20,29 +24,40 @@ export interface SlowProxy {
   /** Requests waiting for their turn now. */
   waiting(): number
   setBatch(on: boolean): void
+  /** From now on, `concurrency` at a time, each held `delayMs` (0: no timer at all). */
+  setLimits(limits: ProxyLimits): void
+  /** Requests wait in front of the limit until {@link release}. */
+  hold(): void
+  release(): void
   close(): Promise<void>
 }
 
-export async function startSlowProxy(
-  target: string,
-  limits: { concurrency: number; delayMs: number },
-): Promise<SlowProxy> {
+export interface ProxyLimits {
+  concurrency: number
+  delayMs: number
+}
+
+export async function startSlowProxy(target: string, initial: ProxyLimits): Promise<SlowProxy> {
   const backend = new URL(target)
+  let limits = initial
   let active = 0
   let batch = true
+  let held = false
   const queue: Array<() => void> = []
+  const next = () => {
+    while (!held && active < limits.concurrency && queue.length > 0) queue.shift()?.()
+  }
   const release = () => {
     active--
-    queue.shift()?.()
+    next()
   }
   const turn = () =>
     new Promise<void>((resolve) => {
-      const go = () => {
+      queue.push(() => {
         active++
         resolve()
-      }
-      if (active < limits.concurrency) go()
-      else queue.push(go)
+      })
+      next()
     })
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -57,8 +72,10 @@ export async function startSlowProxy(
       // A caller that gave up while it waited (the Worker's forward timed out) is not served:
       // as a proxy drops a request whose client has gone before it reaches the upstream.
       if (res.destroyed) return
-      await new Promise((resolve) => setTimeout(resolve, limits.delayMs))
-      if (res.destroyed) return
+      if (limits.delayMs > 0) {
+        await new Promise((resolve) => setTimeout(resolve, limits.delayMs))
+        if (res.destroyed) return
+      }
       await new Promise<void>((resolve) => {
         const upstream = httpRequest(
           {
@@ -96,6 +113,17 @@ export async function startSlowProxy(
     waiting: () => queue.length,
     setBatch(on) {
       batch = on
+    },
+    setLimits(to) {
+      limits = to
+      next()
+    },
+    hold() {
+      held = true
+    },
+    release() {
+      held = false
+      next()
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -50,6 +50,11 @@ export interface QueueConsumerConfig {
   queue: string
   max_batch_size?: number
   max_batch_timeout?: number
+  /**
+   * Cloudflare's cap on concurrent consumer invocations. Miniflare has no such option: its queue
+   * broker hands a queue's batches to the consumer one at a time, so locally it is always 1.
+   */
+  max_concurrency?: number
   max_retries?: number
   retry_delay?: number
   dead_letter_queue?: string

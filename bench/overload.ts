@@ -30,11 +30,26 @@ import { startSlowProxy } from './slow-proxy'
 import { summarize } from './stats'
 import { fmt, round, say } from './util'
 
-/** The offered load: requests a second, for this long (BENCH_OVERLOAD_RATE, BENCH_OVERLOAD_S). */
-const RATE = Number(process.env.BENCH_OVERLOAD_RATE ?? 100)
+/**
+ * The offered load, requests a second (BENCH_OVERLOAD_RATE); unset: half the queue path's
+ * capacity measured first ("well inside" it), in steps of 10, between MIN_RATE and MAX_RATE.
+ */
+const RATE_SETTING = process.env.BENCH_OVERLOAD_RATE
+const MIN_RATE = 20
+const MAX_RATE = 200
+/** For this long (BENCH_OVERLOAD_S). */
 const DURATION_S = Number(process.env.BENCH_OVERLOAD_S ?? 15)
-/** The origin behind the proxy: one request at a time, each held this long: RATE ÷ 10 a second. */
-const ORIGIN_DELAY_MS = Math.round((1_000 * 10) / RATE)
+/** Module state for the phase's one run: set by {@link chooseRate} before anything uses it. */
+let offeredRate = 100
+/** The origin behind the proxy: one request at a time, each held this long: offeredRate ÷ 10 a second. */
+let originDelayMs = 100
+
+/** The offered rate: the setting, or half the capacity (rounded down to 10s, within bounds). */
+function chooseRate(capacity: CapacityReport): number {
+  if (RATE_SETTING) return Number(RATE_SETTING)
+  const half = Math.floor(capacity.capacityPerS / 2 / 10) * 10
+  return Math.min(MAX_RATE, Math.max(MIN_RATE, half))
+}
 const SLACK_DEADLINE_MS = 3_000
 const DRAIN_MAX_S = 240
 /** Events per request in the origin's batched ingest step. */
@@ -85,15 +100,17 @@ export interface OverloadReport {
 export async function runOverload(state: RunState): Promise<void> {
   const { stack } = state
   const capacity = await findQueuePathCapacity(state)
+  offeredRate = chooseRate(capacity)
+  originDelayMs = Math.round((1_000 * 10) / offeredRate)
   const capacityLines = capacitySummary(capacity)
   for (const line of capacityLines) say(line)
   const proxy = await startSlowProxy(stack.origin.url, {
     concurrency: 1,
-    delayMs: ORIGIN_DELAY_MS,
+    delayMs: originDelayMs,
   })
   say(
-    `overload: ${RATE}/s for ${DURATION_S} s; origin behind a proxy taking one request at a time, ` +
-      `each held ${ORIGIN_DELAY_MS} ms (≤ ${fmt(1_000 / ORIGIN_DELAY_MS)} requests/s)`,
+    `overload: ${offeredRate}/s for ${DURATION_S} s; origin behind a proxy taking one request at a time, ` +
+      `each held ${originDelayMs} ms (≤ ${fmt(1_000 / originDelayMs)} requests/s)`,
   )
   const results: OverloadModeResult[] = []
   try {
@@ -103,12 +120,12 @@ export async function runOverload(state: RunState): Promise<void> {
   }
   const origin = await originIngestRates(state)
   const report: OverloadReport = {
-    ratePerS: RATE,
+    ratePerS: offeredRate,
     durationS: DURATION_S,
-    originLimit: `1 request at a time, ${ORIGIN_DELAY_MS} ms each`,
+    originLimit: `1 request at a time, ${originDelayMs} ms each`,
     loadAverage: (await import('node:os')).loadavg().map((n) => round(n, 2)),
     capacity,
-    rateShareOfCapacity: capacity.capacityPerS > 0 ? round(RATE / capacity.capacityPerS, 2) : null,
+    rateShareOfCapacity: capacity.capacityPerS > 0 ? round(offeredRate / capacity.capacityPerS, 2) : null,
     modes: results.map(({ answerMs: _, ...rest }) => rest),
     origin,
   }
@@ -116,9 +133,9 @@ export async function runOverload(state: RunState): Promise<void> {
   writeOverloadJson(state)
   const tag = state.run.config.runTag
   const chart = latencyChart(results.slice(0, 2), {
-    ratePerS: RATE,
+    ratePerS: offeredRate,
     durationS: DURATION_S,
-    title: `Answer latency from each request's scheduled time (${RATE}/s Slack backfill, origin limited to ${fmt(1_000 / ORIGIN_DELAY_MS)} requests/s)`,
+    title: `Answer latency from each request's scheduled time (${offeredRate}/s Slack backfill, origin limited to ${fmt(1_000 / originDelayMs)} requests/s)`,
   })
   writeFileSync(join(RESULTS_DIR, `overload-${tag}.svg`), chart)
   state.notes.push(...capacityLines)
@@ -152,12 +169,12 @@ function capacitySummary(capacity: CapacityReport): string[] {
   )
   if (capacity.capacityPerS === 0) {
     lines.push(
-      `capacity | no rate passed: the overload rate ${RATE}/s is not shown to be inside it`,
+      `capacity | no rate passed: the overload rate ${offeredRate}/s is not shown to be inside it`,
     )
   } else {
-    const share = RATE / capacity.capacityPerS
+    const share = offeredRate / capacity.capacityPerS
     lines.push(
-      `capacity | overload rate ${RATE}/s = ${fmt(share * 100)} % of it` +
+      `capacity | overload rate ${offeredRate}/s = ${fmt(share * 100)} % of it` +
         (share > 0.5
           ? ': ABOVE half of the capacity, not "well inside" (lower BENCH_OVERLOAD_RATE)'
           : ': well inside (≤ half)'),
@@ -180,8 +197,8 @@ async function runMode(
     const pids = worker.runtime === 'miniflare' ? worker.runtimePids : []
     const cpuBefore = cpuMsOf(pids)
     const { events, result } = await sendSlackBackfill(state, worker.url, {
-      ratePerS: RATE,
-      count: RATE * DURATION_S,
+      ratePerS: offeredRate,
+      count: offeredRate * DURATION_S,
       timeoutS: 30,
     })
     const loadEndedAt = Date.now()

@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis'
 import type { WorkerDevHandle } from '../local/worker-runtime'
 import type { Cleanup } from './cleanup'
 import { type BenchConfig, WORKERD_PROFILE } from './config'
+import { type DecisionCountersCost, measureDecisionCounters } from './decision-counters-phase'
 import type { LoadGenerator } from './load'
 import type { LogTally } from './logs'
 import { runOverload } from './overload'
@@ -72,6 +73,8 @@ export interface RunState {
   dev: WorkerDevHandle | undefined
   profileDir: string | null
   workerProfiler: WorkerProfiler | undefined
+  /** The decision counters' cost per decision in workerd (phase `decision-counters`). */
+  decisionCounters?: DecisionCountersCost
 }
 
 /** Unmeasured traffic (JIT, connection pools, isolates): the pool, or 2 s, whichever ends first. */
@@ -107,6 +110,12 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
         await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
         state.workerProfiler = undefined
       }
+    },
+  },
+  'decision-counters': {
+    async before(state) {
+      state.decisionCounters = await measureDecisionCounters(state.stack.verifyOnlyUrl)
+      return false
     },
   },
   overload: {

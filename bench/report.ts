@@ -3,7 +3,9 @@
  * (printed, and as Markdown for docs/benchmark.md), and the machine the numbers came from.
  * @module
  */
+
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
+import { type DecisionCountersCost, describeCost } from './decision-counters-phase'
 import type { KeyMemory, RedisBenchmarkResult } from './redis'
 import type { Check, StepResult } from './steps'
 import { fmt, round } from './util'
@@ -65,6 +67,8 @@ export interface BenchReport {
   problems: string[]
   /** Things worth knowing that are not failures (a section skipped for time, ...). */
   notes: string[]
+  /** The decision counters' hot-path cost in workerd (phase `decision-counters`). */
+  decisionCounters?: DecisionCountersCost
 }
 
 export interface ProfileSummary {
@@ -289,6 +293,24 @@ export function cpuTable(report: BenchReport, headline: number): string {
   return lines.join('\n')
 }
 
+/**
+ * The decision counters' cost per decision, and what share that is of the workerd CPU a
+ * duplicate-storm request took at the headline concurrency (the cheapest gateway request, so the
+ * largest share), when both were measured.
+ */
+export function decisionCountersLine(report: BenchReport, headline: number): string {
+  const cost = report.decisionCounters
+  if (!cost) return 'decision counters: not measured (phase decision-counters not run)'
+  const storm = find(report.steps, `duplicate-storm@${headline}`)
+  const stormUs = storm?.answered ? ((storm.cpuMs.workerd ?? 0) * 1000) / storm.answered : 0
+  const share =
+    stormUs > 0
+      ? `; ${fmt((100 * cost.nsPerDecision) / 1000 / stormUs, 1)} % of the workerd CPU of a ` +
+        `duplicate-storm request at c=${headline} (${fmt(stormUs)} µs)`
+      : ''
+  return `decision counters: ${describeCost(cost)}${share}`
+}
+
 /** Per step: what the gateway and the origin logged, e.g. "gateway duplicate by redis (200) 1,922". */
 export function decisionsList(report: BenchReport): string {
   return ordered(report.steps)
@@ -394,6 +416,15 @@ export function markdown(report: BenchReport, headline: number): string {
       'Per-request CPU is the figure that noise disturbs least.',
     '',
     cpuTable(report, headline),
+    '',
+    '## What the decision counters cost',
+    '',
+    "One decision through the Worker's hot-path counting call (tallyDecision, as countDecision " +
+      'runs it once per delivery), N times in one request to the verify-only Worker in workerd, ' +
+      'timed from outside against the same request with N = 0 (bench/decision-counters-phase.ts). ' +
+      'The flush is not on the hot path (one subrequest per isolate and DECISION_FLUSH_SECONDS).',
+    '',
+    `- ${decisionCountersLine(report, headline)}`,
     '',
     '## Who decided',
     '',

@@ -61,6 +61,7 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
     redisBenchmark: redisBaseline,
     memory,
     targets: judgeTargets(steps, memory, state.c50),
+    ...(state.decisionCounters ? { decisionCounters: state.decisionCounters } : {}),
     checks: steps.flatMap((s) => s.checks.map((c) => ({ ...c, step: s.id }))),
     elapsedS: 0,
     problems,

@@ -6,7 +6,8 @@
  *
  *   sweep: verify-only, duplicate storm and first-seen side by side at each concurrency →
  *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
- *   → the origin, a raw INSERT and the Upstash stand-in on their own → overload (the origin
+ *   → the origin, a raw INSERT and the Upstash stand-in on their own → the decision counters'
+ *   cost per decision in workerd (bench/decision-counters-phase.ts) → overload (the origin
  *   limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
  *   bench/overload.ts) → `wrangler dev` first-seen and storm.
  * @module
@@ -71,6 +72,7 @@ export type PhaseName =
   | 'direct'
   | 'wrangler-dev'
   | 'overload'
+  | 'decision-counters'
 
 export interface Phase {
   name: PhaseName
@@ -204,6 +206,12 @@ export const PHASES: readonly Phase[] = [
         touchesDatabase: false,
       },
     ],
+  },
+  {
+    // Runs apart from this table (bench/decision-counters-phase.ts): no load, one Worker's loop.
+    name: 'decision-counters',
+    at: 'headline',
+    scenarios: [],
   },
   {
     // Runs apart from this table (bench/overload.ts): workers of its own, a slow origin.

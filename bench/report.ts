@@ -301,14 +301,48 @@ export function cpuTable(report: BenchReport, headline: number): string {
 export function decisionCountersLine(report: BenchReport, headline: number): string {
   const cost = report.decisionCounters
   if (!cost) return 'decision counters: not measured (phase decision-counters not run)'
-  const storm = find(report.steps, `duplicate-storm@${headline}`)
-  const stormUs = storm?.answered ? ((storm.cpuMs.workerd ?? 0) * 1000) / storm.answered : 0
+  // The sweep's storm, or the A/B's own when the sweep did not run.
+  const stormId = [`duplicate-storm@${headline}`, `storm-counters-on-1@${headline}`].find(
+    (id) => workerdUsPerRequest(report.steps, id) !== null,
+  )
+  const stormUs = stormId ? (workerdUsPerRequest(report.steps, stormId) ?? 0) : 0
   const share =
     stormUs > 0
-      ? `; ${fmt((100 * cost.nsPerDecision) / 1000 / stormUs, 1)} % of the workerd CPU of a ` +
-        `duplicate-storm request at c=${headline} (${fmt(stormUs)} µs)`
+      ? `; ${fmt((100 * cost.nsPerDecision) / 1000 / stormUs, 2)} % of the workerd CPU of a ` +
+        `${stormId} request (${fmt(stormUs)} µs)`
       : ''
   return `decision counters: ${describeCost(cost)}${share}`
+}
+
+/** workerd CPU µs per answered request of a step, or null when it did not run. */
+function workerdUsPerRequest(steps: StepResult[], id: string): number | null {
+  const step = find(steps, id)
+  return step?.answered ? ((step.cpuMs.workerd ?? 0) * 1000) / step.answered : null
+}
+
+/**
+ * The counters' A/B: the duplicate storm's workerd CPU per request with the counters on and off
+ * (phase `decision-counters`, two alternated rounds of each), the difference, and the noise: how
+ * far two runs of the same setting differ.
+ */
+export function countersAbLine(report: BenchReport, headline: number): string {
+  const us = (setting: 'on' | 'off', round: number) =>
+    workerdUsPerRequest(report.steps, `storm-counters-${setting}-${round}@${headline}`)
+  const [on1, on2, off1, off2] = [us('on', 1), us('on', 2), us('off', 1), us('off', 2)]
+  if (on1 == null || on2 == null || off1 == null || off2 == null) {
+    return 'counters A/B: not measured'
+  }
+  const onUs = (on1 + on2) / 2
+  const offUs = (off1 + off2) / 2
+  const noise = Math.max(Math.abs(on1 - on2), Math.abs(off1 - off2))
+  const diff = onUs - offUs
+  const verdict = Math.abs(diff) <= noise ? 'within the noise' : 'larger than the noise'
+  return (
+    `counters A/B (duplicate storm, c=${headline}, DECISION_FLUSH_SECONDS default vs 0, two ` +
+    `alternated rounds each): workerd ${fmt(onUs)} µs per request on, ${fmt(offUs)} off, ` +
+    `difference ${diff >= 0 ? '+' : ''}${fmt(diff)} µs; two runs of one setting differ by up to ` +
+    `${fmt(noise)} µs: ${verdict}`
+  )
 }
 
 /** Per step: what the gateway and the origin logged, e.g. "gateway duplicate by redis (200) 1,922". */
@@ -422,9 +456,13 @@ export function markdown(report: BenchReport, headline: number): string {
     "One decision through the Worker's hot-path counting call (tallyDecision, as countDecision " +
       'runs it once per delivery), N times in one request to the verify-only Worker in workerd, ' +
       'timed from outside against the same request with N = 0 (bench/decision-counters-phase.ts). ' +
-      'The flush is not on the hot path (one subrequest per isolate and DECISION_FLUSH_SECONDS).',
+      'The flush is not on the hot path (one subrequest per isolate and DECISION_FLUSH_SECONDS). ' +
+      'Then the whole gateway: the duplicate storm against two fresh gateways alike but for the ' +
+      'counters (default on; DECISION_FLUSH_SECONDS=0), alternated twice, workerd CPU per request ' +
+      'each; two runs of one setting show the noise.',
     '',
     `- ${decisionCountersLine(report, headline)}`,
+    `- ${countersAbLine(report, headline)}`,
     '',
     '## Who decided',
     '',

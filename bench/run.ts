@@ -35,6 +35,7 @@ import { captureConsoleLines, LogTally } from './logs'
 import { largestProfile, summarizeProfile } from './profile'
 import {
   type BenchReport,
+  countersAbLine,
   cpuTable,
   decisionCountersLine,
   machineInfo,
@@ -148,6 +149,7 @@ async function main(): Promise<number> {
       cpuTable(report, config.headlineConcurrency),
       '',
       decisionCountersLine(report, config.headlineConcurrency),
+      countersAbLine(report, config.headlineConcurrency),
       '',
       failed.length === 0
         ? `Correctness: all ${report.checks.length} checks passed.`

@@ -171,6 +171,7 @@ async function openRun(run: BenchRun): Promise<RunState> {
       return outcome
     },
     dev: undefined,
+    countersAb: undefined,
     profileDir,
     workerProfiler: undefined,
   }

@@ -17,6 +17,8 @@ import type { StepKind } from './steps'
 export type Target =
   | 'gateway'
   | 'memoGateway'
+  | 'countersOnGateway'
+  | 'countersOffGateway'
   | 'verifyOnly'
   | 'origin'
   | 'rawInsert'
@@ -27,6 +29,8 @@ export type Target =
 export const TARGET_LABELS: Record<Target, string> = {
   gateway: 'gateway (Miniflare)',
   memoGateway: 'gateway, memo on (Miniflare)',
+  countersOnGateway: 'gateway, counters on, fresh (Miniflare)',
+  countersOffGateway: 'gateway, DECISION_FLUSH_SECONDS=0, fresh (Miniflare)',
   wranglerDev: 'gateway (wrangler dev)',
   verifyOnly: 'verify-only (Miniflare)',
   origin: 'origin (direct)',
@@ -56,6 +60,8 @@ export interface Scenario {
   baseline?: { name: string; at: 'same' | 'headline' }
   /** Verify-only and the Upstash stand-in never reach Postgres: there are no rows to check. */
   touchesDatabase?: false
+  /** Seconds, when shorter than the run's step duration (BENCH_DURATION_S) is enough. */
+  durationS?: number
   /**
    * Open loop at the run's backfill rate for its backfill duration (BENCH_BACKFILL_RATE,
    * BENCH_BACKFILL_S), instead of a closed loop at a concurrency.
@@ -79,6 +85,13 @@ export interface Phase {
   /** Every concurrency of BENCH_SWEEP, or the headline concurrency only. */
   at: 'sweep' | 'headline'
   scenarios: readonly Scenario[]
+}
+
+/** Seconds of each step of the counters' A/B: two rounds of two, a few seconds in all. */
+const COUNTERS_AB_S = 2
+
+function counterStorm(target: Target, name: string, label: string): Scenario {
+  return { name, label, kind: 'scenario', target, traffic: 'replays', durationS: COUNTERS_AB_S }
 }
 
 export const PHASES: readonly Phase[] = [
@@ -208,10 +221,22 @@ export const PHASES: readonly Phase[] = [
     ],
   },
   {
-    // Runs apart from this table (bench/decision-counters-phase.ts): no load, one Worker's loop.
+    // First the loop in workerd (bench/decision-counters-phase.ts), then this A/B: the storm on
+    // two fresh gateways alike but for the counters (on, off), alternated twice.
     name: 'decision-counters',
     at: 'headline',
-    scenarios: [],
+    scenarios: [1, 2].flatMap((round) => [
+      counterStorm(
+        'countersOnGateway',
+        `storm-counters-on-${round}`,
+        `duplicate storm, counters on (${round})`,
+      ),
+      counterStorm(
+        'countersOffGateway',
+        `storm-counters-off-${round}`,
+        `duplicate storm, counters off (${round})`,
+      ),
+    ]),
   },
   {
     // Runs apart from this table (bench/overload.ts): workers of its own, a slow origin.

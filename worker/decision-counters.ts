@@ -54,11 +54,26 @@ let scheduled = false
 export function countDecision(target: FlushTarget, decision: CountedDecision): void {
   if (!target.origin || target.everySeconds <= 0) return
   tallyDecision(tally, decision, Date.now())
+  scheduleFlush(target.origin, target)
+}
+
+/**
+ * Sends what this isolate still holds (counts, or a batch the origin did not take) within the
+ * interval, if it holds any. For handlers that run when the origin may be back but count nothing
+ * themselves (a spool delivery that landed): without it, counts taken while the origin was down
+ * wait for the isolate's next decision.
+ */
+export function flushPending(target: FlushTarget): void {
+  if (!target.origin || target.everySeconds <= 0 || (!unsent && tally.empty)) return
+  scheduleFlush(target.origin, target)
+}
+
+function scheduleFlush(origin: OriginConfig, target: FlushTarget): void {
   if (scheduled) return
   scheduled = true
   // An isolate's first decision waits a whole interval too: the ones right after it join it.
   if (lastFlushAt === 0) lastFlushAt = Date.now()
-  target.waitUntil(flushLoop(target.origin, target.everySeconds * 1000))
+  target.waitUntil(flushLoop(origin, target.everySeconds * 1000))
 }
 
 /**

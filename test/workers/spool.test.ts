@@ -591,4 +591,23 @@ describe('spool retries, counted for the console (decision counters, POST /v1/de
     ])
     expect(rows.reduce((n, row) => n + row.count, 0)).toBe(2)
   })
+
+  it('the origin down for the whole batch: the flush fails too; the next batch that lands sends the counts, once', async () => {
+    const { h, spool } = withQueues()
+    const messages = await queuedMessages(h, spool, 3)
+    const counting = { ...h, env: { ...h.env, DECISION_FLUSH_SECONDS: '1' } }
+    // Still down (queuedMessages left it failing): every message retried, every flush refused.
+    const failed = await consume(counting, SPOOL, messages)
+    expect(failed.retried.sort()).toEqual([...failed.ids].sort())
+    const retriedRows = async () =>
+      (await h.originCalls()).decisions.filter((row) => row.decision === 'retried')
+    expect(await retriedRows()).toEqual([])
+
+    await h.setOriginMode({ kind: 'ok' })
+    const landed = await consume(counting, SPOOL, messages, 2)
+    expect(landed.acked.sort()).toEqual([...landed.ids].sort())
+    const rows = await retriedRows()
+    expect(rows.map((row) => [row.channel, row.reason])).toEqual([['slack', 'origin_503']])
+    expect(rows.reduce((n, row) => n + row.count, 0)).toBe(3)
+  })
 })

@@ -23,14 +23,15 @@
  *
  * Each spool message given back to the queue is counted (decision `retried`, decided by the
  * gateway, the failure's kind as reason) in the isolate's decision counters, flushed in this
- * handler's `waitUntil` like a webhook's: the console's "retried (last hour)".
+ * handler's `waitUntil` like a webhook's: the console's "retried (last hour)". Every batch, of
+ * either queue, also sends counts the isolate still holds (a flush the origin, down, refused).
  * @module
  */
 import { backoffMs } from '../../contract/backoff'
 import { SPOOL_RETRIED } from '../../contract/decision-counts'
 import { packBatches } from '../../contract/event-batch'
 import { type OriginConfig, type Settings, settingsFor } from '../config'
-import { countDecision, flushTargetOf } from '../decision-counters'
+import { countDecision, flushPending, flushTargetOf } from '../decision-counters'
 import type { Env } from '../env'
 import { describeForward, type ForwardResult, forwardBatch, forwardBody } from '../forward'
 import { claimStoreFor } from '../gateway'
@@ -76,9 +77,12 @@ export async function consumeQueue(
     await eachGuarded(settings, batch.queue, each, null, ({ message }) =>
       recordDead(settings, env, ctx, message),
     )
-    return
+  } else {
+    await deliverQueued(settings, env, ctx, batch.queue, batch.messages)
   }
-  await deliverQueued(settings, env, ctx, batch.queue, batch.messages)
+  // Retries counted while the origin was down could not be sent then; a batch that runs may find
+  // it back, and nothing else in this isolate may count again soon.
+  flushPending(flushTargetOf(settings, (promise) => ctx.waitUntil(promise)))
 }
 
 /**

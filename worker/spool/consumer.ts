@@ -124,7 +124,7 @@ function countRetried(
 }
 
 /** Why the origin failed a queued event, as a code the console groups by (`origin_503`, ...). */
-export function retryReason(result: Extract<ForwardResult, { kind: 'failed' }>): string {
+function retryReason(result: Extract<ForwardResult, { kind: 'failed' }>): string {
   return result.reason === 'status' && result.status !== null
     ? `origin_${result.status}`
     : `origin_${result.reason}`

@@ -20,12 +20,7 @@ import { BENCH_SECRETS, RESULTS_DIR, vendorVars } from './config'
 import { cpuMsOf, isOk, rowCount, sendSlackBackfill, waitForRows } from './landed'
 import { latencyChart } from './latency-chart'
 import type { RunState } from './phases'
-import {
-  inboundEventOf,
-  signOriginRequests,
-  type VendorEvent,
-  type WireRequest,
-} from './requests'
+import { inboundEventOf, signOriginRequests, type VendorEvent, type WireRequest } from './requests'
 import { startSlowProxy } from './slow-proxy'
 import { summarize } from './stats'
 import { fmt, round, say } from './util'
@@ -125,7 +120,8 @@ export async function runOverload(state: RunState): Promise<void> {
     originLimit: `1 request at a time, ${originDelayMs} ms each`,
     loadAverage: (await import('node:os')).loadavg().map((n) => round(n, 2)),
     capacity,
-    rateShareOfCapacity: capacity.capacityPerS > 0 ? round(offeredRate / capacity.capacityPerS, 2) : null,
+    rateShareOfCapacity:
+      capacity.capacityPerS > 0 ? round(offeredRate / capacity.capacityPerS, 2) : null,
     modes: results.map(({ answerMs: _, ...rest }) => rest),
     origin,
   }

@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis'
 import type { WorkerDevHandle } from '../local/worker-runtime'
 import type { Cleanup } from './cleanup'
 import { type BenchConfig, WORKERD_PROFILE } from './config'
+import { type DecisionCountersCost, measureDecisionCounters } from './decision-counters-phase'
 import type { LoadGenerator } from './load'
 import type { LogTally } from './logs'
 import { type OverloadReport, runOverload, writeOverloadJson } from './overload'
@@ -35,7 +36,7 @@ import {
   TARGET_LABELS,
   type Target,
 } from './scenarios'
-import type { Stack } from './stack'
+import type { CountersAb, Stack } from './stack'
 import type { StepOutcome, StepResult, StepSpec } from './steps'
 import { fmt, say, startedAt } from './util'
 import type { WorkerProfiler } from './worker-profiler'
@@ -77,6 +78,10 @@ export interface RunState {
   overload?: OverloadReport
   /** The queue phase's (bench/queue-drain.ts), when it ran. */
   queueDrain?: QueueDrainReport
+  /** The decision counters' cost per decision in workerd (phase `decision-counters`). */
+  decisionCounters?: DecisionCountersCost
+  /** The counters' A/B pair of gateways, during phase `decision-counters` only. */
+  countersAb: CountersAb | undefined
 }
 
 /** Unmeasured traffic (JIT, connection pools, isolates): the pool, or 2 s, whichever ends first. */
@@ -90,7 +95,8 @@ export async function warmUp(
 
 /** What a phase needs around its steps; `before` answering false skips the phase. */
 interface PhaseHooks {
-  before?(state: RunState): Promise<boolean>
+  /** `seen`: the replay set (acknowledged seed events). */
+  before?(state: RunState, seen: VendorEvent[]): Promise<boolean>
   after?(state: RunState): Promise<void>
 }
 
@@ -112,6 +118,22 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
         await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
         state.workerProfiler = undefined
       }
+    },
+  },
+  'decision-counters': {
+    async before(state, seen) {
+      state.decisionCounters = await measureDecisionCounters(state.stack.verifyOnlyUrl)
+      say('starting two gateways for the counters A/B: counters on, DECISION_FLUSH_SECONDS=0')
+      const ab = await state.stack.startCountersAb()
+      state.countersAb = ab
+      // Warmed on the storm's own traffic, so the first round is not the JIT's.
+      const warm = await signVendorRequests(replays(seen, state.run.config.warmupRequests))
+      for (const url of [ab.onUrl, ab.offUrl]) await warmUp(state.load, url, warm)
+      return true
+    },
+    async after(state) {
+      await state.countersAb?.stop()
+      state.countersAb = undefined
     },
   },
   overload: {
@@ -159,7 +181,7 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
 
 export async function runPhase(state: RunState, phase: Phase, seen: VendorEvent[]): Promise<void> {
   const hooks = PHASE_HOOKS[phase.name]
-  if (hooks?.before && !(await hooks.before(state))) return
+  if (hooks?.before && !(await hooks.before(state, seen))) return
   const concurrencies = phase.at === 'sweep' ? state.run.config.sweep : [state.c50]
   for (const c of concurrencies) {
     for (const scenario of phase.scenarios) {
@@ -189,6 +211,9 @@ async function stepSpec(
     target: TARGET_LABELS[scenario.target],
     url: urlOf(state, scenario.target),
     concurrency: scenario.openLoop ? 0 : c,
+    ...(scenario.durationS
+      ? { durationS: Math.min(scenario.durationS, state.run.config.durationS) }
+      : {}),
     ...open,
     ...traffic,
     // Requests that are events but reach no database: nothing to check them against.
@@ -206,6 +231,10 @@ function urlOf(state: RunState, target: Target): string {
       return stack.verifyOnlyUrl
     case 'memoGateway':
       return stack.memoGatewayUrl
+    case 'countersOnGateway':
+    case 'countersOffGateway':
+      if (!state.countersAb) throw new Error('the counters A/B gateways are not running')
+      return target === 'countersOnGateway' ? state.countersAb.onUrl : state.countersAb.offUrl
     case 'origin':
       return stack.origin.url
     case 'rawInsert':

@@ -3,7 +3,9 @@
  * (printed, and as Markdown for docs/benchmark.md), and the machine the numbers came from.
  * @module
  */
+
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
+import { type DecisionCountersCost, describeCost } from './decision-counters-phase'
 import type { OverloadReport } from './overload'
 import type { QueueDrainReport } from './queue-drain'
 import type { KeyMemory, RedisBenchmarkResult } from './redis'
@@ -71,6 +73,8 @@ export interface BenchReport {
   problems: string[]
   /** Things worth knowing that are not failures (a section skipped for time, ...). */
   notes: string[]
+  /** The decision counters' hot-path cost in workerd (phase `decision-counters`). */
+  decisionCounters?: DecisionCountersCost
 }
 
 export interface ProfileSummary {
@@ -346,6 +350,58 @@ export function cpuTable(report: BenchReport, headline: number): string {
   return lines.join('\n')
 }
 
+/**
+ * The decision counters' cost per decision, and what share that is of the workerd CPU a
+ * duplicate-storm request took at the headline concurrency (the cheapest gateway request, so the
+ * largest share), when both were measured.
+ */
+export function decisionCountersLine(report: BenchReport, headline: number): string {
+  const cost = report.decisionCounters
+  if (!cost) return 'decision counters: not measured (phase decision-counters not run)'
+  // The sweep's storm, or the A/B's own when the sweep did not run.
+  const stormId = [`duplicate-storm@${headline}`, `storm-counters-on-1@${headline}`].find(
+    (id) => workerdUsPerRequest(report.steps, id) !== null,
+  )
+  const stormUs = stormId ? (workerdUsPerRequest(report.steps, stormId) ?? 0) : 0
+  const share =
+    stormUs > 0
+      ? `; ${fmt((100 * cost.nsPerDecision) / 1000 / stormUs, 2)} % of the workerd CPU of a ` +
+        `${stormId} request (${fmt(stormUs)} µs)`
+      : ''
+  return `decision counters: ${describeCost(cost)}${share}`
+}
+
+/** workerd CPU µs per answered request of a step, or null when it did not run. */
+function workerdUsPerRequest(steps: StepResult[], id: string): number | null {
+  const step = find(steps, id)
+  return step?.answered ? ((step.cpuMs.workerd ?? 0) * 1000) / step.answered : null
+}
+
+/**
+ * The counters' A/B: the duplicate storm's workerd CPU per request with the counters on and off
+ * (phase `decision-counters`, two alternated rounds of each), the difference, and the noise: how
+ * far two runs of the same setting differ.
+ */
+export function countersAbLine(report: BenchReport, headline: number): string {
+  const us = (setting: 'on' | 'off', round: number) =>
+    workerdUsPerRequest(report.steps, `storm-counters-${setting}-${round}@${headline}`)
+  const [on1, on2, off1, off2] = [us('on', 1), us('on', 2), us('off', 1), us('off', 2)]
+  if (on1 == null || on2 == null || off1 == null || off2 == null) {
+    return 'counters A/B: not measured'
+  }
+  const onUs = (on1 + on2) / 2
+  const offUs = (off1 + off2) / 2
+  const noise = Math.max(Math.abs(on1 - on2), Math.abs(off1 - off2))
+  const diff = onUs - offUs
+  const verdict = Math.abs(diff) <= noise ? 'within the noise' : 'larger than the noise'
+  return (
+    `counters A/B (duplicate storm, c=${headline}, DECISION_FLUSH_SECONDS default vs 0, two ` +
+    `alternated rounds each): workerd ${fmt(onUs)} µs per request on, ${fmt(offUs)} off, ` +
+    `difference ${diff >= 0 ? '+' : ''}${fmt(diff)} µs; two runs of one setting differ by up to ` +
+    `${fmt(noise)} µs: ${verdict}`
+  )
+}
+
 /** Per step: what the gateway and the origin logged, e.g. "gateway duplicate by redis (200) 1,922". */
 export function decisionsList(report: BenchReport): string {
   return ordered(report.steps)
@@ -452,6 +508,19 @@ export function markdown(report: BenchReport, headline: number): string {
       'Per-request CPU is the figure that noise disturbs least.',
     '',
     cpuTable(report, headline),
+    '',
+    '## What the decision counters cost',
+    '',
+    "One decision through the Worker's hot-path counting call (tallyDecision, as countDecision " +
+      'runs it once per delivery), N times in one request to the verify-only Worker in workerd, ' +
+      'timed from outside against the same request with N = 0 (bench/decision-counters-phase.ts). ' +
+      'The flush is not on the hot path (one subrequest per isolate and DECISION_FLUSH_SECONDS). ' +
+      'Then the whole gateway: the duplicate storm against two fresh gateways alike but for the ' +
+      'counters (default on; DECISION_FLUSH_SECONDS=0), alternated twice, workerd CPU per request ' +
+      'each; two runs of one setting show the noise.',
+    '',
+    `- ${decisionCountersLine(report, headline)}`,
+    `- ${countersAbLine(report, headline)}`,
     '',
     '## Who decided',
     '',

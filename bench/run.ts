@@ -7,8 +7,9 @@
  *
  *   warm-up → redis-benchmark (SET NX PX GET) → seed (N new events: the replay set and the Redis
  *   memory sample) → for each concurrency: verify-only, duplicate storm, first-seen → mixed 1:7 →
- *   origin insert and replay called directly → Upstash stand-in SET NX called directly →
- *   `wrangler dev` first-seen and storm → Redis down (stand-in stopped, Postgres decides).
+ *   origin insert and replay called directly → Upstash stand-in SET NX called directly → the
+ *   decision counters' cost per decision in workerd → `wrangler dev` first-seen and storm → Redis
+ *   down (stand-in stopped, Postgres decides).
  *
  * The scenarios are a table (bench/scenarios.ts), run by bench/runner.ts on the stack of
  * bench/stack.ts; this file is the entry: settings, signals, cleanup, results and the summary.
@@ -34,7 +35,9 @@ import { captureConsoleLines, LogTally } from './logs'
 import { largestProfile, summarizeProfile } from './profile'
 import {
   type BenchReport,
+  countersAbLine,
   cpuTable,
+  decisionCountersLine,
   machineInfo,
   markdown,
   resultsTable,
@@ -147,6 +150,9 @@ async function main(): Promise<number> {
       '',
       `CPU ms per 1,000 requests (c=${config.headlineConcurrency}):`,
       cpuTable(report, config.headlineConcurrency),
+      '',
+      decisionCountersLine(report, config.headlineConcurrency),
+      countersAbLine(report, config.headlineConcurrency),
       '',
       failed.length === 0
         ? `Correctness: all ${report.checks.length} checks passed.`

@@ -64,6 +64,7 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
     overloadTargets: judgeOverloadTargets(state.overload),
     ...(state.overload ? { overload: state.overload } : {}),
     ...(state.queueDrain ? { queueDrain: state.queueDrain } : {}),
+    ...(state.decisionCounters ? { decisionCounters: state.decisionCounters } : {}),
     checks: steps.flatMap((s) => s.checks.map((c) => ({ ...c, step: s.id }))),
     elapsedS: 0,
     problems,
@@ -173,6 +174,7 @@ async function openRun(run: BenchRun): Promise<RunState> {
       return outcome
     },
     dev: undefined,
+    countersAb: undefined,
     profileDir,
     workerProfiler: undefined,
   }

@@ -6,7 +6,8 @@
  *
  *   sweep: verify-only, duplicate storm and first-seen side by side at each concurrency →
  *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
- *   → the origin, a raw INSERT and the Upstash stand-in on their own → overload (the origin
+ *   → the origin, a raw INSERT and the Upstash stand-in on their own → the decision counters'
+ *   cost per decision in workerd (bench/decision-counters-phase.ts) → overload (the origin
  *   limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
  *   bench/overload.ts) → queue (the spool consumer's drain per batch size; bench/queue-drain.ts) →
  *   `wrangler dev` first-seen and storm.
@@ -17,6 +18,8 @@ import type { StepKind } from './steps'
 export type Target =
   | 'gateway'
   | 'memoGateway'
+  | 'countersOnGateway'
+  | 'countersOffGateway'
   | 'verifyOnly'
   | 'origin'
   | 'rawInsert'
@@ -27,6 +30,8 @@ export type Target =
 export const TARGET_LABELS: Record<Target, string> = {
   gateway: 'gateway (Miniflare)',
   memoGateway: 'gateway, memo on (Miniflare)',
+  countersOnGateway: 'gateway, counters on, fresh (Miniflare)',
+  countersOffGateway: 'gateway, DECISION_FLUSH_SECONDS=0, fresh (Miniflare)',
   wranglerDev: 'gateway (wrangler dev)',
   verifyOnly: 'verify-only (Miniflare)',
   origin: 'origin (direct)',
@@ -56,6 +61,8 @@ export interface Scenario {
   baseline?: { name: string; at: 'same' | 'headline' }
   /** Verify-only and the Upstash stand-in never reach Postgres: there are no rows to check. */
   touchesDatabase?: false
+  /** Seconds, when shorter than the run's step duration (BENCH_DURATION_S) is enough. */
+  durationS?: number
   /**
    * Open loop at the run's backfill rate for its backfill duration (BENCH_BACKFILL_RATE,
    * BENCH_BACKFILL_S), instead of a closed loop at a concurrency.
@@ -73,12 +80,20 @@ export type PhaseName =
   | 'wrangler-dev'
   | 'overload'
   | 'queue'
+  | 'decision-counters'
 
 export interface Phase {
   name: PhaseName
   /** Every concurrency of BENCH_SWEEP, or the headline concurrency only. */
   at: 'sweep' | 'headline'
   scenarios: readonly Scenario[]
+}
+
+/** Seconds of each step of the counters' A/B: two rounds of two, a few seconds in all. */
+const COUNTERS_AB_S = 2
+
+function counterStorm(target: Target, name: string, label: string): Scenario {
+  return { name, label, kind: 'scenario', target, traffic: 'replays', durationS: COUNTERS_AB_S }
 }
 
 export const PHASES: readonly Phase[] = [
@@ -206,6 +221,24 @@ export const PHASES: readonly Phase[] = [
         touchesDatabase: false,
       },
     ],
+  },
+  {
+    // First the loop in workerd (bench/decision-counters-phase.ts), then this A/B: the storm on
+    // two fresh gateways alike but for the counters (on, off), alternated twice.
+    name: 'decision-counters',
+    at: 'headline',
+    scenarios: [1, 2].flatMap((round) => [
+      counterStorm(
+        'countersOnGateway',
+        `storm-counters-on-${round}`,
+        `duplicate storm, counters on (${round})`,
+      ),
+      counterStorm(
+        'countersOffGateway',
+        `storm-counters-off-${round}`,
+        `duplicate storm, counters off (${round})`,
+      ),
+    ]),
   },
   {
     // Runs apart from this table (bench/overload.ts): workers of its own, a slow origin.

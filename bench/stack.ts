@@ -39,6 +39,19 @@ export interface Stack {
   gatewayInspectorUrl?: string
   /** The gateway under `wrangler dev` on the same wiring, stopped with the stack. */
   startWorkerDev(onLine: (line: string) => void): Promise<WorkerDevHandle>
+  /**
+   * Two fresh gateways alike but for their decision counters (default on, and
+   * DECISION_FLUSH_SECONDS=0), for the counters' A/B; their workerd processes count under workerd
+   * while they run. Stopped by the caller, or with the stack.
+   */
+  startCountersAb(): Promise<CountersAb>
+}
+
+/** The counters' A/B pair: same start, same age, counters on and off. */
+export interface CountersAb {
+  onUrl: string
+  offUrl: string
+  stop(): Promise<void>
 }
 
 export interface StackOptions {
@@ -55,6 +68,7 @@ export interface StackOptions {
 
 /** The memo gateway's setting: room for every key of a run's replay set. */
 const MEMO_ON = { SETTLED_MEMO_ENTRIES: '100000', SETTLED_MEMO_SECONDS: '600' }
+const COUNTERS_OFF = { DECISION_FLUSH_SECONDS: '0' }
 const VERIFY_ONLY_CONFIG = join(REPO_ROOT, 'bench', 'verify-only.wrangler.toml')
 
 export async function startBenchStack(options: StackOptions): Promise<Stack> {
@@ -87,6 +101,7 @@ export async function startBenchStack(options: StackOptions): Promise<Stack> {
   const rawInsert = await startRawInsertServer(local.database.originEnv)
   options.cleanup.add('raw insert server', () => rawInsert.stop({ graceMs: 5_000 }))
   const workers = [local.worker, local.baselineWorker, memoGateway]
+  const workerdPids = workers.flatMap((w) => (w?.runtime === 'miniflare' ? w.runtimePids : []))
   const { worker } = local
   return {
     local,
@@ -97,8 +112,27 @@ export async function startBenchStack(options: StackOptions): Promise<Stack> {
     verifyOnlyUrl: local.baselineWorker?.url ?? '',
     memoGatewayUrl: memoGateway.url,
     rawInsert: { url: rawInsert.url, pid: rawInsert.process.pid },
-    workerdPids: workers.flatMap((w) => (w?.runtime === 'miniflare' ? w.runtimePids : [])),
+    workerdPids,
     gatewayInspectorUrl: worker.runtime === 'miniflare' ? worker.inspectorUrl : undefined,
+    async startCountersAb() {
+      const [on, off] = await Promise.all([
+        local.startWorker({ vars: vendorVars() }),
+        local.startWorker({ vars: { ...vendorVars(), ...COUNTERS_OFF } }),
+      ])
+      const pids = [on, off].flatMap((w) => (w.runtime === 'miniflare' ? w.runtimePids : []))
+      workerdPids.push(...pids)
+      return {
+        onUrl: on.url,
+        offUrl: off.url,
+        async stop() {
+          await Promise.all([on.stop(), off.stop()])
+          for (const pid of pids) {
+            const at = workerdPids.indexOf(pid)
+            if (at >= 0) workerdPids.splice(at, 1)
+          }
+        },
+      }
+    },
     async startWorkerDev(onLine) {
       const dev = await local.startWorker({ runtime: 'dev', vars: vendorVars(), onLine })
       if (dev.runtime !== 'dev') throw new Error('wrangler dev did not start as wrangler dev')

@@ -4,6 +4,10 @@
  * No parsing, no Redis, no origin. What the duplicate storm is compared against: the cost of a
  * request that does nothing but prove it came from the vendor.
  *
+ * Also `GET /bench/decision-counters?n=N`: N decisions through the gateway's counters
+ * (bench/decision-tally-loop.ts), timed from outside by bench/decision-counters-phase.ts. Not a
+ * webhook route: the baseline's own path is untouched.
+ *
  * Not part of the production Worker; bundled from bench/verify-only.wrangler.toml.
  * @module
  */
@@ -14,6 +18,7 @@ import { verifyTwilioTenant } from '../worker/channels/twilio'
 import type { Env } from '../worker/env'
 import { GatewayError } from '../worker/errors'
 import { verifiedRequest } from '../worker/gateway'
+import { tallyDecisions } from './decision-tally-loop'
 
 const app = new Hono<{ Bindings: Env }>()
 const ok = () => new Response(null, { status: 200 })
@@ -50,6 +55,15 @@ app.post('/webhooks/telegram', async (c) => {
 })
 
 app.get('/healthz', (c) => c.json({ ok: true }))
+
+/** At most this many decisions per request: a few hundred ms of CPU, far from any limit. */
+const MAX_TALLY_CALLS = 2_000_000
+
+app.get('/bench/decision-counters', (c) => {
+  const n = Math.min(MAX_TALLY_CALLS, Math.max(0, Number(c.req.query('n')) || 0))
+  tallyDecisions(n, Date.now())
+  return c.json({ n })
+})
 
 app.onError((err, c) => {
   if (err instanceof GatewayError) {

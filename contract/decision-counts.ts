@@ -21,6 +21,14 @@ export const MAX_TALLY_ROWS = 2_000
 /** Keyed decisions kept between two flushes at most; more are counted, not kept. */
 export const MAX_SAMPLED_KEYS = 200
 
+/**
+ * The decision counted when the spool consumer gives a queued event back to its queue to try
+ * again (the origin failed it), decided by the gateway, with the failure's kind as its reason:
+ * the console's "retried (last hour)". A retry is not a delivery: the overview's columns leave it
+ * out.
+ */
+export const SPOOL_RETRIED = 'retried'
+
 /** What is counted of one decision. */
 export interface CountedDecision {
   channel: string

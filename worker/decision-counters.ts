@@ -12,7 +12,7 @@ import {
   type DecisionBatch,
   DecisionTally,
 } from '../contract/decision-counts'
-import type { OriginConfig } from './config'
+import type { OriginConfig, Settings } from './config'
 import type { GatewayError } from './errors'
 import { forwardBody } from './forward'
 import { logProblem } from './log'
@@ -31,6 +31,14 @@ export interface FlushTarget {
   waitUntil(promise: Promise<unknown>): void
 }
 
+/** This isolate's flush target under `settings`, flushing in the event's `waitUntil`. */
+export function flushTargetOf(
+  settings: Pick<Settings, 'origin' | 'decisionFlushSeconds'>,
+  waitUntil: (promise: Promise<unknown>) => void,
+): FlushTarget {
+  return { origin: settings.origin, everySeconds: settings.decisionFlushSeconds, waitUntil }
+}
+
 // One tally per isolate: module state lives as long as the isolate does.
 const tally = new DecisionTally()
 /**
@@ -45,17 +53,40 @@ let scheduled = false
 /** Counts one decision and makes sure a flush is on its way within the interval. */
 export function countDecision(target: FlushTarget, decision: CountedDecision): void {
   if (!target.origin || target.everySeconds <= 0) return
+  tallyDecision(tally, decision, Date.now())
+  scheduleFlush(target.origin, target)
+}
+
+/**
+ * Sends what this isolate still holds (counts, or a batch the origin did not take) within the
+ * interval, if it holds any. For handlers that run when the origin may be back but count nothing
+ * themselves (a spool delivery that landed): without it, counts taken while the origin was down
+ * wait for the isolate's next decision.
+ */
+export function flushPending(target: FlushTarget): void {
+  if (!target.origin || target.everySeconds <= 0 || (!unsent && tally.empty)) return
+  scheduleFlush(target.origin, target)
+}
+
+function scheduleFlush(origin: OriginConfig, target: FlushTarget): void {
+  if (scheduled) return
+  scheduled = true
+  // An isolate's first decision waits a whole interval too: the ones right after it join it.
+  if (lastFlushAt === 0) lastFlushAt = Date.now()
+  target.waitUntil(flushLoop(origin, target.everySeconds * 1000))
+}
+
+/**
+ * What a delivery pays on the hot path: its reason kept when it is a code, then one map update.
+ * Exported for `npm run bench` (bench/decision-tally-loop.ts), which times this in workerd.
+ */
+export function tallyDecision(into: DecisionTally, decision: CountedDecision, nowMs: number): void {
   const reason = decision.payloadMismatch
     ? 'payload_mismatch'
     : decision.reason && REASON_CODE.test(decision.reason)
       ? decision.reason
       : undefined
-  tally.add({ ...decision, reason }, Date.now())
-  if (scheduled) return
-  scheduled = true
-  // An isolate's first decision waits a whole interval too: the ones right after it join it.
-  if (lastFlushAt === 0) lastFlushAt = Date.now()
-  target.waitUntil(flushLoop(target.origin, target.everySeconds * 1000))
+  into.add({ ...decision, reason }, nowMs)
 }
 
 /** Why the gateway refused a request, as a code the console groups by. */

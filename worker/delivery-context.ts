@@ -6,7 +6,7 @@
  */
 import type { ClaimStore } from '../claims'
 import type { OriginConfig, Settings } from './config'
-import { countDecision } from './decision-counters'
+import { countDecision, flushTargetOf } from './decision-counters'
 import type { Env } from './env'
 import { ChannelNotConfiguredError } from './errors'
 import { claimStoreFor } from './gateway'
@@ -91,12 +91,5 @@ export function logOutcome(ctx: DeliveryContext, outcome: Outcome, status: numbe
     ms: Date.now() - ctx.startedAt,
   }
   logDecision(line)
-  countDecision(
-    {
-      origin: ctx.origin,
-      everySeconds: ctx.settings.decisionFlushSeconds,
-      waitUntil: ctx.waitUntil,
-    },
-    line,
-  )
+  countDecision(flushTargetOf(ctx.settings, ctx.waitUntil), line)
 }

@@ -11,7 +11,7 @@ import { operatorAccess } from '../contract/operator-token'
 import { api } from './api/routes'
 import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
-import { channelOfPath, countDecision, refusalReason } from './decision-counters'
+import { channelOfPath, countDecision, flushTargetOf, refusalReason } from './decision-counters'
 import type { Env } from './env'
 import { GatewayError } from './errors'
 import { waitUntil } from './gateway'
@@ -62,11 +62,7 @@ function countRefusal(c: Context<{ Bindings: Env }>, err: GatewayError): void {
   if (!channel || err.status >= 500) return
   const settings = settingsFor(c.env)
   countDecision(
-    {
-      origin: settings.origin,
-      everySeconds: settings.decisionFlushSeconds,
-      waitUntil: (promise) => waitUntil(c, promise),
-    },
+    flushTargetOf(settings, (promise) => waitUntil(c, promise)),
     { channel, decision: 'rejected', decidedBy: 'gateway', reason: refusalReason(err) },
   )
 }

@@ -1,10 +1,13 @@
 /**
  * The overview's health row: Postgres answers, Redis answers (through the claim store, whose
- * calls are bounded by REDIS_TIMEOUT_MS), the spool's counters, and what was spooled and
- * dead-lettered in the last hour.
+ * calls are bounded by REDIS_TIMEOUT_MS), the spool's counters, and what was spooled, retried and
+ * dead-lettered in the last hour: spooled and retried from the gateway's flushed decision counts
+ * (`spooled` by a front door, `retried` by the spool consumer giving an event back to its queue),
+ * dead-lettered from channel_failures.
  * @module
  */
 import type { ClaimStore } from '../../claims'
+import { SPOOL_RETRIED } from '../../contract/decision-counts'
 import type { Database } from '../db'
 
 export interface Health {
@@ -14,6 +17,8 @@ export interface Health {
   queue: Record<string, number> | null
   deadLastHour: number
   spooledLastHour: number
+  /** Spool retries: one per time the consumer gave an event back to the queue. */
+  retriedLastHour: number
 }
 
 export async function healthOf(db: Database, claims: ClaimStore | null): Promise<Health> {
@@ -33,12 +38,14 @@ export async function healthOf(db: Database, claims: ClaimStore | null): Promise
   }
   const hour = { since: new Date(Date.now() - 3_600_000), until: new Date(Date.now() + 60_000) }
   const lastHour = await db
-    .query<{ spooled: string; dead: string }>(
+    .query<{ spooled: string; retried: string; dead: string }>(
       `SELECT (SELECT coalesce(sum(count), 0) FROM gateway_decisions
                 WHERE decision = 'spooled' AND bucket >= $1 AND bucket < $2)::text AS spooled,
+              (SELECT coalesce(sum(count), 0) FROM gateway_decisions
+                WHERE decision = $3 AND bucket >= $1 AND bucket < $2)::text AS retried,
               (SELECT count(*) FROM channel_failures
                 WHERE stage = 'inbound' AND created_at >= $1 AND created_at < $2)::text AS dead`,
-      [hour.since, hour.until],
+      [hour.since, hour.until, SPOOL_RETRIED],
     )
     .catch(() => [])
   return {
@@ -46,6 +53,7 @@ export async function healthOf(db: Database, claims: ClaimStore | null): Promise
     redis,
     queue,
     spooledLastHour: Number(lastHour[0]?.spooled ?? 0),
+    retriedLastHour: Number(lastHour[0]?.retried ?? 0),
     deadLastHour: Number(lastHour[0]?.dead ?? 0),
   }
 }

@@ -5,7 +5,7 @@
  * a series over time for the chart.
  * @module
  */
-import { MS_BUCKETS } from '../../contract/decision-counts'
+import { MS_BUCKETS, SPOOL_RETRIED } from '../../contract/decision-counts'
 import type { Queryable } from '../db'
 
 export interface Range {
@@ -97,9 +97,10 @@ export async function overview(db: Queryable, range: Range): Promise<ChannelOver
       `SELECT channel, decision, decided_by, reason, sum(count)::text AS n,
               ARRAY[sum(ms_le_5), sum(ms_le_20), sum(ms_le_50), sum(ms_le_200), sum(ms_le_1000),
                     sum(ms_over)]::text[] AS h
-         FROM gateway_decisions WHERE bucket >= $1 AND bucket < $2
+         FROM gateway_decisions WHERE bucket >= $1 AND bucket < $2 AND decision <> $3
         GROUP BY 1, 2, 3, 4`,
-      [range.since, range.until],
+      // Spool retries are not deliveries: the health row shows them.
+      [range.since, range.until, SPOOL_RETRIED],
     ),
     db.query<{ channel: string; n: string }>(
       `SELECT channel, count(*)::text AS n FROM channel_failures

@@ -3,7 +3,8 @@
  * against the whole local stack: the Worker in Miniflare with real signed vendor deliveries, the
  * origin process, real Postgres and Redis. What the operator sees: sign-in, the overview's counts
  * by deciding layer (from the Worker's flushed counters), lookup by a vendor id (with its edits),
- * a dead letter replayed with one click, vendor content escaped, CSRF refused.
+ * a dead letter (its spool retry in the health row) replayed with one click, vendor content
+ * escaped, CSRF refused.
  */
 import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
@@ -176,6 +177,10 @@ describe('the operator console', () => {
       return rows[0]
     }
     await eventually(async () => (await deadRow())?.status === 'dead', 90_000)
+    // Its first attempt was given back to the queue: a spool retry, counted in the Worker while
+    // the origin was down and sent once a consumer batch ran with the origin back.
+    await eventually(async () => (await ui.health('retried')) >= 1, 30_000)
+    expect(await ui.health('dead')).toBeGreaterThanOrEqual(1)
     const id = (await deadRow())?.id as string
     expect(await e2e.rows(event)).toBe(0)
 

@@ -187,6 +187,52 @@ describe('POST /v1/decisions', () => {
   })
 })
 
+describe("the overview's health row", () => {
+  /** The number in one health cell (`data-health`) of the overview page. */
+  async function healthCell(cookie: string, name: string): Promise<number> {
+    const page = await (await ui.app.request(BASE, { headers: { cookie } })).text()
+    const cell = new RegExp(`data-health="${name}"[^>]*>\\s*(\\d+)\\s*<`).exec(page)
+    if (!cell) throw new Error(`no ${name} cell in the overview`)
+    return Number(cell[1])
+  }
+
+  it('retried (last hour): the spool retries the Worker flushed, summed over channels and reasons; not a delivery column', async () => {
+    const { cookie } = await signIn()
+    const before = await healthCell(cookie, 'retried')
+    const minute = Math.floor(Date.now() / 60_000) * 60
+    const retried = (channel: string, reason: string, count: number) => ({
+      minute,
+      channel,
+      decision: 'retried',
+      decidedBy: 'gateway',
+      reason,
+      count,
+      histogram: [0, 0, 0, 0, 0, 0],
+    })
+    const hourAgo = { ...retried('slack', 'origin_503', 50), minute: minute - 2 * 3600 }
+    const res = await signedPost(
+      `${tb.origin.url}/v1/decisions`,
+      JSON.stringify({
+        id: crypto.randomUUID(),
+        rows: [
+          retried('slack', 'origin_503', 2),
+          retried('retry-only', 'origin_timeout', 3),
+          hourAgo,
+        ],
+        keys: [],
+        dropped: 0,
+      }),
+      secret(),
+    )
+    expect(res.status).toBe(200)
+    expect(await healthCell(cookie, 'retried')).toBe(before + 5)
+    const page = await (await ui.app.request(BASE, { headers: { cookie } })).text()
+    expect(page).toContain('retried (last hour)')
+    // A channel with nothing but retries has no row among the deliveries.
+    expect(page).not.toContain('data-channel="retry-only"')
+  })
+})
+
 describe('sessions', () => {
   it('an expired session signs out; sign-out ends the session; no token in any log line', async () => {
     logged.length = 0

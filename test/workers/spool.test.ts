@@ -585,3 +585,47 @@ describe('the real queue binding (wrangler.toml), producer to consumer', () => {
     expect(ours).toEqual([503, 201])
   })
 })
+
+describe('spool retries, counted for the console (decision counters, POST /v1/decisions)', () => {
+  it('events the origin fails in a consumer batch: counted as retried per channel and reason, flushed from the queue handler', async () => {
+    const { h, spool } = withQueues()
+    const messages = await queuedMessages(h, spool, 4)
+    const failing = [messages[1], messages[3]] as SpoolMessage[]
+    await h.setOriginMode({
+      kind: 'poison',
+      deliveryKeys: failing.map((m) => m.event.deliveryKey),
+      status: 503,
+    })
+    // Counters on for the consumer only: the flush waits its interval in the queue handler's
+    // waitUntil, which getQueueResult waits for.
+    const counting = { ...h, env: { ...h.env, DECISION_FLUSH_SECONDS: '1' } }
+    const { ids, retried } = await consume(counting, SPOOL, messages)
+    expect(retried.sort()).toEqual([ids[1], ids[3]].sort())
+
+    const { decisions } = await h.originCalls()
+    const rows = decisions.filter((row) => row.decision === 'retried')
+    expect(rows.map(({ channel, decidedBy, reason }) => ({ channel, decidedBy, reason }))).toEqual([
+      { channel: 'slack', decidedBy: 'gateway', reason: 'origin_503' },
+    ])
+    expect(rows.reduce((n, row) => n + row.count, 0)).toBe(2)
+  })
+
+  it('the origin down for the whole batch: the flush fails too; the next batch that lands sends the counts, once', async () => {
+    const { h, spool } = withQueues()
+    const messages = await queuedMessages(h, spool, 3)
+    const counting = { ...h, env: { ...h.env, DECISION_FLUSH_SECONDS: '1' } }
+    // Still down (queuedMessages left it failing): every message retried, every flush refused.
+    const failed = await consume(counting, SPOOL, messages)
+    expect(failed.retried.sort()).toEqual([...failed.ids].sort())
+    const retriedRows = async () =>
+      (await h.originCalls()).decisions.filter((row) => row.decision === 'retried')
+    expect(await retriedRows()).toEqual([])
+
+    await h.setOriginMode({ kind: 'ok' })
+    const landed = await consume(counting, SPOOL, messages, 2)
+    expect(landed.acked.sort()).toEqual([...landed.ids].sort())
+    const rows = await retriedRows()
+    expect(rows.map((row) => [row.channel, row.reason])).toEqual([['slack', 'origin_503']])
+    expect(rows.reduce((n, row) => n + row.count, 0)).toBe(3)
+  })
+})

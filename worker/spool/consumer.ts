@@ -20,11 +20,18 @@
  *
  * The handler never throws: locally a throwing `queue()` redelivers the whole batch, acked
  * messages included. Each message is acked or retried explicitly.
+ *
+ * Each spool message given back to the queue is counted (decision `retried`, decided by the
+ * gateway, the failure's kind as reason) in the isolate's decision counters, flushed in this
+ * handler's `waitUntil` like a webhook's: the console's "retried (last hour)". Every batch, of
+ * either queue, also sends counts the isolate still holds (a flush the origin, down, refused).
  * @module
  */
 import { backoffMs } from '../../contract/backoff'
+import { SPOOL_RETRIED } from '../../contract/decision-counts'
 import { packBatches } from '../../contract/event-batch'
 import { type OriginConfig, type Settings, settingsFor } from '../config'
+import { countDecision, flushPending, flushTargetOf } from '../decision-counters'
 import type { Env } from '../env'
 import { describeForward, type ForwardResult, forwardBatch, forwardBody } from '../forward'
 import { claimStoreFor } from '../gateway'
@@ -68,22 +75,26 @@ export async function consumeQueue(
   const settings = settingsFor(env)
   if (isDeadLetterQueue(batch.queue)) {
     const each = batch.messages.map((message) => ({ message }))
-    await eachGuarded(settings, batch.queue, each, ({ message }) =>
+    await eachGuarded(settings, batch.queue, each, null, ({ message }) =>
       recordDead(settings, env, ctx, message),
     )
-    return
+  } else {
+    await deliverQueued(settings, env, ctx, batch.queue, batch.messages)
   }
-  await deliverQueued(settings, env, ctx, batch.queue, batch.messages)
+  // Retries counted while the origin was down could not be sent then; a batch that runs may find
+  // it back, and nothing else in this isolate may count again soon.
+  flushPending(flushTargetOf(settings, (promise) => ctx.waitUntil(promise)))
 }
 
 /**
  * Runs `handle` for each item at once. A throw (a bug, R2 failing: not an answer) keeps that
- * item's message, on the normal schedule.
+ * item's message, on the normal schedule, counted as a spool retry when `ctx` is given.
  */
 async function eachGuarded<T extends { message: Message<unknown> }>(
   settings: Settings,
   queue: string,
   items: readonly T[],
+  ctx: ExecutionContext | null,
   handle: (item: T) => Promise<void>,
 ): Promise<void> {
   await Promise.all(
@@ -93,9 +104,37 @@ async function eachGuarded<T extends { message: Message<unknown> }>(
       } catch (err) {
         logProblem('error', 'spool_consumer_error', { queue, error: describeError(err) })
         item.message.retry({ delaySeconds: retryDelaySeconds(settings, item.message.attempts) })
+        if (ctx) countRetried(settings, ctx, channelOf(item.message.body), 'consumer_error')
       }
     }),
   )
+}
+
+/**
+ * A spool message given back to its queue, counted in this isolate's decision counters (a map
+ * update; the flush is one subrequest per isolate and interval, in this handler's `waitUntil`).
+ */
+function countRetried(
+  settings: Settings,
+  ctx: ExecutionContext,
+  channel: string,
+  reason: string,
+): void {
+  const target = flushTargetOf(settings, (promise) => ctx.waitUntil(promise))
+  countDecision(target, { channel, decision: SPOOL_RETRIED, decidedBy: 'gateway', reason })
+}
+
+/** Why the origin failed a queued event, as a code the console groups by (`origin_503`, ...). */
+function retryReason(result: Extract<ForwardResult, { kind: 'failed' }>): string {
+  return result.reason === 'status' && result.status !== null
+    ? `origin_${result.status}`
+    : `origin_${result.reason}`
+}
+
+/** A queued message's channel, as far as it can be read (an unreadable one has none). */
+function channelOf(body: unknown): string {
+  const event = (body as { event?: { channel?: unknown } } | null)?.event
+  return typeof event?.channel === 'string' && event.channel ? event.channel : 'unknown'
 }
 
 /** A queued message read back and valid, ready to forward. */
@@ -121,6 +160,7 @@ async function deliverQueued(
     settings,
     queue,
     messages.map((message, index) => ({ message, index })),
+    ctx,
     async ({ message, index }) => {
       read[index] = await readQueued(settings, env, ctx, message)
     },
@@ -132,6 +172,7 @@ async function deliverQueued(
     settings,
     queue,
     queued.map((item, index) => ({ ...item, result: results[index] as ForwardResult })),
+    ctx,
     (item) => settleQueued(settings, env, ctx, item, item.result),
   )
 }
@@ -223,6 +264,7 @@ async function settleQueued(
   const delaySeconds = retryDelaySeconds(settings, message.attempts)
   message.retry({ delaySeconds })
   later(claims?.count(`spool_retried:${event.channel}`))
+  countRetried(settings, ctx, event.channel, retryReason(result))
   logProblem('warn', 'spool_retry', { ...fields, origin: error, delaySeconds })
 }
 
@@ -303,6 +345,7 @@ async function deadLetter(
   } catch (err) {
     logProblem('error', 'spool_dead_letter_failed', { ...fields, error: describeError(err) })
     message.retry({ delaySeconds: settings.spool.retryMaxSeconds })
+    countRetried(settings, ctx, report.channel || 'unknown', 'dead_letter_failed')
     return
   }
   message.ack()

@@ -72,6 +72,9 @@ export const OverviewPage: FC<{
         <th>Postgres</th>
         <th>Redis</th>
         <th>spooled (last hour)</th>
+        <th title="spool events the consumer gave back to the queue after the origin failed them">
+          retried (last hour)
+        </th>
         <th>dead-lettered (last hour)</th>
         <th>spool counters (since Redis started)</th>
       </tr>
@@ -79,8 +82,15 @@ export const OverviewPage: FC<{
         <td class="ok">ok</td>
         <td class={health.postgres === 'ok' ? 'ok' : 'bad'}>{health.postgres}</td>
         <td class={health.redis === 'ok' ? 'ok' : 'bad'}>{health.redis}</td>
-        <td class="n">{health.spooledLastHour}</td>
-        <td class="n">{health.deadLastHour}</td>
+        <td class="n" data-health="spooled">
+          {health.spooledLastHour}
+        </td>
+        <td class="n" data-health="retried">
+          {health.retriedLastHour}
+        </td>
+        <td class="n" data-health="dead">
+          {health.deadLastHour}
+        </td>
         <td class="mono">
           {health.queue
             ? Object.entries(health.queue)

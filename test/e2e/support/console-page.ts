@@ -26,6 +26,13 @@ export class ConsolePage {
     return Number.parseInt((await cell.first().textContent()) ?? '0', 10)
   }
 
+  /** A number of the overview's health row: `spooled`, `retried` or `dead` (last hour). */
+  async health(name: 'spooled' | 'retried' | 'dead'): Promise<number> {
+    await this.page.goto(`${this.base}/console`)
+    const cell = this.page.locator(`td[data-health="${name}"]`)
+    return Number.parseInt((await cell.first().textContent())?.trim() ?? '', 10)
+  }
+
   async lookup(id: string): Promise<void> {
     await this.page.goto(`${this.base}/console/lookup`)
     await this.page.getByRole('searchbox').fill(id)

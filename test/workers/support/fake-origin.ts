@@ -10,6 +10,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { DecisionBatch, TallyRow } from '../../../contract/decision-counts'
 import { type InboundEvent, parseInboundEvent } from '../../../contract/event'
 import {
   ANSWER_SIGNATURE_HEADER,
@@ -67,6 +68,9 @@ interface Namespace {
   answers: Map<string, { fingerprint: string; status: number; body: unknown }>
   /** How many batch requests (`POST /v1/events/batch`) came, and how many events each held. */
   batches: number[]
+  /** The decision counts' rows taken (`POST /v1/decisions`), each batch id once. */
+  decisions: TallyRow[]
+  decisionBatchIds: Set<string>
 }
 
 export interface FakeOrigin {
@@ -115,6 +119,8 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       dead: [],
       answers: new Map(),
       batches: [],
+      decisions: [],
+      decisionBatchIds: new Set(),
     }
     namespaces.set(id, n)
     return n
@@ -122,7 +128,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const match =
-      /^\/ns\/([\w-]+)\/(v1\/events|v1\/events\/batch|v1\/failures\/inbound|mode|calls|login|healthz)$/.exec(
+      /^\/ns\/([\w-]+)\/(v1\/events|v1\/events\/batch|v1\/failures\/inbound|v1\/decisions|mode|calls|login|healthz)$/.exec(
         req.url ?? '',
       )
     if (!match) return send(res, 404, { error: { code: 'not_found' } })
@@ -156,6 +162,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
         rows: space.rows.size,
         dead: space.dead,
         batches: space.batches,
+        decisions: space.decisions,
         logins: loginHits.get(id) ?? 0,
         healthChecks: healthHits.get(id) ?? 0,
       })
@@ -179,6 +186,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
         : (status, answer) =>
             sendSigned(res, status, answer, verdict.secret, requestSignature as string)
     if (route === 'v1/failures/inbound') return recordDead(space, body, reply)
+    if (route === 'v1/decisions') return recordDecisions(space, body, reply)
     if (route === 'v1/events/batch') {
       // As the origin: one answer per event, each what the event alone would get; 200 as a whole.
       const { events } = JSON.parse(body) as { events: unknown[] }
@@ -315,6 +323,15 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       answered,
     })
     return reply(answered, answered === 201 ? { failureId: String(space.dead.length) } : {})
+  }
+
+  /** The Worker's decision counts: taken (200) unless the namespace is failing, as the origin. */
+  function recordDecisions(space: Namespace, body: string, reply: Reply): Promise<void> {
+    if (space.mode.kind === 'fail') return reply(space.mode.status, {})
+    const batch = JSON.parse(body) as DecisionBatch
+    if (!space.decisionBatchIds.has(batch.id)) space.decisions.push(...batch.rows)
+    space.decisionBatchIds.add(batch.id)
+    return reply(200, { ok: true })
   }
 
   const server: Server = createServer((req, res) => {

@@ -9,6 +9,7 @@ import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
 import { env } from 'cloudflare:workers'
 import { Redis } from '@upstash/redis/cloudflare'
 import { inject } from 'vitest'
+import type { TallyRow } from '../../../contract/decision-counts'
 import type { SignedDelivery } from '../../../local/vendor-deliveries'
 import type { Env } from '../../../worker/env'
 import worker from '../../../worker/index'
@@ -29,6 +30,8 @@ export interface OriginRecord {
   dead: DeadReportCall[]
   /** Each batch request (`POST /v1/events/batch`): how many events it held. */
   batches: number[]
+  /** The decision counts taken (`POST /v1/decisions`), every row of every batch. */
+  decisions: TallyRow[]
   /** Requests for the login page behind its `redirect` mode: a followed redirect lands there. */
   logins: number
   /** GET /healthz: the Worker's origin probe. */

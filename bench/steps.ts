@@ -128,7 +128,7 @@ async function settle(
   sql: pg.Pool,
   afterId: string,
   touchesDatabase: boolean,
-  { stableMs = 600, maxMs = 5_000 } = {},
+  { stableMs = 600, maxMs = 5_000, expectRows = 0 } = {},
 ): Promise<void> {
   if (!touchesDatabase) {
     await sleep(300)
@@ -137,7 +137,11 @@ async function settle(
   let previous = -1
   let stable = 0
   const until = Date.now() + maxMs
-  while (Date.now() < until) {
+  // Events the gateway queued (shed, or the origin slow) land through the spool consumer, in
+  // batches up to a second apart, later again after a retry: stable is not enough while fewer
+  // rows than acknowledged new events exist; then it waits up to SPOOLED_MAX_MS for them.
+  const spooledUntil = Date.now() + SPOOLED_MAX_MS
+  while (Date.now() < Math.max(until, expectRows > 0 ? spooledUntil : 0)) {
     const { rows } = await sql.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM messages WHERE id > $1',
       [afterId],
@@ -145,9 +149,23 @@ async function settle(
     const n = rows[0]?.n ?? 0
     stable = n === previous ? stable + 1 : 0
     previous = n
-    if (stable * 200 >= stableMs) return
+    if (stable * 200 >= stableMs && n >= expectRows) return
     await sleep(200)
   }
+}
+
+/** How long a step waits for the rows of acknowledged new events that went through the queue. */
+const SPOOLED_MAX_MS = 60_000
+
+/** New events of the step that were answered 2xx: each must become a row. */
+function acknowledgedNew(spec: StepSpec, statuses: readonly number[]): number {
+  if (spec.fresh === 'none') return 0
+  let n = 0
+  spec.events.forEach((_, i) => {
+    const isNew = spec.fresh === 'all' || (spec.fresh !== 'none' && spec.fresh.has(i))
+    if (isNew && is2xx(statuses[i] ?? 0)) n++
+  })
+  return n
 }
 
 const rowKey = (channel: string, key: string) => `${channel}\u0000${key}`
@@ -248,12 +266,11 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
     timeoutS: ctx.timeoutS,
     ...(spec.openLoop ? { openLoop: spec.openLoop } : {}),
   })
-  await settle(
-    ctx.sql,
-    startId,
-    touchesDatabase,
-    spec.openLoop ? { stableMs: 5_000, maxMs: 120_000 } : {},
-  )
+  const expectRows = touchesDatabase ? acknowledgedNew(spec, result.statuses) : 0
+  await settle(ctx.sql, startId, touchesDatabase, {
+    ...(spec.openLoop ? { stableMs: 5_000, maxMs: 120_000 } : {}),
+    expectRows,
+  })
   const cpuMs = await ctx.sampler.since(cpuBefore)
   const logCounts = ctx.tally.take()
   const rows = touchesDatabase ? await rowsAfter(ctx.sql, startId) : []

@@ -19,6 +19,8 @@ import { logProblem } from './log'
 
 /** A flush is small; it never waits longer than this for the origin. */
 const FLUSH_TIMEOUT_MS = 3_000
+/** From a queue handler, whose batch waits for it: shorter. */
+const QUEUE_FLUSH_TIMEOUT_MS = 1_000
 /** Flushes one scheduled wait may run back to back while decisions keep coming. */
 const MAX_FLUSHES_PER_WAIT = 3
 /** A reason is counted when it is a code; free text (an error message) would split the rows. */
@@ -58,14 +60,41 @@ export function countDecision(target: FlushTarget, decision: CountedDecision): v
 }
 
 /**
- * Sends what this isolate still holds (counts, or a batch the origin did not take) within the
- * interval, if it holds any. For handlers that run when the origin may be back but count nothing
- * themselves (a spool delivery that landed): without it, counts taken while the origin was down
- * wait for the isolate's next decision.
+ * For the queue handlers: counts one decision without scheduling anything. workerd holds a queue
+ * batch until its `waitUntil` work ends, so a flush there must never sleep out the interval;
+ * {@link flushIfDue} sends what is held when it is due.
  */
-export function flushPending(target: FlushTarget): void {
-  if (!target.origin || target.everySeconds <= 0 || (!unsent && tally.empty)) return
-  scheduleFlush(target.origin, target)
+export function holdDecision(target: FlushTarget, decision: CountedDecision): void {
+  if (!target.origin || target.everySeconds <= 0) return
+  tallyDecision(tally, decision, Date.now())
+}
+
+/**
+ * For the queue handlers: sends what this isolate holds (counts, or a batch the origin did not
+ * take, then what was counted since) when the interval has passed since the last flush and none
+ * is on its way, waiting at most QUEUE_FLUSH_TIMEOUT_MS per request (what it may add to a batch). Not due: the counts wait for a later
+ * batch, or a webhook's flush in this isolate. Retries, the queue's decisions, happen while the
+ * origin is down, so their first flush fails too: a later batch sends them once it is back.
+ */
+export function flushIfDue(target: FlushTarget): void {
+  const { origin, everySeconds } = target
+  if (!origin || everySeconds <= 0 || scheduled || (!unsent && tally.empty)) return
+  if (Date.now() - lastFlushAt < everySeconds * 1000) return
+  scheduled = true
+  lastFlushAt = Date.now()
+  target.waitUntil(
+    flushHeld(origin).finally(() => {
+      scheduled = false
+    }),
+  )
+}
+
+/** A batch the origin did not take first, then what was counted since; stops at a failure. */
+async function flushHeld(origin: OriginConfig): Promise<void> {
+  for (let i = 0; i < 2 && (unsent || !tally.empty); i++) {
+    await flush(origin, QUEUE_FLUSH_TIMEOUT_MS)
+    if (unsent) return
+  }
 }
 
 function scheduleFlush(origin: OriginConfig, target: FlushTarget): void {
@@ -109,17 +138,17 @@ async function flushLoop(origin: OriginConfig, everyMs: number): Promise<void> {
       const wait = lastFlushAt + everyMs - Date.now()
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
       lastFlushAt = Date.now()
-      await flush(origin)
+      await flush(origin, FLUSH_TIMEOUT_MS)
     }
   } finally {
     scheduled = false
   }
 }
 
-async function flush(origin: OriginConfig): Promise<void> {
+async function flush(origin: OriginConfig, timeoutMs: number): Promise<void> {
   const batch = unsent ?? tally.take()
   if (!batch) return
-  const result = await forwardBody(origin, JSON.stringify(batch), FLUSH_TIMEOUT_MS, '/v1/decisions')
+  const result = await forwardBody(origin, JSON.stringify(batch), timeoutMs, '/v1/decisions')
   if (result.kind === 'accepted') {
     unsent = null
     return

@@ -596,7 +596,7 @@ describe('spool retries, counted for the console (decision counters, POST /v1/de
       deliveryKeys: failing.map((m) => m.event.deliveryKey),
       status: 503,
     })
-    // Counters on for the consumer only: the flush waits its interval in the queue handler's
+    // Counters on for the consumer only: the flush runs, when due, in the queue handler's
     // waitUntil, which getQueueResult waits for.
     const counting = { ...h, env: { ...h.env, DECISION_FLUSH_SECONDS: '1' } }
     const { ids, retried } = await consume(counting, SPOOL, messages)
@@ -610,7 +610,7 @@ describe('spool retries, counted for the console (decision counters, POST /v1/de
     expect(rows.reduce((n, row) => n + row.count, 0)).toBe(2)
   })
 
-  it('the origin down for the whole batch: the flush fails too; the next batch that lands sends the counts, once', async () => {
+  it('the origin down for the whole batch: the flush fails too; the next batch past the interval sends the counts, once', async () => {
     const { h, spool } = withQueues()
     const messages = await queuedMessages(h, spool, 3)
     const counting = { ...h, env: { ...h.env, DECISION_FLUSH_SECONDS: '1' } }
@@ -622,10 +622,26 @@ describe('spool retries, counted for the console (decision counters, POST /v1/de
     expect(await retriedRows()).toEqual([])
 
     await h.setOriginMode({ kind: 'ok' })
+    // A batch never waits for a flush: the next one is sent once the interval (1 s) has passed.
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
     const landed = await consume(counting, SPOOL, messages, 2)
     expect(landed.acked.sort()).toEqual([...landed.ids].sort())
     const rows = await retriedRows()
     expect(rows.map((row) => [row.channel, row.reason])).toEqual([['slack', 'origin_503']])
     expect(rows.reduce((n, row) => n + row.count, 0)).toBe(3)
+  })
+
+  // Last: it leaves retries held in this isolate's counters for a later flush.
+  it('a batch is never held for the flush interval (workerd ends a queue batch with its waitUntil work)', async () => {
+    const { h, spool } = withQueues()
+    const messages = await queuedMessages(h, spool, 2)
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    const counting = { ...h, env: { ...h.env, DECISION_FLUSH_SECONDS: '5' } }
+    for (let batch = 0; batch < 2; batch++) {
+      const started = Date.now()
+      const { retried } = await consume(counting, SPOOL, messages, batch + 1)
+      expect(retried).toHaveLength(2)
+      expect(Date.now() - started).toBeLessThan(2_000)
+    }
   })
 })

@@ -31,7 +31,7 @@ import { backoffMs } from '../../contract/backoff'
 import { SPOOL_RETRIED } from '../../contract/decision-counts'
 import { packBatches } from '../../contract/event-batch'
 import { type OriginConfig, type Settings, settingsFor } from '../config'
-import { countDecision, flushPending, flushTargetOf } from '../decision-counters'
+import { flushIfDue, flushTargetOf, holdDecision } from '../decision-counters'
 import type { Env } from '../env'
 import { describeForward, type ForwardResult, forwardBatch, forwardBody } from '../forward'
 import { claimStoreFor } from '../gateway'
@@ -82,8 +82,9 @@ export async function consumeQueue(
     await deliverQueued(settings, env, ctx, batch.queue, batch.messages)
   }
   // Retries counted while the origin was down could not be sent then; a batch that runs may find
-  // it back, and nothing else in this isolate may count again soon.
-  flushPending(flushTargetOf(settings, (promise) => ctx.waitUntil(promise)))
+  // it back, and nothing else in this isolate may count again soon. Never a sleeping flush here:
+  // the batch would wait for it (decision-counters.ts).
+  flushIfDue(flushTargetOf(settings, (promise) => ctx.waitUntil(promise)))
 }
 
 /**
@@ -112,7 +113,7 @@ async function eachGuarded<T extends { message: Message<unknown> }>(
 
 /**
  * A spool message given back to its queue, counted in this isolate's decision counters (a map
- * update; the flush is one subrequest per isolate and interval, in this handler's `waitUntil`).
+ * update; sent by {@link flushIfDue} at the end of a batch, at most once per interval).
  */
 function countRetried(
   settings: Settings,
@@ -121,7 +122,7 @@ function countRetried(
   reason: string,
 ): void {
   const target = flushTargetOf(settings, (promise) => ctx.waitUntil(promise))
-  countDecision(target, { channel, decision: SPOOL_RETRIED, decidedBy: 'gateway', reason })
+  holdDecision(target, { channel, decision: SPOOL_RETRIED, decidedBy: 'gateway', reason })
 }
 
 /** Why the origin failed a queued event, as a code the console groups by (`origin_503`, ...). */

@@ -3,7 +3,8 @@
  * in Postgres when delivered once under fresh ids (test/corpus/corpus.test.ts); a replay, or
  * concurrent copies, must leave exactly the same.
  *
- * - `row`: one new message row (`body` is contained in its text, `attachments` its count).
+ * - `row`: one new message row (`body` is contained in its text, or is it when '': the text is
+ *   empty; `attachments` its count).
  * - `edit`: one row stored as edited (an edit whose original was never seen is stored as the
  *   message, already edited).
  * - `delete`: no row, one tombstone (a delete whose message was never seen: remembered, so that

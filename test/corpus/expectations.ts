@@ -45,7 +45,11 @@ export const CORPUS: Record<string, Expectation> = {
   'slack/email-app-file-share.json': nothing("the Email app's post: Slackbot with a bot_id"),
   'slack/file-share-slack-connect.json': row('message message message', 1),
   'slack/file-share.json': row('message message message', 1),
-  'slack/forwarded-message.json': row('', 0, 'a forward: its text is in legacy attachments'),
+  'slack/forwarded-message.json': row(
+    'Forwarded message from lev:\n> 123',
+    0,
+    'a forward without text of its own: the shared message (attachments[].is_share) is quoted',
+  ),
   'slack/me-message.json': row('is doing that thing'),
   'slack/message-changed.json': {
     expect: 'edit',
@@ -58,7 +62,11 @@ export const CORPUS: Record<string, Expectation> = {
   'slack/message-replied.json': nothing('message_replied: a thread notice, the reply comes alone'),
   'slack/message-rich-text.json': row('text text text'),
   'slack/reaction-added-no-event-id.json': nothing('a reaction is not a message'),
-  'slack/share-with-message.json': row('hello check that out!'),
+  'slack/share-with-message.json': row(
+    'hello check that out!\n\nForwarded message from lev:\n> this will be shared with a message',
+    0,
+    'its own text, then the shared message quoted',
+  ),
   'slack/slackbot-im.json': nothing('Slackbot (USLACKBOT, no bot_id): a workspace notice'),
   'slack/thread-broadcast.json': row('broadcasting this reply'),
   'slack/url-verification.json': nothing('the URL handshake: answered with the challenge'),

@@ -1,13 +1,14 @@
 /**
  * Bodies that are no plain `text` field: a Slack message forwarding others (legacy attachments
- * with `is_share`). Through the channels' classify, as a delivery
+ * with `is_share`), a Telegram poll or dice throw. Through the channels' classify, as a delivery
  * is: the body written out (worker/channels/slack-body.ts, telegram-body.ts), bounded to
  * LIMITS.body without half a surrogate pair, the event valid, and the keys those of any message.
  */
 import { describe, expect, it } from 'vitest'
 import { LIMITS } from '../../contract/event'
-import { slackMessageEvent } from '../../local/vendor-deliveries'
+import { slackMessageEvent, TEST_SECRETS, telegramUpdate } from '../../local/vendor-deliveries'
 import { classifySlack } from '../../worker/channels/slack'
+import { classifyTelegram } from '../../worker/channels/telegram'
 import { draftOf, expectValid } from './drafts'
 
 /** A lone surrogate (half a pair); with the `u` flag a whole pair is one code point, not Cs. */
@@ -124,5 +125,98 @@ describe('Slack: a message forwarding others', () => {
     const forward = draftOf(await classifySlack({ kind: 'json', body: payload }))
     expect(forward.body).not.toBe(plain.body)
     expect([forward.deliveryKey, forward.messageKey]).toEqual([plain.deliveryKey, plain.messageKey])
+  })
+})
+
+describe('Telegram: polls and dice', () => {
+  const bot = TEST_SECRETS.telegramBotId
+
+  /** The body of a message with `fields` in place of its text. */
+  async function bodyOf(fields: Record<string, unknown>): Promise<string> {
+    const update = telegramUpdate({ updateId: 77 })
+    const message = update.message as Record<string, unknown>
+    delete message.text
+    Object.assign(message, fields)
+    const draft = draftOf(classifyTelegram(update, bot))
+    await expectValid(draft)
+    return draft.body
+  }
+
+  /** A Poll as the Bot API sends it (test/corpus/payloads/telegram/msg-poll.json). */
+  const poll = (question: string, options: string[], extra: Record<string, unknown> = {}) => ({
+    poll: {
+      id: '5272018969396510722',
+      question,
+      options: options.map((text) => ({ text, voter_count: 0 })),
+      total_voter_count: 0,
+      is_closed: false,
+      is_anonymous: true,
+      type: 'regular',
+      allows_multiple_answers: false,
+      ...extra,
+    },
+  })
+
+  it('a poll: its question, then one option a line', async () => {
+    expect(await bodyOf(poll('Where do we meet?', ['Office', 'Café']))).toBe(
+      'Poll: Where do we meet?\n- Office\n- Café',
+    )
+  })
+
+  it('a quiz says so', async () => {
+    expect(await bodyOf(poll('2 + 2?', ['3', '4'], { type: 'quiz', correct_option_id: 1 }))).toBe(
+      'Quiz: 2 + 2?\n- 3\n- 4',
+    )
+  })
+
+  it('a poll with many options lists every one, in order', async () => {
+    const options = Array.from({ length: 100 }, (_, i) => `option ${i + 1}`)
+    const lines = (await bodyOf(poll('Pick one', options))).split('\n')
+    expect(lines).toHaveLength(101)
+    expect(lines[0]).toBe('Poll: Pick one')
+    expect(lines.slice(1)).toEqual(options.map((option) => `- ${option}`))
+  })
+
+  it('an oversized question is cut to LIMITS.body, never inside a surrogate pair', async () => {
+    const body = await bodyOf(poll(straddling('Poll: '), ['a', 'b']))
+    expect(body.length).toBe(LIMITS.body - 1)
+    expect(body).not.toMatch(HALF_PAIR)
+    expect(body.startsWith('Poll: qqq')).toBe(true)
+    expect(body.endsWith('q')).toBe(true)
+  })
+
+  it('options that are not text are skipped; a poll of nothing is an empty body', async () => {
+    const odd = { poll: { question: 'Q', options: [{ text: 'yes' }, { voter_count: 1 }, 'no'] } }
+    expect(await bodyOf(odd)).toBe('Poll: Q\n- yes')
+    expect(await bodyOf({ poll: { options: [] } })).toBe('')
+  })
+
+  it.each([
+    [{ emoji: '🎲', value: 4 }, '🎲 4'],
+    [{ emoji: '🎯', value: 6 }, '🎯 6'],
+    [{ emoji: '🎰', value: 64 }, '🎰 64'],
+    [{ value: 3 }, '🎲 3'],
+    [{ emoji: '🏀', value: 'two' }, '🏀'],
+  ])('a dice throw %j: %s', async (dice, expected) => {
+    expect(await bodyOf({ dice })).toBe(expected)
+  })
+
+  it('text and captions are the body as before, whatever else the message has', async () => {
+    expect(await bodyOf({ text: 'plain', dice: { emoji: '🎲', value: 1 } })).toBe('plain')
+    expect(await bodyOf({ caption: 'a caption', ...poll('Q', ['a']) })).toBe('a caption')
+  })
+
+  it('keys do not depend on the poll', async () => {
+    const plain = draftOf(classifyTelegram(telegramUpdate({ updateId: 77 }), bot))
+    const update = telegramUpdate({ updateId: 77 })
+    const message = update.message as Record<string, unknown>
+    delete message.text
+    Object.assign(message, poll('Q', ['a', 'b']))
+    const withPoll = draftOf(classifyTelegram(update, bot))
+    expect(withPoll.body).toBe('Poll: Q\n- a\n- b')
+    expect([withPoll.deliveryKey, withPoll.messageKey]).toEqual([
+      plain.deliveryKey,
+      plain.messageKey,
+    ])
   })
 })

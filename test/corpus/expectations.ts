@@ -3,7 +3,8 @@
  * in Postgres when delivered once under fresh ids (test/corpus/corpus.test.ts); a replay, or
  * concurrent copies, must leave exactly the same.
  *
- * - `row`: one new message row (`body` is contained in its text, `attachments` its count).
+ * - `row`: one new message row (`body` is contained in its text, or is it when '': the text is
+ *   empty; `attachments` its count).
  * - `edit`: one row stored as edited (an edit whose original was never seen is stored as the
  *   message, already edited).
  * - `delete`: no row, one tombstone (a delete whose message was never seen: remembered, so that
@@ -44,7 +45,11 @@ export const CORPUS: Record<string, Expectation> = {
   'slack/email-app-file-share.json': nothing("the Email app's post: Slackbot with a bot_id"),
   'slack/file-share-slack-connect.json': row('message message message', 1),
   'slack/file-share.json': row('message message message', 1),
-  'slack/forwarded-message.json': row('', 0, 'a forward: its text is in legacy attachments'),
+  'slack/forwarded-message.json': row(
+    'Forwarded message from lev:\n> 123',
+    0,
+    'a forward without text of its own: the shared message (attachments[].is_share) is quoted',
+  ),
   'slack/me-message.json': row('is doing that thing'),
   'slack/message-changed.json': {
     expect: 'edit',
@@ -57,7 +62,11 @@ export const CORPUS: Record<string, Expectation> = {
   'slack/message-replied.json': nothing('message_replied: a thread notice, the reply comes alone'),
   'slack/message-rich-text.json': row('text text text'),
   'slack/reaction-added-no-event-id.json': nothing('a reaction is not a message'),
-  'slack/share-with-message.json': row('hello check that out!'),
+  'slack/share-with-message.json': row(
+    'hello check that out!\n\nForwarded message from lev:\n> this will be shared with a message',
+    0,
+    'its own text, then the shared message quoted',
+  ),
   'slack/slackbot-im.json': nothing('Slackbot (USLACKBOT, no bot_id): a workspace notice'),
   'slack/thread-broadcast.json': row('broadcasting this reply'),
   'slack/url-verification.json': nothing('the URL handshake: answered with the challenge'),
@@ -84,7 +93,11 @@ export const CORPUS: Record<string, Expectation> = {
   'telegram/msg-migrate-to-chat.json': nothing('a service message'),
   'telegram/msg-photo-caption.json': row('www.example.com', 1),
   'telegram/msg-photo-no-caption.json': row('', 1),
-  'telegram/msg-poll.json': row('', 0, 'a poll: stored as a message, its question not kept'),
+  'telegram/msg-poll.json': row(
+    'Poll: Test poll 1\n- Answer 1\n- Answer 2',
+    0,
+    'a poll: its question, then one option a line',
+  ),
   'telegram/msg-sticker-animated.json': row('', 1),
   'telegram/msg-text-cyrillic-emoji.json': row('Лол кек 😂'),
   'telegram/msg-venue.json': row('', 1, 'the venue is its location attachment'),
@@ -92,7 +105,7 @@ export const CORPUS: Record<string, Expectation> = {
   'telegram/msg-video-forwarded.json': row('', 1),
   'telegram/start-command.json': row('/start'),
   'telegram/update-chat-boost.json': nothing('a boost, not a message'),
-  'telegram/update-dice.json': row('', 0, 'a dice throw: stored as a message'),
+  'telegram/update-dice.json': row('🎲 2', 0, 'a dice throw: its emoji and value'),
   'telegram/update-message-reaction-anonymous.json': nothing('a reaction'),
   'telegram/update-message-reaction-count.json': nothing('a reaction count'),
   'telegram/update-message-reaction-user.json': nothing('a reaction'),

@@ -10,34 +10,17 @@ import {
   boundAttachments,
   kindOfMimeType,
 } from '../../contract/attachments'
-import {
-  finalizeEvent,
-  type InboundEventDraft,
-  jsonBytes,
-  LIMITS,
-  parseInboundEvent,
-} from '../../contract/event'
+import { finalizeEvent, jsonBytes, LIMITS, parseInboundEvent } from '../../contract/event'
 import { slackMessageEvent, TEST_SECRETS, twilioParams } from '../../local/vendor-deliveries'
 import { classifySlack } from '../../worker/channels/slack'
 import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
-import type { Delivery } from '../../worker/channels/types'
 import { MAX_SPOOL_MESSAGE_BYTES } from '../../worker/spool/claim-check'
 import { spoolMessage } from '../../worker/spool/message'
+import { draftOf, expectValid } from './drafts'
 import * as media from './media-payloads'
 
 const bot = TEST_SECRETS.telegramBotId
-
-function draftOf(delivery: Delivery): InboundEventDraft {
-  if (delivery.action !== 'forward') throw new Error(`not forwarded: ${JSON.stringify(delivery)}`)
-  return delivery.draft
-}
-
-/** The draft is a valid event once finalized (the origin would take it). */
-async function expectValid(draft: InboundEventDraft): Promise<void> {
-  const parsed = parseInboundEvent(await finalizeEvent(draft))
-  expect(parsed.ok ? 'valid' : parsed.message).toBe('valid')
-}
 
 describe('kindOfMimeType', () => {
   it.each([

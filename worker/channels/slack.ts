@@ -8,7 +8,8 @@
  *   may send one message under several event ids (`message` + `app_mention`, incidents), which
  *   Postgres catches on this key.
  * - interactions: `dedup:slack-interaction:{api_app_id}:{trigger_id}`, recorded, never a message.
- * A message's `files[]` (subtype `file_share`) become its attachments (slack-files.ts).
+ * A message's `files[]` (subtype `file_share`) become its attachments (slack-files.ts); its body is
+ * its text, then the messages it forwards, quoted (slack-body.ts).
  * @module
  */
 
@@ -29,6 +30,7 @@ import {
   verifyForTenant,
 } from '../tenants'
 import { plainReplies } from './replies'
+import { slackBody } from './slack-body'
 import { slackFiles } from './slack-files'
 import { verifySlack } from './slack-signature'
 import type { Delivery, DeliveryKey, RequestParts, VerifyOptions, WebhookChannel } from './types'
@@ -238,7 +240,7 @@ function messageDraft(
       tenant: teamId,
       messageKey: `${teamId}:${channel}:${ts}`,
       sender: { externalId: user },
-      body: typeof message.text === 'string' ? message.text : '',
+      body: slackBody(message),
       occurredAt: isoFromUnixSeconds(edited?.ts ?? event.ts) ?? isoFromUnixSeconds(ts) ?? '',
       ...slackFiles(message),
     }
@@ -270,7 +272,7 @@ function messageDraft(
     tenant: teamId,
     messageKey: `${teamId}:${channel}:${ts}`,
     sender: { externalId: user },
-    body: typeof event.text === 'string' ? event.text : '',
+    body: slackBody(event),
     occurredAt: isoFromUnixSeconds(ts) ?? '',
     ...slackFiles(event),
   }

@@ -9,7 +9,7 @@
  *   (a business chat may share its id with a bot chat). An edit has the same key, kind `edit`, time
  *   `edit_date` and `editSeq` = `update_id` (edits within one second are ordered by it).
  * - media, locations and contacts become the event's attachments (telegram-media.ts); the body is
- *   the text, or the caption.
+ *   the text, or the caption; a poll or a dice throw is written out as text (telegram-body.ts).
  * - service messages (members joined, title changed, pinned, ...) are recorded, never forwarded;
  *   the business account's own messages in its chats are ignored (like a bot's echoes).
  * @module
@@ -25,6 +25,7 @@ import { InvalidPayloadError, UnauthorizedError } from '../errors'
 import type { TenantSecrets, TenantVerdict } from '../tenants'
 import { parseTenantSecrets, sharedSecretRow, tenantSecretsRow, verifyForTenant } from '../tenants'
 import { plainReplies } from './replies'
+import { telegramBody } from './telegram-body'
 import { telegramAttachments } from './telegram-media'
 import { isServiceMessage } from './telegram-service'
 import type { ChannelDelivery, DeliveryKey, RequestParts, Verdict, WebhookChannel } from './types'
@@ -222,7 +223,7 @@ export function classifyTelegram(update: TelegramUpdate, botId: string): Channel
     deliveryKey: formatDeliveryKey(key),
     messageKey: `${tenant}:${chatId}:${messageId}`,
     sender: { externalId: String(senderId), ...displayName(message) },
-    body: str(message.text) ?? str(message.caption) ?? '',
+    body: telegramBody(message),
     occurredAt,
     // update_id grows with each update of one bot: the later of two same-second edits wins.
     ...(kind === 'edit' ? { editSeq: updateId } : {}),

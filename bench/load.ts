@@ -132,10 +132,14 @@ export class LoadGenerator {
     return this.child.pid
   }
 
-  /** Runs one job; rejects if it has not finished within its duration + timeout + 30 s. */
+  /**
+   * Runs one job; rejects if it has not finished within its duration + timeout + 30 s (an open
+   * loop: four times its duration, as a target slower than the offered rate answers its last
+   * request long after the last send: at a quarter of the rate, after four durations).
+   */
   run(job: Omit<LoadJob, 'id'>): Promise<LoadResult> {
     const id = this.nextId++
-    const boundMs = (job.durationS * (job.openLoop ? 2 : 1) + job.timeoutS + 30) * 1000
+    const boundMs = (job.durationS * (job.openLoop ? 4 : 1) + job.timeoutS + 30) * 1000
     return new Promise<LoadResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id)

@@ -15,6 +15,7 @@ import type { DeliveryContext, Outcome } from './delivery-context'
 import { InvalidPayloadError } from './errors'
 import { describeForward, type ForwardResult, forwardEvent } from './forward'
 import { describeError, logProblem, type WorkerDecisionLog } from './log'
+import type { Admission } from './shed/breaker'
 import { deadMessage } from './spool/message'
 import { enqueueEvent, sendDeadLetter } from './spool/producer'
 
@@ -144,13 +145,9 @@ async function forwardAndDecide(
     const shed = await queueEvent(ctx, key, event, { ...fields, reason: admission.reason })
     if (shed.end === 'spooled') return shed
   }
-  const started = Date.now()
-  const result = await forwardWithinBudget(
-    ctx,
-    event,
-    admission?.forward ? admission.waitMs : undefined,
-  )
-  if (admission?.forward) admission.done({ ms: Date.now() - started, ok: result.kind !== 'failed' })
+  const forwarded = await forwardOrQueue(ctx, key, event, fields, admission)
+  if ('queued' in forwarded) return forwarded.queued
+  const { result } = forwarded
   if (result.kind === 'accepted') {
     const outcome: Outcome = {
       ...fields,
@@ -214,18 +211,64 @@ function sendBudgetMs(ctx: DeliveryContext): number {
 }
 
 /**
- * Forwards with what is left of the sender's deadline (keeping room to release the claim), and
- * no longer than `waitMs` when shedding may queue the event instead (worker/shed/breaker.ts).
+ * The forward, waited for at most the admission's `waitMs` (shedding on: SHED_SLOW_MS). Past that
+ * the origin is slow: the event goes to the queue and the vendor is answered, while the forward
+ * runs on in the background (should it land, the queued copy is a duplicate). Should the queue
+ * refuse it, the forward is waited for after all, within its own budget: a slow origin never
+ * turns into a retry answer that waiting would have spared. The breaker hears how it went once.
  */
+async function forwardOrQueue(
+  ctx: DeliveryContext,
+  key: DeliveryKey,
+  event: InboundEvent,
+  fields: KnownFields,
+  admission: Admission | null,
+): Promise<{ result: ForwardResult } | { queued: { result: Outcome; end: ClaimEnd } }> {
+  const started = Date.now()
+  const report = (ok: boolean) => {
+    if (admission?.forward) admission.done({ ms: Date.now() - started, ok })
+  }
+  const forwarding = forwardWithinBudget(ctx, event)
+  const waitMs = admission?.forward ? admission.waitMs : Number.POSITIVE_INFINITY
+  const first = await within(forwarding, waitMs)
+  if (first !== STILL_WAITING) {
+    report(first.kind !== 'failed')
+    return { result: first }
+  }
+  report(false)
+  const queued = await queueEvent(ctx, key, event, { ...fields, reason: 'shed_slow' })
+  if (queued.end === 'spooled') {
+    ctx.waitUntil(forwarding.catch(() => {}))
+    return { queued }
+  }
+  return { result: await forwarding }
+}
+
+const STILL_WAITING = Symbol('still waiting')
+
+/** The promise's value if it settles within `ms`, else STILL_WAITING (the promise runs on). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof STILL_WAITING> {
+  if (!Number.isFinite(ms)) return promise
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const expired = new Promise<typeof STILL_WAITING>((resolve) => {
+    timer = setTimeout(() => resolve(STILL_WAITING), ms)
+  })
+  try {
+    return await Promise.race([promise, expired])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Forwards with what is left of the sender's deadline (keeping room to release the claim). */
 async function forwardWithinBudget(
   ctx: DeliveryContext,
   event: InboundEvent,
-  waitMs = Number.POSITIVE_INFINITY,
 ): Promise<ForwardResult> {
   const left = ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs
   const timeoutMs = Math.min(ctx.settings.originTimeoutMs, left)
   if (timeoutMs < MIN_FORWARD_MS) return { kind: 'failed', status: null, reason: 'timeout' }
-  return forwardEvent(ctx.origin, event, Math.min(timeoutMs, waitMs))
+  return forwardEvent(ctx.origin, event, timeoutMs)
 }
 
 /**

@@ -5,10 +5,11 @@
  *
  * A circuit breaker with a concurrency cap:
  * A forward is waited for at most `slowMs` while shedding is on: past that it is a bad forward
- * whatever the origin does next, so the event goes to the queue and the vendor is answered then
- * (the abandoned request may still land; the origin's ingest is idempotent, so the queued copy is
- * then a duplicate). An answer thus never waits on the origin much longer than `slowMs`, not
- * even in the first moments of an overload before the breaker opens.
+ * whatever the origin does next, so the event goes to the queue and the vendor is answered then,
+ * the forward running on in the background (should it land, the queued copy is a duplicate; the
+ * origin's ingest is idempotent); should the queue refuse the event, the forward is waited for
+ * after all (worker/deliver.ts). An answer thus never waits on the origin much longer than
+ * `slowMs`, not even in the first moments of an overload before the breaker opens.
  *
  *   closed     forward, unless this isolate already has `maxInflight` forwards in flight (then
  *              shed this one: the origin is not keeping up, and one more only waits longer).

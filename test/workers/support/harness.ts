@@ -45,6 +45,8 @@ export interface Harness {
   deliver(request: Request): Promise<Response>
   /** One attempt of a fixture's delivery (local/vendor-deliveries.ts), to the gateway. */
   send(delivery: SignedDelivery): Promise<Response>
+  /** As send, and how long the answer took (before the `waitUntil` work, which send awaits). */
+  sendTimed(delivery: SignedDelivery): Promise<{ response: Response; answeredMs: number }>
   originCalls(): Promise<OriginRecord>
   setOriginMode(mode: OriginMode): Promise<void>
   redisGet(deliveryKey: string): Promise<string | null>
@@ -74,11 +76,18 @@ export function harness(overrides: Partial<Env> = {}, options: { shared?: boolea
     enableAutoPipelining: false,
     enableTelemetry: false,
   })
-  async function deliver(request: Request): Promise<Response> {
+  async function deliverTimed(
+    request: Request,
+  ): Promise<{ response: Response; answeredMs: number }> {
     const ctx = createExecutionContext()
+    const started = Date.now()
     const response = await worker.fetch(request, testEnv, ctx)
+    const answeredMs = Date.now() - started
     await waitOnExecutionContext(ctx)
-    return response
+    return { response, answeredMs }
+  }
+  async function deliver(request: Request): Promise<Response> {
+    return (await deliverTimed(request)).response
   }
   return {
     env: testEnv,
@@ -86,6 +95,7 @@ export function harness(overrides: Partial<Env> = {}, options: { shared?: boolea
     redisKey: (deliveryKey) => `${prefix}${deliveryKey}`,
     deliver,
     send: async (delivery) => deliver(await delivery.request(GATEWAY)),
+    sendTimed: async (delivery) => deliverTimed(await delivery.request(GATEWAY)),
     async originCalls() {
       const response = await fetch(`${originNs}/calls`)
       return (await response.json()) as OriginRecord

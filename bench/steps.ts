@@ -142,11 +142,13 @@ async function settle(
   // rows than acknowledged new events exist; then it waits up to SPOOLED_MAX_MS for them.
   const spooledUntil = Date.now() + SPOOLED_MAX_MS
   while (Date.now() < Math.max(until, expectRows > 0 ? spooledUntil : 0)) {
-    const { rows } = await sql.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM messages WHERE id > $1',
-      [afterId],
-    )
-    const n = rows[0]?.n ?? 0
+    // A saturated box can time out a new connection: try again on the next round, not fail the run.
+    const n = await sql
+      .query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE id > $1', [afterId])
+      .then(
+        ({ rows }) => rows[0]?.n ?? 0,
+        () => previous,
+      )
     stable = n === previous ? stable + 1 : 0
     previous = n
     if (stable * 200 >= stableMs && n >= expectRows) return

@@ -128,7 +128,7 @@ async function settle(
   sql: pg.Pool,
   afterId: string,
   touchesDatabase: boolean,
-  { stableMs = 600, maxMs = 5_000, expectRows = 0 } = {},
+  { stableMs = 600, maxMs = 5_000 } = {},
 ): Promise<void> {
   if (!touchesDatabase) {
     await sleep(300)
@@ -137,11 +137,7 @@ async function settle(
   let previous = -1
   let stable = 0
   const until = Date.now() + maxMs
-  // Events the gateway queued (shed, or the origin slow) land through the spool consumer, in
-  // batches up to a second apart, later again after a retry: stable is not enough while fewer
-  // rows than acknowledged new events exist; then it waits up to SPOOLED_MAX_MS for them.
-  const spooledUntil = Date.now() + SPOOLED_MAX_MS
-  while (Date.now() < Math.max(until, expectRows > 0 ? spooledUntil : 0)) {
+  while (Date.now() < until) {
     // A saturated box can time out a new connection: try again on the next round, not fail the run.
     const n = await sql
       .query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE id > $1', [afterId])
@@ -151,23 +147,44 @@ async function settle(
       )
     stable = n === previous ? stable + 1 : 0
     previous = n
-    if (stable * 200 >= stableMs && n >= expectRows) return
+    if (stable * 200 >= stableMs) return
     await sleep(200)
   }
 }
 
 /** How long a step waits for the rows of acknowledged new events that went through the queue. */
-const SPOOLED_MAX_MS = 60_000
+const SPOOLED_MAX_MS = 120_000
 
-/** New events of the step that were answered 2xx: each must become a row. */
-function acknowledgedNew(spec: StepSpec, statuses: readonly number[]): number {
-  if (spec.fresh === 'none') return 0
-  let n = 0
-  spec.events.forEach((_, i) => {
+/**
+ * Waits (up to SPOOLED_MAX_MS) until every acknowledged new event of the step is a row. Events the
+ * gateway queued (shed: the origin slow, or this one isolate's forwards at SHED_MAX_INFLIGHT) land
+ * through the spool consumer, in batches, later again after a retry; the row checks come after.
+ */
+async function awaitAcknowledgedRows(
+  sql: pg.Pool,
+  spec: StepSpec,
+  statuses: readonly number[],
+): Promise<void> {
+  const keys: string[] = []
+  spec.events.forEach((event, i) => {
     const isNew = spec.fresh === 'all' || (spec.fresh !== 'none' && spec.fresh.has(i))
-    if (isNew && is2xx(statuses[i] ?? 0)) n++
+    if (isNew && is2xx(statuses[i] ?? 0)) keys.push(event.messageKey)
   })
-  return n
+  if (keys.length === 0) return
+  const until = Date.now() + SPOOLED_MAX_MS
+  while (Date.now() < until) {
+    const landed = await sql
+      .query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM messages WHERE channel_message_id = ANY($1::text[])',
+        [keys],
+      )
+      .then(
+        ({ rows }) => rows[0]?.n ?? 0,
+        () => 0,
+      )
+    if (landed >= keys.length) return
+    await sleep(250)
+  }
 }
 
 const rowKey = (channel: string, key: string) => `${channel}\u0000${key}`
@@ -268,11 +285,13 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
     timeoutS: ctx.timeoutS,
     ...(spec.openLoop ? { openLoop: spec.openLoop } : {}),
   })
-  const expectRows = touchesDatabase ? acknowledgedNew(spec, result.statuses) : 0
-  await settle(ctx.sql, startId, touchesDatabase, {
-    ...(spec.openLoop ? { stableMs: 5_000, maxMs: 120_000 } : {}),
-    expectRows,
-  })
+  await settle(
+    ctx.sql,
+    startId,
+    touchesDatabase,
+    spec.openLoop ? { stableMs: 5_000, maxMs: 120_000 } : {},
+  )
+  if (touchesDatabase) await awaitAcknowledgedRows(ctx.sql, spec, result.statuses)
   const cpuMs = await ctx.sampler.since(cpuBefore)
   const logCounts = ctx.tally.take()
   const rows = touchesDatabase ? await rowsAfter(ctx.sql, startId) : []

@@ -167,8 +167,7 @@ async function awaitAcknowledgedRows(
 ): Promise<void> {
   const keys: string[] = []
   spec.events.forEach((event, i) => {
-    const isNew = spec.fresh === 'all' || (spec.fresh !== 'none' && spec.fresh.has(i))
-    if (isNew && is2xx(statuses[i] ?? 0)) keys.push(event.messageKey)
+    if (isNewAt(spec, i) && is2xx(statuses[i] ?? 0)) keys.push(event.messageKey)
   })
   if (keys.length === 0) return
   const until = Date.now() + SPOOLED_MAX_MS
@@ -185,6 +184,11 @@ async function awaitAcknowledgedRows(
     if (landed >= keys.length) return
     await sleep(250)
   }
+}
+
+/** Whether the step's i-th event is a new one (its row is the step's to check). */
+function isNewAt(spec: StepSpec, i: number): boolean {
+  return spec.fresh === 'all' || (spec.fresh !== 'none' && spec.fresh.has(i))
 }
 
 const rowKey = (channel: string, key: string) => `${channel}\u0000${key}`
@@ -205,15 +209,13 @@ function rowChecks(
     return false
   })
   const found = new Set(rows.map((r) => rowKey(r.channel, r.key)))
-  const isFresh = (i: number) =>
-    spec.fresh === 'all' ? true : spec.fresh === 'none' ? false : spec.fresh.has(i)
   let acked = 0
   let ackedWithRow = 0
   let cutOffWithRow = 0
   let refusedWithRow = 0
   const freshKeys = new Set<string>()
   spec.events.forEach((event, i) => {
-    if (!isFresh(i)) return
+    if (!isNewAt(spec, i)) return
     const key = rowKey(event.channel, event.messageKey)
     freshKeys.add(key)
     const status = statuses[i] ?? 0
@@ -309,8 +311,7 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
   const notes: string[] = []
   if (touchesDatabase && spec.events.length > 0) {
     spec.events.forEach((event, i) => {
-      const isNew = spec.fresh === 'all' || (spec.fresh !== 'none' && spec.fresh.has(i))
-      if (isNew) ctx.freshOwners.set(rowKey(event.channel, event.messageKey), spec.id)
+      if (isNewAt(spec, i)) ctx.freshOwners.set(rowKey(event.channel, event.messageKey), spec.id)
     })
     const rowResult = rowChecks(spec, result.statuses, rows, ctx.freshOwners)
     checks.push(...rowResult.checks)

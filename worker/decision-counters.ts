@@ -72,8 +72,8 @@ export function holdDecision(target: FlushTarget, decision: CountedDecision): vo
 /**
  * For the queue handlers: sends what this isolate holds (counts, or a batch the origin did not
  * take, then what was counted since) when the interval has passed since the last flush and none
- * is on its way, waiting at most QUEUE_FLUSH_TIMEOUT_MS per request (what it may add to a batch). Not due: the counts wait for a later
- * batch, or a webhook's flush in this isolate. Retries, the queue's decisions, happen while the
+ * is on its way, waiting at most QUEUE_FLUSH_TIMEOUT_MS per request (what it may add to a
+ * batch). Not due: the counts wait for a later batch, or a webhook's flush in this isolate. Retries, the queue's decisions, happen while the
  * origin is down, so their first flush fails too: a later batch sends them once it is back.
  */
 export function flushIfDue(target: FlushTarget): void {

@@ -88,15 +88,32 @@ async function stored(event: InboundEvent) {
 const summary = (rows: HistoryRow[]) =>
   rows.map((r) => [r.body, r.edited_at.toISOString(), r.applied])
 
+/** A message (v1) and two edits of it: v3 at minute 2, and v2 at minute 1, to arrive late. */
+async function twoEdits() {
+  const original = await eventFixture({ body: 'v1', occurredAt: at(0) })
+  const newer = await editOf(original, 'v3', at(2))
+  const older = await editOf(original, 'v2', at(1))
+  return { original, newer, older }
+}
+
+/** The row holds v3, and its history both edits in order, the late v2 not applied. */
+async function expectNewestWithLateHistory(original: InboundEvent) {
+  const { bodies, history } = await stored(original)
+  expect(bodies).toEqual(['v3'])
+  expect(summary(history)).toEqual([
+    ['v2', at(1), false],
+    ['v3', at(2), true],
+  ])
+  return history
+}
+
 describe.each([
   ['one by one (POST /v1/events)', postEach],
   ['in one batch (POST /v1/events/batch)', postBatch],
   ['one event per batch', postBatchEach],
 ])('%s', (_name, send) => {
   it('two edits out of order and a replay of each: two history rows, in order; the row shows the newest', async () => {
-    const original = await eventFixture({ body: 'v1', occurredAt: at(0) })
-    const newer = await editOf(original, 'v3', at(2))
-    const older = await editOf(original, 'v2', at(1))
+    const { original, newer, older } = await twoEdits()
     const answers = await send([original, newer, older, newer, older])
     expect(answers.map((a) => a.outcome)).toEqual([
       'created',
@@ -105,12 +122,7 @@ describe.each([
       'duplicate',
       'duplicate',
     ])
-    const { bodies, history } = await stored(original)
-    expect(bodies).toEqual(['v3'])
-    expect(summary(history)).toEqual([
-      ['v2', at(1), false],
-      ['v3', at(2), true],
-    ])
+    const history = await expectNewestWithLateHistory(original)
     expect(history.map((h) => [h.delivery_key, h.payload_hash])).toEqual([
       [older.deliveryKey, older.payloadHash],
       [newer.deliveryKey, newer.payloadHash],
@@ -118,9 +130,7 @@ describe.each([
   })
 
   it('an edit of a message never seen starts its history; the late original adds none', async () => {
-    const original = await eventFixture({ body: 'v1', occurredAt: at(0) })
-    const newer = await editOf(original, 'v3', at(2))
-    const older = await editOf(original, 'v2', at(1))
+    const { original, newer, older } = await twoEdits()
     const answers = await send([newer, older, original, newer])
     expect(answers.map((a) => a.outcome)).toEqual([
       'created',
@@ -128,12 +138,7 @@ describe.each([
       'duplicate',
       'duplicate',
     ])
-    const { bodies, history } = await stored(original)
-    expect(bodies).toEqual(['v3'])
-    expect(summary(history)).toEqual([
-      ['v2', at(1), false],
-      ['v3', at(2), true],
-    ])
+    await expectNewestWithLateHistory(original)
   })
 })
 

@@ -64,8 +64,11 @@ export function countDecision(target: FlushTarget, decision: CountedDecision): v
  * batch until its `waitUntil` work ends, so a flush there must never sleep out the interval;
  * {@link flushIfDue} sends what is held when it is due.
  */
-export function holdDecision(target: FlushTarget, decision: CountedDecision): void {
-  if (!target.origin || target.everySeconds <= 0) return
+export function holdDecision(
+  settings: Pick<Settings, 'origin' | 'decisionFlushSeconds'>,
+  decision: CountedDecision,
+): void {
+  if (!settings.origin || settings.decisionFlushSeconds <= 0) return
   tallyDecision(tally, decision, Date.now())
 }
 

@@ -22,9 +22,10 @@
  * messages included. Each message is acked or retried explicitly.
  *
  * Each spool message given back to the queue is counted (decision `retried`, decided by the
- * gateway, the failure's kind as reason) in the isolate's decision counters, flushed in this
- * handler's `waitUntil` like a webhook's: the console's "retried (last hour)". Every batch, of
- * either queue, also sends counts the isolate still holds (a flush the origin, down, refused).
+ * gateway, the failure's kind as reason) in the isolate's decision counters: the console's
+ * "retried (last hour)". They are held, not flushed on the interval's timer (a queue batch ends
+ * with its `waitUntil` work); every batch, of either queue, sends what the isolate holds when a
+ * flush is due.
  * @module
  */
 import { backoffMs } from '../../contract/backoff'
@@ -75,7 +76,7 @@ export async function consumeQueue(
   const settings = settingsFor(env)
   if (isDeadLetterQueue(batch.queue)) {
     const each = batch.messages.map((message) => ({ message }))
-    await eachGuarded(settings, batch.queue, each, null, ({ message }) =>
+    await eachGuarded(settings, batch.queue, each, false, ({ message }) =>
       recordDead(settings, env, ctx, message),
     )
   } else {
@@ -89,13 +90,14 @@ export async function consumeQueue(
 
 /**
  * Runs `handle` for each item at once. A throw (a bug, R2 failing: not an answer) keeps that
- * item's message, on the normal schedule, counted as a spool retry when `ctx` is given.
+ * item's message, on the normal schedule, counted as a spool retry when `countsRetries` (the
+ * spool's messages; the dead-letter queue's are reports, not events).
  */
 async function eachGuarded<T extends { message: Message<unknown> }>(
   settings: Settings,
   queue: string,
   items: readonly T[],
-  ctx: ExecutionContext | null,
+  countsRetries: boolean,
   handle: (item: T) => Promise<void>,
 ): Promise<void> {
   await Promise.all(
@@ -105,7 +107,7 @@ async function eachGuarded<T extends { message: Message<unknown> }>(
       } catch (err) {
         logProblem('error', 'spool_consumer_error', { queue, error: describeError(err) })
         item.message.retry({ delaySeconds: retryDelaySeconds(settings, item.message.attempts) })
-        if (ctx) countRetried(settings, ctx, channelOf(item.message.body), 'consumer_error')
+        if (countsRetries) countRetried(settings, channelOf(item.message.body), 'consumer_error')
       }
     }),
   )
@@ -115,14 +117,8 @@ async function eachGuarded<T extends { message: Message<unknown> }>(
  * A spool message given back to its queue, counted in this isolate's decision counters (a map
  * update; sent by {@link flushIfDue} at the end of a batch, at most once per interval).
  */
-function countRetried(
-  settings: Settings,
-  ctx: ExecutionContext,
-  channel: string,
-  reason: string,
-): void {
-  const target = flushTargetOf(settings, (promise) => ctx.waitUntil(promise))
-  holdDecision(target, { channel, decision: SPOOL_RETRIED, decidedBy: 'gateway', reason })
+function countRetried(settings: Settings, channel: string, reason: string): void {
+  holdDecision(settings, { channel, decision: SPOOL_RETRIED, decidedBy: 'gateway', reason })
 }
 
 /** Why the origin failed a queued event, as a code the console groups by (`origin_503`, ...). */
@@ -161,7 +157,7 @@ async function deliverQueued(
     settings,
     queue,
     messages.map((message, index) => ({ message, index })),
-    ctx,
+    true,
     async ({ message, index }) => {
       read[index] = await readQueued(settings, env, ctx, message)
     },
@@ -173,7 +169,7 @@ async function deliverQueued(
     settings,
     queue,
     queued.map((item, index) => ({ ...item, result: results[index] as ForwardResult })),
-    ctx,
+    true,
     (item) => settleQueued(settings, env, ctx, item, item.result),
   )
 }
@@ -265,7 +261,7 @@ async function settleQueued(
   const delaySeconds = retryDelaySeconds(settings, message.attempts)
   message.retry({ delaySeconds })
   later(claims?.count(`spool_retried:${event.channel}`))
-  countRetried(settings, ctx, event.channel, retryReason(result))
+  countRetried(settings, event.channel, retryReason(result))
   logProblem('warn', 'spool_retry', { ...fields, origin: error, delaySeconds })
 }
 
@@ -346,7 +342,7 @@ async function deadLetter(
   } catch (err) {
     logProblem('error', 'spool_dead_letter_failed', { ...fields, error: describeError(err) })
     message.retry({ delaySeconds: settings.spool.retryMaxSeconds })
-    countRetried(settings, ctx, report.channel || 'unknown', 'dead_letter_failed')
+    countRetried(settings, report.channel || 'unknown', 'dead_letter_failed')
     return
   }
   message.ack()

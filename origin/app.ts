@@ -23,7 +23,6 @@ import {
   TIMESTAMP_HEADER,
   verifyForward,
 } from '../contract/forward-signature'
-import { operatorAccess } from '../contract/operator-token'
 import { storable } from '../contract/storable'
 import { type ConsoleDeps, createConsoleApp } from './console/app'
 import { parseDecisionBatch, recordDecisionBatch } from './console/decisions'
@@ -45,6 +44,7 @@ import { recordInboundFailure } from './failures/inbound'
 import { ingestEvent, ingestEvents } from './ingest'
 import type { Logger } from './log'
 import { createMetrics, type OriginMetrics, seriesOf } from './metrics'
+import { limitedOperatorAccess, type SignInLimit, signInLimit } from './sign-in-limit'
 
 export interface OriginDeps {
   db: Database
@@ -60,6 +60,11 @@ export interface OriginDeps {
   nowSeconds?: () => number
   /** The operator console at /console (origin/console/); unset: not served. */
   console?: Omit<ConsoleDeps, 'db' | 'logger'>
+  /**
+   * Refused operator credentials per client address, one count for the console's sign-in,
+   * `GET /metrics` and the replay route. @default the console's, else 10 per 5 minutes
+   */
+  signInLimit?: SignInLimit
 }
 
 /** Set on a request whose signature verified: its answer, error or not, is signed with it. */
@@ -79,6 +84,7 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   const { db, logger } = deps
   const metrics = deps.metrics ?? createMetrics()
   const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000))
+  const guesses = deps.signInLimit ?? deps.console?.signInLimit ?? signInLimit()
   const app = new Hono<OriginEnv>()
 
   /**
@@ -145,7 +151,9 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
     return c.json({ ok: true })
   })
 
-  if (deps.console) app.route('/console', createConsoleApp({ ...deps.console, db, logger }))
+  if (deps.console) {
+    app.route('/console', createConsoleApp({ ...deps.console, db, logger, signInLimit: guesses }))
+  }
 
   // The spool consumer's queue batch: one statement for all, an answer per event (200 as a whole).
   app.post('/v1/events/batch', async (c) => {
@@ -182,7 +190,10 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   })
 
   // The operator's replay of a dead inbound event, behind Idempotency-Key (failures/http.ts).
-  app.route('/v1/failures', failureReplayRoutes({ db, operatorToken: deps.operatorToken }))
+  app.route(
+    '/v1/failures',
+    failureReplayRoutes({ db, operatorToken: deps.operatorToken, signInLimit: guesses }),
+  )
 
   app.get('/healthz', async (c) => {
     try {
@@ -197,8 +208,9 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
 
   // Counters by channel and error code are for the operator, not for anyone who reaches the port.
   app.get('/metrics', async (c) => {
-    const access = operatorAccess(deps.operatorToken, c.req.header('authorization'))
+    const access = limitedOperatorAccess(c, deps.operatorToken, guesses)
     if (!access.ok) {
+      if (access.status === 429) c.header('retry-after', String(access.retryAfter))
       return c.json({ error: { code: access.code, message: access.message } }, access.status)
     }
     const text = await metrics.registry.metrics()

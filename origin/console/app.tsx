@@ -4,7 +4,6 @@
  * sign-in needs the session's CSRF token; replays need the operator role and are audited.
  * @module
  */
-import { getConnInfo } from '@hono/node-server/conninfo'
 import { type Context, Hono } from 'hono'
 import type { ClaimStore } from '../../claims'
 import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
@@ -12,6 +11,7 @@ import { audit } from '../audit'
 import type { Database } from '../db'
 import type { ReplayCliDeps } from '../failures/cli-replay'
 import type { Logger } from '../log'
+import { clientAddress, type SignInLimit, signInLimit } from '../sign-in-limit'
 import { listFailurePage, parseFilter } from './failures'
 import { healthOf } from './health'
 import { lookup } from './lookup'
@@ -37,7 +37,6 @@ import {
   setSessionCookie,
 } from './session'
 import type { ConsoleConfig } from './settings'
-import { type SignInLimit, signInLimit } from './sign-in-limit'
 
 export interface ConsoleDeps {
   db: Database
@@ -47,17 +46,8 @@ export interface ConsoleDeps {
   /** What a replay needs besides the database (DOWNSTREAM_URL, the retry policy, Gmail). */
   replay: Omit<ReplayCliDeps, 'db'>
   logger: Logger
-  /** Refused sign-ins per client address. @default 10 per 5 minutes */
+  /** Refused credentials per client address (shared with the origin's bearer routes). @default 10 per 5 minutes */
   signInLimit?: SignInLimit
-}
-
-/** The client's address as the socket gives it (not a header a client can set), else `unknown`. */
-function clientAddress(c: Context): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown'
-  } catch {
-    return 'unknown'
-  }
 }
 
 type Env = { Variables: { session: Session; form: Record<string, string> } }
@@ -91,18 +81,19 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
     // No session yet, so no CSRF token: a sign-in posted from another site is refused by origin.
     if (!sameSite(c)) return c.text('cross-site sign-in refused', 403)
     const address = clientAddress(c)
-    const wait = signIns.retryAfter(address)
-    if (wait > 0) {
-      c.header('retry-after', String(wait))
+    // Counted before the form is read: a guess whose body is slow counts from its first byte.
+    const attempt = signIns.begin(address)
+    if (attempt.retryAfter > 0) {
+      c.header('retry-after', String(attempt.retryAfter))
       return c.html(<LoginPage error="Too many refused sign-ins: try again later." />, 429)
     }
     const form = await readForm(c)
     const who = matchToken(config.tokens, form.token ?? '')
     if (!who) {
-      signIns.refused(address)
       logger.warn('console sign-in refused', { address })
       return c.html(<LoginPage error="That token does not sign in." />, 401)
     }
+    attempt.passed()
     const { id } = await openSession(db, who, config.sessionSeconds)
     await audit(db, { actor: who.name, action: 'sign_in', target: 'console', result: 'ok' })
     setSessionCookie(c, id, config.sessionSeconds)

@@ -23,7 +23,7 @@ import { createTestDatabase, databasePool } from '../../local/services'
 import { loadConfig, type OriginConfig } from '../../origin/config'
 import type { DatabaseDriver } from '../../origin/db'
 import { type Logger, silentLogger } from '../../origin/log'
-import { type RunningOrigin, startOrigin } from '../../origin/server'
+import { type RunningOrigin, type StartOriginOptions, startOrigin } from '../../origin/server'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
@@ -46,6 +46,8 @@ export interface InProcessOriginOptions {
   env?: Record<string, string>
   /** Overrides applied after the env-derived config (e.g. `{ maxEventBytes: 2048 }`). */
   config?: Partial<OriginConfig>
+  /** The operator console's wiring; unset: no /console. */
+  console?: StartOriginOptions['console']
 }
 
 /** The OPERATOR_TOKEN of the test origins: `GET /metrics` needs it. */
@@ -73,7 +75,11 @@ export function startOriginInProcess(options: InProcessOriginOptions): Promise<R
     }),
     ...options.config,
   }
-  return startOrigin(config, { logger: options.logger ?? silentLogger, drainTimeoutMs: 2000 })
+  return startOrigin(config, {
+    logger: options.logger ?? silentLogger,
+    drainTimeoutMs: 2000,
+    ...(options.console ? { console: options.console } : {}),
+  })
 }
 
 /**

@@ -43,8 +43,9 @@ import { failureReplayRoutes } from './failures/http'
 import { recordInboundFailure } from './failures/inbound'
 import { ingestEvent, ingestEvents } from './ingest'
 import type { Logger } from './log'
-import { createMetrics, type OriginMetrics, seriesOf } from './metrics'
-import { limitedOperatorAccess, type SignInLimit, signInLimit } from './sign-in-limit'
+import { countGatewayDecisions, createMetrics, type OriginMetrics, seriesOf } from './metrics'
+import { opsRoutes } from './ops-routes'
+import { type SignInLimit, signInLimit } from './sign-in-limit'
 
 export interface OriginDeps {
   db: Database
@@ -147,7 +148,8 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
 
   // The Worker isolates' decision counts (worker/decision-counters.ts), for the console.
   app.post('/v1/decisions', async (c) => {
-    await recordDecisionBatch(db, parseDecisionBatch(parseJson(await signedBody(c, DECISIONS))))
+    const batch = parseDecisionBatch(parseJson(await signedBody(c, DECISIONS)))
+    if (await recordDecisionBatch(db, batch)) countGatewayDecisions(metrics, batch.rows)
     return c.json({ ok: true })
   })
 
@@ -195,27 +197,10 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
     failureReplayRoutes({ db, operatorToken: deps.operatorToken, signInLimit: guesses }),
   )
 
-  app.get('/healthz', async (c) => {
-    try {
-      await db.ping()
-      return c.json({ ok: true })
-    } catch (err) {
-      logger.warn('health check failed', describeError(err))
-      const { code, message } = new DatabaseUnavailableError()
-      return c.json({ ok: false, error: { code, message } }, 503)
-    }
-  })
-
-  // Counters by channel and error code are for the operator, not for anyone who reaches the port.
-  app.get('/metrics', async (c) => {
-    const access = limitedOperatorAccess(c, deps.operatorToken, guesses)
-    if (!access.ok) {
-      if (access.status === 429) c.header('retry-after', String(access.retryAfter))
-      return c.json({ error: { code: access.code, message: access.message } }, access.status)
-    }
-    const text = await metrics.registry.metrics()
-    return c.body(text, 200, { 'content-type': metrics.registry.contentType })
-  })
+  // /healthz and /metrics; the spool's counters are read through the console's claim store.
+  const { operatorToken } = deps
+  const claims = deps.console?.claims ?? null
+  app.route('/', opsRoutes({ db, metrics, operatorToken, claims, logger, signInLimit: guesses }))
 
   app.notFound((c) => {
     const { code, message, status } = new NotFoundError()

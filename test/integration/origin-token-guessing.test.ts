@@ -8,6 +8,7 @@ import { request } from 'node:http'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { RunningOrigin } from '../../origin/server'
 import { SIGN_IN_FAILURES } from '../../origin/sign-in-limit'
+import { TEST_REPLAY } from '../support/console-app'
 import { fileTestbed } from '../support/for-file'
 import { fetchMetrics, startOriginInProcess, TEST_OPERATOR_TOKEN } from '../support/origin'
 
@@ -26,12 +27,7 @@ async function originWithConsole(): Promise<RunningOrigin> {
         sessionSeconds: 3600,
       },
       claims: null,
-      replay: {
-        downstream: null,
-        retry: { maxAttempts: 3, baseMs: 10, maxMs: 10 },
-        gmail: null,
-        env: {},
-      },
+      replay: TEST_REPLAY,
     },
   })
   started.push(origin)

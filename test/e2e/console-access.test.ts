@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { launchChromium, type RunningBrowser } from '../../local/chromium'
-import { type OriginHandle, startOrigin } from '../../local/origin-process'
+import type { OriginHandle } from '../../local/origin-process'
 import { createTestDatabase, databasePool, type TestDatabase } from '../../local/services'
 import {
   type AccessTeam,
@@ -19,7 +19,7 @@ import {
   startAccessTeam,
   TEST_AUD,
 } from '../support/access-team'
-import { eventFixture, signedPost } from '../support/origin'
+import { eventFixture, signedPost, startOriginPod } from '../support/origin'
 
 const secret = `access-e2e-${randomBytes(8).toString('hex')}`
 let db: TestDatabase
@@ -34,17 +34,11 @@ beforeAll(async () => {
     startAccessTeam(),
     launchChromium(),
   ])
-  origin = await startOrigin({
-    env: {
-      DATABASE_URL: db.url,
-      DATABASE_DRIVER: 'pg',
-      ORIGIN_SHARED_SECRET: secret,
-      LOG_LEVEL: 'error',
-      CONSOLE_ACCESS_TEAM_DOMAIN: team.teamDomain,
-      CONSOLE_ACCESS_AUD: TEST_AUD,
-      CONSOLE_ACCESS_OPERATORS: 'ada@customer-support.example',
-      CONSOLE_ACCESS_VIEWERS: '@customer-support.example',
-    },
+  origin = await startOriginPod(db.url, secret, {
+    CONSOLE_ACCESS_TEAM_DOMAIN: team.teamDomain,
+    CONSOLE_ACCESS_AUD: TEST_AUD,
+    CONSOLE_ACCESS_OPERATORS: 'ada@customer-support.example',
+    CONSOLE_ACCESS_VIEWERS: '@customer-support.example',
   })
 }, 120_000)
 

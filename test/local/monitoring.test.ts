@@ -15,12 +15,18 @@ import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
-import { type OriginHandle, startOrigin } from '../../local/origin-process'
+import type { OriginHandle } from '../../local/origin-process'
 import { createTestDatabase, REDIS_URL, runId, type TestDatabase } from '../../local/services'
 import { type RunningUpstashRest, realRedis, startUpstashRest } from '../../local/upstash-rest'
 import { REPO_ROOT } from '../../local/wrangler-config'
 import { type FakeGmail, startFakeGmail } from '../support/fake-gmail'
-import { eventFixture, fetchMetrics, signedPost, TEST_OPERATOR_TOKEN } from '../support/origin'
+import {
+  eventFixture,
+  fetchMetrics,
+  signedPost,
+  startOriginPod,
+  TEST_OPERATOR_TOKEN,
+} from '../support/origin'
 
 const PROMTOOL = process.env.PROMTOOL_PATH || '/usr/bin/promtool'
 const RULES = join(REPO_ROOT, 'monitoring/prometheus/alerts.yml')
@@ -136,19 +142,13 @@ describe('monitoring/ against a real scrape of the origin', () => {
     await new Promise((resolve) => downstream.once('listening', resolve))
     const address = downstream.address() as { port: number }
     redis = new Redis(REDIS_URL)
-    origin = await startOrigin({
-      env: {
-        DATABASE_URL: db.url,
-        DATABASE_DRIVER: 'pg',
-        ORIGIN_SHARED_SECRET: secret,
-        OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,
-        LOG_LEVEL: 'error',
-        DOWNSTREAM_URL: `http://127.0.0.1:${address.port}/items`,
-        ...gmail.env,
-        UPSTASH_REDIS_REST_URL: upstash.url,
-        UPSTASH_REDIS_REST_TOKEN: token,
-        REDIS_KEY_PREFIX: prefix,
-      },
+    origin = await startOriginPod(db.url, secret, {
+      OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,
+      DOWNSTREAM_URL: `http://127.0.0.1:${address.port}/items`,
+      ...gmail.env,
+      UPSTASH_REDIS_REST_URL: upstash.url,
+      UPSTASH_REDIS_REST_TOKEN: token,
+      REDIS_KEY_PREFIX: prefix,
     })
   }, 120_000)
 

@@ -19,6 +19,7 @@ import {
 } from '../../contract/event'
 import { signForward } from '../../contract/forward-signature'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
+import { type OriginHandle, startOrigin as startOriginProcess } from '../../local/origin-process'
 import { createTestDatabase, databasePool } from '../../local/services'
 import { loadConfig, type OriginConfig } from '../../origin/config'
 import type { DatabaseDriver } from '../../origin/db'
@@ -79,6 +80,27 @@ export function startOriginInProcess(options: InProcessOriginOptions): Promise<R
     logger: options.logger ?? silentLogger,
     drainTimeoutMs: 2000,
     ...(options.console ? { console: options.console } : {}),
+  })
+}
+
+/**
+ * `npm run origin` as a process of its own (a pod, with the Gmail poller, the relay and the
+ * console wired by origin/main.ts from its environment) on a test database, over TCP (`pg`), its
+ * errors only logged; `env` adds to or overrides its settings.
+ */
+export function startOriginPod(
+  databaseUrl: string,
+  secret: string,
+  env: Record<string, string> = {},
+): Promise<OriginHandle> {
+  return startOriginProcess({
+    env: {
+      DATABASE_URL: databaseUrl,
+      DATABASE_DRIVER: 'pg',
+      ORIGIN_SHARED_SECRET: secret,
+      LOG_LEVEL: 'error',
+      ...env,
+    },
   })
 }
 

@@ -22,7 +22,9 @@ import { BulkEstimatePage, FailuresPage, JobPage } from './pages/failures'
 import { LookupPage } from './pages/lookup'
 import { MismatchesPage } from './pages/mismatches'
 import { OverviewPage, RANGES } from './pages/overview'
+import { SearchPage } from './pages/search'
 import { auditedReplay, cancelJob, estimateBulkReplay, getJob, startBulkReplay } from './replays'
+import { parseSearch, searchMessages } from './search'
 import type { ConsoleConfig } from './settings'
 import { type ConsoleEnv, loginPage, sessionGate, signOut, tokenSignIn } from './sign-in'
 
@@ -96,6 +98,12 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
     const q = c.req.query('q')
     const result = q ? await lookup(db, deps.claims, q) : null
     return c.html(<LookupPage session={c.get('session')} result={result} />)
+  })
+
+  app.get('/search', async (c) => {
+    const query = parseSearch(c.req.query())
+    const result = query.text ? await searchMessages(db, query) : null
+    return c.html(<SearchPage session={c.get('session')} query={query} result={result} />)
   })
 
   app.get('/failures', async (c) => {

@@ -29,12 +29,20 @@ export const MAX_SAMPLED_KEYS = 200
  */
 export const SPOOL_RETRIED = 'retried'
 
+/**
+ * The reason counted for a delivery whose Redis claim failed (Redis down, slow or erroring, so
+ * Postgres decided alone): the error itself is free text, so the count carries this code instead.
+ */
+export const REDIS_UNAVAILABLE = 'redis_unavailable'
+
 /** What is counted of one decision. */
 export interface CountedDecision {
   channel: string
   decision: string
   decidedBy: string
   reason?: string
+  /** The claim's state as the decision log says it: `unavailable` is counted as {@link REDIS_UNAVAILABLE}. */
+  redis?: string
   deliveryKey?: string
   payloadMismatch?: boolean
   /** A mismatch's hashes: the one kept for the key, and this delivery's. */

@@ -22,6 +22,7 @@ export const PROBLEMS = {
     status: 422,
     title: 'This Idempotency-Key was used for another request',
   },
+  too_many_requests: { status: 429, title: 'Too many refused credentials, retry later' },
   internal_error: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Temporarily unavailable, retry later' },
 } as const

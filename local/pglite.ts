@@ -30,6 +30,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 import { isProcessAlive } from '../origin/process-alive'
 import { type PgliteWireServer, servePgliteWire } from './pglite-wire'
 
@@ -146,7 +147,8 @@ export async function startEmbeddedPostgres(
     if (!existsSync(pgdata) && options.fromTemplate !== false) {
       cpSync(await preparePgliteTemplate(), pgdata, { recursive: true })
     }
-    db = await PGlite.create({ dataDir: pgdata })
+    // pg_trgm: the console's search index (migration 20261203003003) needs it loaded.
+    db = await PGlite.create({ dataDir: pgdata, extensions: { pg_trgm } })
     server = await servePgliteWire({
       db,
       port: options.port ?? 0,

@@ -23,7 +23,6 @@ import {
   TIMESTAMP_HEADER,
   verifyForward,
 } from '../contract/forward-signature'
-import { operatorAccess } from '../contract/operator-token'
 import { storable } from '../contract/storable'
 import { type ConsoleDeps, createConsoleApp } from './console/app'
 import { parseDecisionBatch, recordDecisionBatch } from './console/decisions'
@@ -44,7 +43,9 @@ import { failureReplayRoutes } from './failures/http'
 import { recordInboundFailure } from './failures/inbound'
 import { ingestEvent, ingestEvents } from './ingest'
 import type { Logger } from './log'
-import { createMetrics, type OriginMetrics, seriesOf } from './metrics'
+import { countGatewayDecisions, createMetrics, type OriginMetrics, seriesOf } from './metrics'
+import { opsRoutes } from './ops-routes'
+import { type SignInLimit, signInLimit } from './sign-in-limit'
 
 export interface OriginDeps {
   db: Database
@@ -60,6 +61,11 @@ export interface OriginDeps {
   nowSeconds?: () => number
   /** The operator console at /console (origin/console/); unset: not served. */
   console?: Omit<ConsoleDeps, 'db' | 'logger'>
+  /**
+   * Refused operator credentials per client address, one count for the console's sign-in,
+   * `GET /metrics` and the replay route. @default the console's, else 10 per 5 minutes
+   */
+  signInLimit?: SignInLimit
 }
 
 /** Set on a request whose signature verified: its answer, error or not, is signed with it. */
@@ -79,6 +85,7 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   const { db, logger } = deps
   const metrics = deps.metrics ?? createMetrics()
   const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000))
+  const guesses = deps.signInLimit ?? deps.console?.signInLimit ?? signInLimit()
   const app = new Hono<OriginEnv>()
 
   /**
@@ -141,11 +148,14 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
 
   // The Worker isolates' decision counts (worker/decision-counters.ts), for the console.
   app.post('/v1/decisions', async (c) => {
-    await recordDecisionBatch(db, parseDecisionBatch(parseJson(await signedBody(c, DECISIONS))))
+    const batch = parseDecisionBatch(parseJson(await signedBody(c, DECISIONS)))
+    if (await recordDecisionBatch(db, batch)) countGatewayDecisions(metrics, batch.rows)
     return c.json({ ok: true })
   })
 
-  if (deps.console) app.route('/console', createConsoleApp({ ...deps.console, db, logger }))
+  if (deps.console) {
+    app.route('/console', createConsoleApp({ ...deps.console, db, logger, signInLimit: guesses }))
+  }
 
   // The spool consumer's queue batch: one statement for all, an answer per event (200 as a whole).
   app.post('/v1/events/batch', async (c) => {
@@ -182,28 +192,15 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   })
 
   // The operator's replay of a dead inbound event, behind Idempotency-Key (failures/http.ts).
-  app.route('/v1/failures', failureReplayRoutes({ db, operatorToken: deps.operatorToken }))
+  app.route(
+    '/v1/failures',
+    failureReplayRoutes({ db, operatorToken: deps.operatorToken, signInLimit: guesses }),
+  )
 
-  app.get('/healthz', async (c) => {
-    try {
-      await db.ping()
-      return c.json({ ok: true })
-    } catch (err) {
-      logger.warn('health check failed', describeError(err))
-      const { code, message } = new DatabaseUnavailableError()
-      return c.json({ ok: false, error: { code, message } }, 503)
-    }
-  })
-
-  // Counters by channel and error code are for the operator, not for anyone who reaches the port.
-  app.get('/metrics', async (c) => {
-    const access = operatorAccess(deps.operatorToken, c.req.header('authorization'))
-    if (!access.ok) {
-      return c.json({ error: { code: access.code, message: access.message } }, access.status)
-    }
-    const text = await metrics.registry.metrics()
-    return c.body(text, 200, { 'content-type': metrics.registry.contentType })
-  })
+  // /healthz and /metrics; the spool's counters are read through the console's claim store.
+  const { operatorToken } = deps
+  const claims = deps.console?.claims ?? null
+  app.route('/', opsRoutes({ db, metrics, operatorToken, claims, logger, signInLimit: guesses }))
 
   app.notFound((c) => {
     const { code, message, status } = new NotFoundError()

@@ -4,6 +4,7 @@
  * @module
  */
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+import type { TallyRow } from '../contract/decision-counts'
 import type { Channel, IngestOutcome } from '../contract/event'
 
 const OUTCOMES: readonly IngestOutcome[] = ['created', 'duplicate', 'updated', 'ignored']
@@ -22,8 +23,12 @@ export interface OriginMetrics {
   rejected: Counter<'code'>
   /** Inbound events recorded dead (the spool queue's dead-letter consumer gave them up). */
   inboundDead: Counter<'channel'>
+  /** The Worker's decisions as its isolates flush them here ({@link countGatewayDecisions}). */
+  gatewayDecisions: Counter<'channel' | 'decision' | 'decided_by' | 'reason'>
   /** The channels whose series exist ({@link seriesOf}). */
   seen: Set<Channel>
+  /** The label sets of {@link OriginMetrics.gatewayDecisions} so far (bounded). */
+  decisionSeries: Set<string>
 }
 
 /**
@@ -41,6 +46,33 @@ export function seriesOf(metrics: OriginMetrics, channel: Channel): OriginMetric
     metrics.inboundDead.labels(channel).inc(0)
   }
   return metrics
+}
+
+/** Label sets of inbound_gateway_decisions_total at most; past it, new ones count as `other`. */
+export const MAX_DECISION_SERIES = 1_000
+const OTHER = { channel: 'other', decision: 'other', decided_by: 'other', reason: 'other' }
+
+/**
+ * The rows of a decision batch the origin recorded (once: a batch resent is not counted again),
+ * added to inbound_gateway_decisions_total: the Redis-layer duplicates, refusals, spooled events,
+ * spool retries and failed claims that the Worker decided and the origin never saw otherwise.
+ * Counted as they arrive, so a rate is late by the flush interval (DECISION_FLUSH_SECONDS), and
+ * what the Worker counts while it cannot reach the origin arrives when it can.
+ */
+export function countGatewayDecisions(metrics: OriginMetrics, rows: readonly TallyRow[]): void {
+  for (const row of rows) {
+    const labels = {
+      channel: row.channel,
+      decision: row.decision,
+      decided_by: row.decidedBy,
+      reason: row.reason,
+    }
+    const key = `${row.channel}|${row.decision}|${row.decidedBy}|${row.reason}`
+    if (!metrics.decisionSeries.has(key) && metrics.decisionSeries.size < MAX_DECISION_SERIES) {
+      metrics.decisionSeries.add(key)
+    }
+    metrics.gatewayDecisions.labels(metrics.decisionSeries.has(key) ? labels : OTHER).inc(row.count)
+  }
 }
 
 export function createMetrics(): OriginMetrics {
@@ -85,7 +117,14 @@ export function createMetrics(): OriginMetrics {
       labelNames: ['channel'],
       registers: [registry],
     }),
+    gatewayDecisions: new Counter({
+      name: 'inbound_gateway_decisions_total',
+      help: 'Decisions of the Worker (gateway), as its isolates flush them to the origin: by channel, decision, deciding layer and reason',
+      labelNames: ['channel', 'decision', 'decided_by', 'reason'],
+      registers: [registry],
+    }),
     seen: new Set(),
+    decisionSeries: new Set(),
   }
   return metrics
 }

@@ -11,6 +11,7 @@ import {
   type CountedDecision,
   type DecisionBatch,
   DecisionTally,
+  REDIS_UNAVAILABLE,
 } from '../contract/decision-counts'
 import type { OriginConfig, Settings } from './config'
 import type { GatewayError } from './errors'
@@ -109,15 +110,18 @@ function scheduleFlush(origin: OriginConfig, target: FlushTarget): void {
 }
 
 /**
- * What a delivery pays on the hot path: its reason kept when it is a code, then one map update.
+ * What a delivery pays on the hot path: its reason kept when it is a code (a failed Redis claim
+ * counted as one, whatever its error said), then one map update.
  * Exported for `npm run bench` (bench/decision-tally-loop.ts), which times this in workerd.
  */
 export function tallyDecision(into: DecisionTally, decision: CountedDecision, nowMs: number): void {
   const reason = decision.payloadMismatch
     ? 'payload_mismatch'
-    : decision.reason && REASON_CODE.test(decision.reason)
-      ? decision.reason
-      : undefined
+    : decision.redis === 'unavailable'
+      ? REDIS_UNAVAILABLE
+      : decision.reason && REASON_CODE.test(decision.reason)
+        ? decision.reason
+        : undefined
   into.add({ ...decision, reason }, nowMs)
 }
 

@@ -1,43 +1,32 @@
 /**
  * The operator console, mounted by the origin at `/console`: server-rendered pages (Hono JSX, no
- * script), behind sign-in. Every request but the sign-in page needs a session; every POST but the
- * sign-in needs the session's CSRF token; replays need the operator role and are audited.
+ * script), behind sign-in (a token, or Cloudflare Access: origin/console/sign-in.tsx). Every
+ * request but the sign-in page needs a session; every POST but the sign-in needs the session's
+ * CSRF token; replays need the operator role and are audited under who signed in.
  * @module
  */
-import { getConnInfo } from '@hono/node-server/conninfo'
 import { type Context, Hono } from 'hono'
 import type { ClaimStore } from '../../claims'
-import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
 import { audit } from '../audit'
 import type { Database } from '../db'
 import type { ReplayCliDeps } from '../failures/cli-replay'
 import type { Logger } from '../log'
+import { type SignInLimit, signInLimit } from '../sign-in-limit'
+import { type AccessVerifier, accessVerifier } from './access'
 import { listFailurePage, parseFilter } from './failures'
 import { healthOf } from './health'
 import { lookup } from './lookup'
 import { listMismatches } from './mismatches'
 import { overview, type Range } from './overview'
 import { BulkEstimatePage, FailuresPage, JobPage } from './pages/failures'
-import { LoginPage } from './pages/login'
 import { LookupPage } from './pages/lookup'
 import { MismatchesPage } from './pages/mismatches'
 import { OverviewPage, RANGES } from './pages/overview'
+import { SearchPage } from './pages/search'
 import { auditedReplay, cancelJob, estimateBulkReplay, getJob, startBulkReplay } from './replays'
-import {
-  CSRF_FIELD,
-  CSRF_HEADER,
-  clearSessionCookie,
-  closeSession,
-  csrfMatches,
-  findSession,
-  matchToken,
-  openSession,
-  type Session,
-  sessionCookie,
-  setSessionCookie,
-} from './session'
+import { parseSearch, searchMessages } from './search'
 import type { ConsoleConfig } from './settings'
-import { type SignInLimit, signInLimit } from './sign-in-limit'
+import { type ConsoleEnv, loginPage, sessionGate, signOut, tokenSignIn } from './sign-in'
 
 export interface ConsoleDeps {
   db: Database
@@ -47,23 +36,13 @@ export interface ConsoleDeps {
   /** What a replay needs besides the database (DOWNSTREAM_URL, the retry policy, Gmail). */
   replay: Omit<ReplayCliDeps, 'db'>
   logger: Logger
-  /** Refused sign-ins per client address. @default 10 per 5 minutes */
+  /** Refused credentials per client address (shared with the origin's bearer routes). @default 10 per 5 minutes */
   signInLimit?: SignInLimit
+  /** Cloudflare Access's assertions. @default verified against `config.access`, when set */
+  access?: AccessVerifier | null
 }
 
-/** The client's address as the socket gives it (not a header a client can set), else `unknown`. */
-function clientAddress(c: Context): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown'
-  } catch {
-    return 'unknown'
-  }
-}
-
-type Env = { Variables: { session: Session; form: Record<string, string> } }
-
-/** A console form is a few fields; anything larger is refused before it is parsed. */
-const MAX_FORM_BYTES = 16 * 1024
+type Env = ConsoleEnv
 const SECURITY_HEADERS = {
   'content-security-policy':
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -85,57 +64,17 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.header(name, value)
   })
 
-  app.get('/login', (c) => c.html(<LoginPage noTokens={config.tokens.length === 0} />))
-
-  app.post('/login', async (c) => {
-    // No session yet, so no CSRF token: a sign-in posted from another site is refused by origin.
-    if (!sameSite(c)) return c.text('cross-site sign-in refused', 403)
-    const address = clientAddress(c)
-    const wait = signIns.retryAfter(address)
-    if (wait > 0) {
-      c.header('retry-after', String(wait))
-      return c.html(<LoginPage error="Too many refused sign-ins: try again later." />, 429)
-    }
-    const form = await readForm(c)
-    const who = matchToken(config.tokens, form.token ?? '')
-    if (!who) {
-      signIns.refused(address)
-      logger.warn('console sign-in refused', { address })
-      return c.html(<LoginPage error="That token does not sign in." />, 401)
-    }
-    const { id } = await openSession(db, who, config.sessionSeconds)
-    await audit(db, { actor: who.name, action: 'sign_in', target: 'console', result: 'ok' })
-    setSessionCookie(c, id, config.sessionSeconds)
-    return c.redirect('/console', 303)
-  })
-
+  const access = deps.access ?? (config.access ? accessVerifier(config.access) : null)
+  const signIn = { db, config, logger, signIns, access }
+  app.get('/login', loginPage(signIn))
+  app.post('/login', tokenSignIn(signIn))
   // Everything below: a session, and for a POST its CSRF token.
-  app.use(async (c, next) => {
-    const session = await findSession(db, sessionCookie(c), config.tokens)
-    if (!session) {
-      if (c.req.method === 'GET') return c.redirect('/console/login', 303)
-      return c.text('sign in first', 401)
-    }
-    c.set('session', session)
-    if (c.req.method === 'POST') {
-      const form = await readForm(c)
-      if (!csrfMatches(session, form[CSRF_FIELD] ?? c.req.header(CSRF_HEADER))) {
-        logger.warn('console request refused: CSRF token missing or wrong', { path: c.req.path })
-        return c.text('CSRF token missing or wrong', 403)
-      }
-      c.set('form', form)
-    }
-    await next()
-  })
+  app.use(sessionGate(signIn))
 
   const operatorOnly = (c: Context<Env>) =>
     c.get('session').role === 'operator' ? null : c.text('operators only', 403)
 
-  app.post('/logout', async (c) => {
-    await closeSession(db, sessionCookie(c))
-    clearSessionCookie(c)
-    return c.redirect('/console/login', 303)
-  })
+  app.post('/logout', signOut(db))
 
   app.get('/', async (c) => {
     const { range, since, until } = rangeOf(c.req.query())
@@ -159,6 +98,12 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
     const q = c.req.query('q')
     const result = q ? await lookup(db, deps.claims, q) : null
     return c.html(<LookupPage session={c.get('session')} result={result} />)
+  })
+
+  app.get('/search', async (c) => {
+    const query = parseSearch(c.req.query())
+    const result = query.text ? await searchMessages(db, query) : null
+    return c.html(<SearchPage session={c.get('session')} query={query} result={result} />)
   })
 
   app.get('/failures', async (c) => {
@@ -241,41 +186,6 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
     )
     return rows[0] ? `Replay of failure ${id}: ${rows[0].result}` : undefined
   }
-}
-
-/**
- * The request comes from a page of this site: the browser's Sec-Fetch-Site says so, or its Origin
- * names this host. A client that sends neither (curl, a script) is not a browser being tricked.
- */
-function sameSite(c: Context<Env>): boolean {
-  const site = c.req.header('sec-fetch-site')
-  if (site) return site === 'same-origin' || site === 'none'
-  const origin = c.req.header('origin')
-  if (!origin) return true
-  try {
-    return new URL(origin).host === (c.req.header('host') ?? new URL(c.req.url).host)
-  } catch {
-    return false
-  }
-}
-
-/** A urlencoded form, bounded; read once per request (the CSRF check and the route share it). */
-async function readForm(c: Context<Env>): Promise<Record<string, string>> {
-  const known = c.get('form')
-  if (known) return known
-  if (!(c.req.header('content-type') ?? '').startsWith('application/x-www-form-urlencoded')) {
-    return {}
-  }
-  let text: string
-  try {
-    text = (await readBoundedBody(c.req.raw, MAX_FORM_BYTES)).text
-  } catch (err) {
-    if (err instanceof BodyOverLimitError) return {}
-    throw err
-  }
-  const form = Object.fromEntries(new URLSearchParams(text))
-  c.set('form', form)
-  return form
 }
 
 /** `?range=hour|day`, or `since` / `until` (UTC); the last hour by default. */

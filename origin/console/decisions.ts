@@ -24,16 +24,18 @@ export function parseDecisionBatch(json: unknown): DecisionBatch {
  * Records a batch once: its id goes in `gateway_decision_batches` first, in the same transaction
  * as its counts, and a batch whose id is there already (a flush resent after a timeout, a request
  * replayed within its signature's five minutes) adds nothing. Ids older than a day are pruned: a
- * signature is refused after five minutes, and an isolate resends within seconds.
+ * signature is refused after five minutes, and an isolate resends within seconds. True when this
+ * batch was new (its counts were added).
  */
-export async function recordDecisionBatch(db: Database, batch: DecisionBatch): Promise<void> {
-  await db.transaction(async (tx) => {
+export async function recordDecisionBatch(db: Database, batch: DecisionBatch): Promise<boolean> {
+  const recorded = await db.transaction(async (tx) => {
     const fresh = await tx.query(
       `INSERT INTO gateway_decision_batches (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id`,
       [batch.id],
     )
-    if (fresh.length === 0) return
+    if (fresh.length === 0) return false
     await recordCounts(tx, batch)
+    return true
   })
   await db.query(
     `DELETE FROM gateway_decision_batches WHERE id IN (
@@ -41,6 +43,7 @@ export async function recordDecisionBatch(db: Database, batch: DecisionBatch): P
         WHERE recorded_at < now() - interval '1 day' LIMIT $1)`,
     [PRUNE_BATCH],
   )
+  return recorded
 }
 
 async function recordCounts(db: Queryable, batch: DecisionBatch): Promise<void> {

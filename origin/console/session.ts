@@ -1,9 +1,10 @@
 /**
  * Console sign-in, sessions and CSRF. A token signs in (compared in constant time with every
- * configured one); the session is a random 32-byte id in an HttpOnly, SameSite=Strict cookie
- * (Secure over HTTPS), of which only the SHA-256 is stored, with an absolute expiry. Each session
- * has its own CSRF token: every state-changing request carries it (a form field or a header) or
- * is refused. Nothing here logs or shows a token.
+ * configured one), or Cloudflare Access's assertion does (origin/console/access.ts); the session
+ * is a random 32-byte id in an HttpOnly, SameSite=Strict cookie (Secure over HTTPS), of which only
+ * the SHA-256 is stored, with an absolute expiry. Each session has its own CSRF token: every
+ * state-changing request carries it (a form field or a header) or is refused. Nothing here logs
+ * or shows a token.
  * @module
  */
 import { createHash, randomBytes } from 'node:crypto'
@@ -18,10 +19,17 @@ export const CSRF_FIELD = '_csrf'
 export const CSRF_HEADER = 'x-csrf-token'
 
 export interface Session {
+  /** Who, in the audit: a token's name, or the email Access signed in. */
   tokenName: string
   role: Role
   csrfToken: string
+  signedInWith: 'token' | 'access'
 }
+
+/** Who opens a session: a configured token, or a person Access vouched for. */
+export type SignedIn =
+  | (ConsoleToken & { signedInWith: 'token' })
+  | { name: string; role: Role; signedInWith: 'access' }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 const randomToken = () => randomBytes(32).toString('base64url')
@@ -36,28 +44,32 @@ export function matchToken(tokens: readonly ConsoleToken[], offered: string): Co
 /** A new session for `who`; its id goes in the cookie, never anywhere else. */
 export async function openSession(
   db: Queryable,
-  who: ConsoleToken,
+  who: SignedIn,
   seconds: number,
 ): Promise<{ id: string; session: Session }> {
   const id = randomToken()
   const csrfToken = randomToken()
+  const digest = sha256(who.signedInWith === 'token' ? who.token : `access:${who.name}`)
   await db.query(
-    `INSERT INTO console_sessions (token_hash, token_name, token_digest, role, csrf_token, expires_at)
-     VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))`,
-    [sha256(id), who.name, sha256(who.token), who.role, csrfToken, seconds],
+    `INSERT INTO console_sessions
+       (token_hash, token_name, token_digest, role, csrf_token, signed_in_with, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+    [sha256(id), who.name, digest, who.role, csrfToken, who.signedInWith, seconds],
   )
   // Expired sessions go as new ones come (bounded: one small statement per sign-in).
   await db.query(
     `DELETE FROM console_sessions WHERE token_hash IN (
        SELECT token_hash FROM console_sessions WHERE expires_at < now() LIMIT 100)`,
   )
-  return { id, session: { tokenName: who.name, role: who.role, csrfToken } }
+  const session = { tokenName: who.name, role: who.role, csrfToken, signedInWith: who.signedInWith }
+  return { id, session }
 }
 
 /**
- * The live session of cookie `id`: not expired, and signed in with a token that is still
- * configured, under the same name and role. Rotating, removing or demoting a token ends its
- * sessions at their next request (the row goes).
+ * The live session of cookie `id`: not expired, and, for a token's, signed in with a token that
+ * is still configured, under the same name and role. Rotating, removing or demoting a token ends
+ * its sessions at their next request (the row goes). An Access session is returned as it is: the
+ * caller checks it against the request's own assertion (origin/console/sign-in.tsx).
  */
 export async function findSession(
   db: Queryable,
@@ -70,13 +82,21 @@ export async function findSession(
     token_digest: string
     role: Role
     csrf_token: string
+    signed_in_with: Session['signedInWith']
   }>(
-    `SELECT token_name, token_digest, role, csrf_token FROM console_sessions
+    `SELECT token_name, token_digest, role, csrf_token, signed_in_with FROM console_sessions
       WHERE token_hash = $1 AND expires_at > now()`,
     [sha256(id)],
   )
   const row = rows[0]
   if (!row) return null
+  const session: Session = {
+    tokenName: row.token_name,
+    role: row.role,
+    csrfToken: row.csrf_token,
+    signedInWith: row.signed_in_with,
+  }
+  if (row.signed_in_with === 'access') return session
   const stillConfigured = tokens.some(
     (t) =>
       t.name === row.token_name &&
@@ -87,7 +107,7 @@ export async function findSession(
     await closeSession(db, id)
     return null
   }
-  return { tokenName: row.token_name, role: row.role, csrfToken: row.csrf_token }
+  return session
 }
 
 export async function closeSession(db: Queryable, id: string | undefined): Promise<void> {

@@ -1,6 +1,7 @@
 /**
  * `POST /v1/failures/inbound/{id}/replay`: the operator's replay of one dead inbound event, over
- * HTTP (what `npm run failures -- replay <id>` does for queue rows), behind OPERATOR_TOKEN and an
+ * HTTP (what `npm run failures -- replay <id>` does for queue rows), behind OPERATOR_TOKEN (its
+ * refusals limited per client address with every other operator credential) and an
  * Idempotency-Key (claims/idempotency.ts, the API's middleware): a retried click or a script run
  * twice gets the first answer again, replayed, instead of "no longer dead". Its answers are
  * stored in the same `idempotency_keys` rows (origin/idempotency.ts), scoped to tenant `operator`.
@@ -11,16 +12,18 @@
 import { Hono } from 'hono'
 import { type ClaimStore, type IdempotencyVariables, idempotency } from '../../claims'
 import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
-import { operatorAccess } from '../../contract/operator-token'
 import { problemResponse } from '../../contract/problem'
 import { audit } from '../audit'
 import type { Database } from '../db'
 import { durableAnswers } from '../idempotency'
+import { limitedOperatorAccess, type SignInLimit } from '../sign-in-limit'
 import { getDeadInboundFailure, replayInboundEvent } from './inbound'
 
 export interface FailureReplayDeps {
   db: Database
   operatorToken: string | undefined
+  /** Refused operator tokens per client address, shared with the origin's other credential checks. */
+  signInLimit: SignInLimit
   /** The Redis claim in front; null: the Postgres rows decide alone. */
   claims?: ClaimStore | null
   /** @default IDEMPOTENCY_TTL_SECONDS's default (24 h) */
@@ -41,7 +44,12 @@ export function failureReplayRoutes(deps: FailureReplayDeps): Hono<ReplayEnv> {
   routes.post(
     '/inbound/:id/replay',
     async (c, next) => {
-      const access = operatorAccess(deps.operatorToken, c.req.header('authorization'))
+      const access = limitedOperatorAccess(c, deps.operatorToken, deps.signInLimit)
+      if (!access.ok && access.status === 429) {
+        return problemResponse('too_many_requests', undefined, {
+          'retry-after': String(access.retryAfter),
+        })
+      }
       if (!access.ok) return problemResponse(access.status === 404 ? 'not_found' : 'unauthorized')
       await next()
     },

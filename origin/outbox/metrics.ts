@@ -1,7 +1,7 @@
 /**
  * The relay's metrics, registered on the origin's registry so `GET /metrics` shows them:
  * hand-offs by path and result, rows marked dead, and (read from Postgres on each scrape) the
- * outbox backlog and the failure rows by status.
+ * outbox backlog, its oldest row's age, and the failure rows by status.
  * @module
  */
 import { Counter, Gauge, Registry } from 'prom-client'
@@ -69,19 +69,30 @@ function registerBacklogGauges(registry: Registry, db: Queryable, logger?: Logge
       }
     },
   })
-  new Gauge({
-    name: 'inbound_outbox_unprocessed',
-    help: 'Outbox rows not yet handed downstream (processed_at IS NULL)',
-    registers: [registry],
-    async collect() {
-      try {
-        const rows = await db.query<{ n: number }>(
-          'SELECT count(*)::int AS n FROM outbox WHERE processed_at IS NULL',
-        )
-        this.set(Number(rows[0]?.n ?? 0))
-      } catch (err) {
-        logger?.warn('metrics: outbox count failed', describeError(err))
-      }
-    },
-  })
+  const outboxGauge = (name: string, help: string, sql: string) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        try {
+          const rows = await db.query<{ n: number }>(sql)
+          this.set(Math.max(0, Number(rows[0]?.n ?? 0)))
+        } catch (err) {
+          logger?.warn(`metrics: ${name} not read`, describeError(err))
+        }
+      },
+    })
+  outboxGauge(
+    'inbound_outbox_unprocessed',
+    'Outbox rows not yet handed downstream (processed_at IS NULL)',
+    'SELECT count(*)::int AS n FROM outbox WHERE processed_at IS NULL',
+  )
+  // The oldest by id, through the partial index of unprocessed rows: one row read.
+  outboxGauge(
+    'inbound_outbox_oldest_unprocessed_seconds',
+    'Age of the oldest outbox row not yet handed downstream (0 when none waits)',
+    `SELECT extract(epoch FROM now() - created_at)::float8 AS n FROM outbox
+      WHERE processed_at IS NULL ORDER BY id LIMIT 1`,
+  )
 }

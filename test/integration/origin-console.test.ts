@@ -4,15 +4,15 @@
  * audit; a second run replays nothing), lookup by a delivery id, payload mismatches with both
  * hashes, and no token in the logs.
  */
-import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { secretList } from '../../contract/crypto'
-import { type ConsoleDeps, createConsoleApp } from '../../origin/console/app'
+import type { ConsoleDeps } from '../../origin/console/app'
 import type { ConsoleConfig } from '../../origin/console/settings'
-import { signInLimit } from '../../origin/console/sign-in-limit'
 import { openDatabase } from '../../origin/db'
 import type { Logger } from '../../origin/log'
 import { silentLogger } from '../../origin/log'
+import { signInLimit } from '../../origin/sign-in-limit'
+import { mountedConsole } from '../support/console-app'
 import { fileTestbed, forFile } from '../support/for-file'
 import { eventFixture, signedPost } from '../support/origin'
 
@@ -40,24 +40,14 @@ const ui = forFile(
       4,
       silentLogger,
     )
-    const app = new Hono().route(
-      '/console',
-      createConsoleApp({
-        db,
-        logger,
-        claims: null,
-        config: {
-          tokens: [{ name: 'ops', role: 'operator', token: OPERATOR }],
-          sessionSeconds: 3600,
-        },
-        replay: {
-          downstream: null,
-          retry: { maxAttempts: 3, baseMs: 10, maxMs: 10 },
-          gmail: null,
-          env: {},
-        },
-      }),
-    )
+    const app = mountedConsole({
+      db,
+      logger,
+      config: {
+        tokens: [{ name: 'ops', role: 'operator', token: OPERATOR }],
+        sessionSeconds: 3600,
+      },
+    })
     return { app, db }
   },
   async ({ db }) => db.close(),
@@ -266,22 +256,7 @@ describe('who may stay signed in, and how often one may guess', () => {
       tokens: [{ name: 'ops', role: 'operator', token: OPERATOR }],
       sessionSeconds: 3600,
     }
-    const app = new Hono().route(
-      '/console',
-      createConsoleApp({
-        db: ui.db,
-        logger,
-        claims: null,
-        config,
-        replay: {
-          downstream: null,
-          retry: { maxAttempts: 3, baseMs: 10, maxMs: 10 },
-          gmail: null,
-          env: {},
-        },
-        ...deps,
-      }),
-    )
+    const app = mountedConsole({ db: ui.db, logger, config, ...deps })
     const signInWith = (token: string) =>
       app.request(`${BASE}/login`, {
         method: 'POST',

@@ -19,11 +19,12 @@ import {
 } from '../../contract/event'
 import { signForward } from '../../contract/forward-signature'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
+import { type OriginHandle, startOrigin as startOriginProcess } from '../../local/origin-process'
 import { createTestDatabase, databasePool } from '../../local/services'
 import { loadConfig, type OriginConfig } from '../../origin/config'
 import type { DatabaseDriver } from '../../origin/db'
 import { type Logger, silentLogger } from '../../origin/log'
-import { type RunningOrigin, startOrigin } from '../../origin/server'
+import { type RunningOrigin, type StartOriginOptions, startOrigin } from '../../origin/server'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
@@ -46,6 +47,8 @@ export interface InProcessOriginOptions {
   env?: Record<string, string>
   /** Overrides applied after the env-derived config (e.g. `{ maxEventBytes: 2048 }`). */
   config?: Partial<OriginConfig>
+  /** The operator console's wiring; unset: no /console. */
+  console?: StartOriginOptions['console']
 }
 
 /** The OPERATOR_TOKEN of the test origins: `GET /metrics` needs it. */
@@ -73,7 +76,32 @@ export function startOriginInProcess(options: InProcessOriginOptions): Promise<R
     }),
     ...options.config,
   }
-  return startOrigin(config, { logger: options.logger ?? silentLogger, drainTimeoutMs: 2000 })
+  return startOrigin(config, {
+    logger: options.logger ?? silentLogger,
+    drainTimeoutMs: 2000,
+    ...(options.console ? { console: options.console } : {}),
+  })
+}
+
+/**
+ * `npm run origin` as a process of its own (a pod, with the Gmail poller, the relay and the
+ * console wired by origin/main.ts from its environment) on a test database, over TCP (`pg`), its
+ * errors only logged; `env` adds to or overrides its settings.
+ */
+export function startOriginPod(
+  databaseUrl: string,
+  secret: string,
+  env: Record<string, string> = {},
+): Promise<OriginHandle> {
+  return startOriginProcess({
+    env: {
+      DATABASE_URL: databaseUrl,
+      DATABASE_DRIVER: 'pg',
+      ORIGIN_SHARED_SECRET: secret,
+      LOG_LEVEL: 'error',
+      ...env,
+    },
+  })
 }
 
 /**

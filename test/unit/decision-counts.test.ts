@@ -13,6 +13,7 @@ import {
   msBucket,
 } from '../../contract/decision-counts'
 import { categoryOf, quantileBound } from '../../origin/console/overview'
+import { tallyDecision } from '../../worker/decision-counters'
 
 const T0 = Date.UTC(2026, 11, 1, 22, 0, 30)
 const dup = { channel: 'slack', decision: 'duplicate', decidedBy: 'redis', ms: 3 }
@@ -44,6 +45,30 @@ describe('DecisionTally', () => {
       histogram: [0, 0, 0, 0, 0, 0],
     })
     expect(tally.take()).toBeNull()
+  })
+
+  it('a failed Redis claim is counted with reason redis_unavailable, not its free-text error', () => {
+    const tally = new DecisionTally()
+    const failed = {
+      channel: 'slack',
+      decision: 'forwarded',
+      decidedBy: 'postgres',
+      redis: 'unavailable',
+      reason: 'UpstashError: connect ECONNREFUSED 127.0.0.1:8079',
+    }
+    tallyDecision(tally, failed, T0)
+    tallyDecision(
+      tally,
+      { ...failed, decision: 'recorded', decidedBy: 'gateway', reason: undefined },
+      T0,
+    )
+    // A free-text reason with Redis fine is not a code: counted with none.
+    tallyDecision(tally, { ...failed, redis: 'ok' }, T0)
+    expect(tally.take()?.rows.map((r) => [r.decision, r.reason])).toEqual([
+      ['forwarded', 'redis_unavailable'],
+      ['recorded', 'redis_unavailable'],
+      ['forwarded', ''],
+    ])
   })
 
   it('samples keyed decisions up to its bound; the rows stay bounded too', () => {

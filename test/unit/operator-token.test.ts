@@ -1,12 +1,12 @@
 /**
  * The operator token (contract/operator-token.ts): a bearer check in constant time, no route
  * without a token, and no route with one too short to resist guessing; and the console's limit on
- * refused sign-ins (origin/console/sign-in-limit.ts).
+ * refused credentials (origin/sign-in-limit.ts).
  */
 import { describe, expect, it } from 'vitest'
 import { operatorAccess, operatorTokenProblem } from '../../contract/operator-token'
 import { ConfigError, loadConfig } from '../../origin/config'
-import { signInLimit } from '../../origin/console/sign-in-limit'
+import { signInLimit } from '../../origin/sign-in-limit'
 
 const LONG = 'a-token-long-enough-to-guard'
 
@@ -32,14 +32,31 @@ describe('operator token', () => {
   })
 })
 
-describe('refused sign-ins', () => {
+describe('refused credentials', () => {
   it('past the limit an address waits for its window to end; other addresses do not', () => {
     const limit = signInLimit(2, 60_000)
-    limit.refused('10.0.0.1', 0)
-    expect(limit.retryAfter('10.0.0.1', 1_000)).toBe(0)
-    limit.refused('10.0.0.1', 1_000)
-    expect(limit.retryAfter('10.0.0.1', 1_000)).toBe(59)
-    expect(limit.retryAfter('10.0.0.2', 1_000)).toBe(0)
-    expect(limit.retryAfter('10.0.0.1', 60_000)).toBe(0)
+    expect(limit.begin('10.0.0.1', 0).retryAfter).toBe(0)
+    expect(limit.begin('10.0.0.1', 1_000).retryAfter).toBe(0)
+    expect(limit.begin('10.0.0.1', 1_000).retryAfter).toBe(59)
+    expect(limit.begin('10.0.0.2', 1_000).retryAfter).toBe(0)
+    expect(limit.begin('10.0.0.1', 60_000).retryAfter).toBe(0)
+  })
+
+  it('a try counts from its start, before its credential is read; a right one is taken back', () => {
+    const limit = signInLimit(2, 60_000)
+    // Two tries in flight at once fill the window: a third is refused before either ends.
+    const first = limit.begin('10.0.0.1', 0)
+    const second = limit.begin('10.0.0.1', 0)
+    expect(limit.begin('10.0.0.1', 0).retryAfter).toBe(60)
+    first.passed()
+    first.passed()
+    expect(limit.begin('10.0.0.1', 0).retryAfter).toBe(0)
+    expect(limit.begin('10.0.0.1', 0).retryAfter).toBe(60)
+    // A try that outlived its window takes nothing from the next one.
+    second.passed()
+    const next = limit.begin('10.0.0.1', 60_000)
+    expect(next.retryAfter).toBe(0)
+    expect(limit.begin('10.0.0.1', 60_000).retryAfter).toBe(0)
+    expect(limit.begin('10.0.0.1', 60_000).retryAfter).toBe(60)
   })
 })

@@ -254,6 +254,10 @@ describe('POST /v1/messages: the Idempotency-Key draft', () => {
     const ctx = createExecutionContext()
     await worker.queue(batch, h.env, ctx)
     expect((await getQueueResult(batch, ctx)).explicitAcks).toHaveLength(2)
+    // Counted queued and landed like every front door's events: the spool's backlog is back to 0.
+    const flat = (await h.redis.hgetall(h.redisKey('dedup:stats'))) as unknown as string[]
+    const stats = Object.fromEntries(flat.flatMap((v, i) => (i % 2 ? [] : [[v, flat[i + 1]]])))
+    expect([stats['spool_queued:api'], stats['spool_delivered:api']]).toEqual(['2', '2'])
     const retry = await post(h, { key })
     expect(retry.status).toBe(201)
     expect(retry.headers.get('idempotent-replayed')).toBe('true')

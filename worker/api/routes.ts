@@ -64,6 +64,9 @@ api.post(
     )
     if (!valid.ok) return problemResponse('invalid_request', valid.message)
     const { response, decision } = await landOrQueue(c.env, settings, valid.event)
+    // Counted like every front door's queued event: the spool's backlog is queued minus landed.
+    const claims = decision === 'spooled' ? claimStoreFor(settings) : null
+    if (claims) c.executionCtx.waitUntil(claims.count('spool_queued:api').catch(() => {}))
     logDecision({
       channel: 'api',
       deliveryKey: valid.event.deliveryKey,

@@ -29,7 +29,7 @@ export interface LayoutProps {
   title: string
   session: Session | null
   /** The nav entry to mark. */
-  current?: 'overview' | 'lookup' | 'failures' | 'mismatches'
+  current?: 'overview' | 'lookup' | 'search' | 'failures' | 'mismatches'
   flash?: string
   children?: Child
 }
@@ -37,6 +37,7 @@ export interface LayoutProps {
 const NAV = [
   ['overview', '/console', 'Overview'],
   ['lookup', '/console/lookup', 'Lookup'],
+  ['search', '/console/search', 'Search'],
   ['failures', '/console/failures', 'Failures'],
   ['mismatches', '/console/mismatches', 'Payload mismatches'],
 ] as const

@@ -7,6 +7,7 @@ import * as v from 'valibot'
 import { sha256Hex } from './crypto'
 import { IdempotencySchema, type StoredAnswer } from './idempotency'
 import { storable } from './storable'
+import { isStorableTime } from './storable-time'
 
 /**
  * What an event channel name looks like (`messages.channel`, the label of its metrics): any name
@@ -28,6 +29,12 @@ export type EventKind = (typeof EVENT_KINDS)[number]
  */
 export const LIMITS = {
   key: 512,
+  /**
+   * A key's UTF-8 bytes too: a customer's tenant and sender id are one entry of the unique index
+   * `customers_identity_key`, and Postgres refuses (54000) an entry over its btree bound of 2,704
+   * bytes; 512 characters of three bytes each, twice, would pass it.
+   */
+  keyBytes: 1024,
   body: 64 * 1024,
   name: 256,
   subject: 1024,
@@ -95,8 +102,20 @@ export const AttachmentSchema = v.strictObject({
 })
 export type Attachment = v.InferOutput<typeof AttachmentSchema>
 
-const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key))
-const IsoTime = v.pipe(v.string(), v.isoTimestamp())
+/** An id or key: what the unique indexes hold, within their bounds (LIMITS). */
+export const KeySchema = v.pipe(
+  v.string(),
+  v.minLength(1),
+  v.maxLength(LIMITS.key),
+  v.maxBytes(LIMITS.keyBytes),
+)
+
+/** An RFC 3339 time that Postgres's `timestamptz` takes (contract/storable-time.ts). */
+export const StorableTimeSchema = v.pipe(
+  v.string(),
+  v.isoTimestamp(),
+  v.check(isStorableTime, 'not a time Postgres stores (calendar date, year 1-9999, offset ±15:59)'),
+)
 
 const EventFields = v.strictObject({
   /** Schema version; bump when a field changes meaning. */
@@ -104,19 +123,19 @@ const EventFields = v.strictObject({
   kind: v.picklist(EVENT_KINDS),
   channel: v.pipe(v.string(), v.regex(CHANNEL_NAME)),
   /** Who owns the ids: Slack team, Twilio AccountSid, Telegram bot id, receiving mailbox. */
-  tenant: Key,
+  tenant: KeySchema,
   /** The vendor delivery this came from (Redis key material); for logs and tracing. */
-  deliveryKey: Key,
+  deliveryKey: KeySchema,
   /** `messages.channel_message_id`: the logical message, already scoped (team/chat/account). */
-  messageKey: Key,
+  messageKey: KeySchema,
   sender: v.strictObject({
-    externalId: Key,
+    externalId: KeySchema,
     displayName: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.name))),
   }),
   /** Message text. Empty for deletes and for media-only messages. */
   body: v.pipe(v.string(), v.maxLength(LIMITS.body)),
   /** When the vendor says the message (or the edit) happened. */
-  occurredAt: IsoTime,
+  occurredAt: StorableTimeSchema,
   /**
    * Edits only, optional: orders two edits with the same `occurredAt` (vendor clocks with
    * one-second resolution); the larger wins. A per-tenant sequence such as Telegram's update_id.
@@ -125,7 +144,7 @@ const EventFields = v.strictObject({
   /** Email only: subject line. */
   subject: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.subject))),
   /** Email only: message keys named by In-Reply-To / References, nearest first. */
-  references: v.optional(v.pipe(v.array(Key), v.maxLength(LIMITS.references))),
+  references: v.optional(v.pipe(v.array(KeySchema), v.maxLength(LIMITS.references))),
   /**
    * Media and structured content, metadata only (optional: events queued before it existed have
    * none). The stored row's `body` is the text, or the caption of media-only messages.

@@ -5,13 +5,17 @@
  * that account (key scope check, gateway.ts), so one account's token never vouches for another.
  *
  * - plain mode: `signature = sha1(sort(token, timestamp, nonce))` in the query. It does not cover
- *   the body, so an account with an EncodingAESKey configured takes encrypted pushes only.
+ *   the body, so an account with an EncodingAESKey configured takes encrypted pushes only, and a
+ *   plain query is good once: for the body it first came with, or for the console's GET check
+ *   (its URL sits in access logs), claimed in Redis before anything is parsed (gateway.ts
+ *   `claimSignatureOnce`). The same body again is the same push (its MsgId then makes it a
+ *   duplicate); any other body is 401; Redis out of reach, 503, and WeChat tries again.
  * - encrypted (safe or compatible) mode: `encrypt_type=aes`, `msg_signature` over the four values
  *   (the `<Encrypt>` element the fourth), then AES-256-CBC with the current or previous
  *   EncodingAESKey (rotation), the plaintext ending with the account's AppID (wechat-crypto.ts).
- * - both: `timestamp` within {@link TIMESTAMP_WINDOW_SECONDS} of now. No nonce store: a replay
- *   within the window is the same push, and its key makes it a duplicate; a nonce seen twice
- *   could be WeChat's own retry of a push we never took, which must not be refused.
+ *   The signature covers the push: a replay within the window is the same push, and its key makes
+ *   it a duplicate, so no nonce is stored.
+ * - both: `timestamp` within {@link TIMESTAMP_WINDOW_SECONDS} of now.
  *
  * Keys (docs/keys.md's key table): messages `dedup:wechat:{account}:{MsgId}` / `{account}:{MsgId}`,
  * MsgId kept as the string it is (it exceeds 2^53); events (no MsgId) recorded, never rows, under
@@ -22,12 +26,13 @@
 import { XMLParser } from 'fast-xml-parser'
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
-import { equalsAny, sha256Hex } from '../../contract/crypto'
+import { type Bytes, equalsAny, sha256Hex, utf8 } from '../../contract/crypto'
 import { type Attachment, type InboundEventDraft, LIMITS } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError, UnauthorizedError } from '../errors'
 import {
+  type OnceBinding,
   parseTenantSecrets,
   type TenantSecrets,
   type TenantVerdict,
@@ -133,6 +138,32 @@ function wechatConfig(env: StringEnv, warnings: string[]): ChannelConfig<WeChatC
 /** How far `timestamp` may be from now: WeChat's retries come within seconds. */
 export const TIMESTAMP_WINDOW_SECONDS = 300
 
+/** A plain query's claim outlives the window either side of its timestamp. */
+const ONCE_TTL_SECONDS = 2 * TIMESTAMP_WINDOW_SECONDS
+
+/**
+ * What a plain query is good for, once: its `(timestamp, nonce)` under the account (the signature
+ * follows from them and the token), bound to the hash of what it came with (`GET` and its
+ * `echostr`, or `POST` and the body's bytes).
+ */
+async function plainOnce(
+  account: string,
+  query: URLSearchParams,
+  method: 'GET' | 'POST',
+  bytes: Bytes,
+): Promise<OnceBinding> {
+  const head = utf8(`${method}\n`)
+  const material = new Uint8Array(head.length + bytes.length) as Bytes
+  material.set(head)
+  material.set(bytes, head.length)
+  const id = `${query.get('timestamp')}.${query.get('nonce')}`
+  return {
+    key: { namespace: 'wechat-signature', scope: account, id },
+    hash: (await sha256Hex(material)).slice(0, 16),
+    ttlSeconds: ONCE_TTL_SECONDS,
+  }
+}
+
 /** The account the path names, when it is one (the secrets are looked up by it). */
 const accountOf = (id: string | undefined): string | null =>
   id !== undefined && ACCOUNT.test(id) ? id : null
@@ -174,10 +205,17 @@ export async function verifyWeChatHandshake(
 ): Promise<HandshakeVerdict> {
   const echostr = query.get('echostr')
   if (!echostr || echostr.length > 128) return { ok: false, reason: 'no_echostr' }
-  const verdict = await verifyForTenant(config.tokens, accountOf(accountParam), (tokens) =>
+  const account = accountOf(accountParam)
+  const verdict = await verifyForTenant(config.tokens, account, (tokens) =>
     verifyQuery(tokens, query, options),
   )
-  return verdict.ok ? { ok: true, challenge: echostr } : verdict
+  if (!verdict.ok || account === null)
+    return verdict.ok ? { ok: false, reason: 'no_account' } : verdict
+  return {
+    ok: true,
+    challenge: echostr,
+    once: await plainOnce(account, query, 'GET', utf8(echostr)),
+  }
 }
 
 /**
@@ -202,9 +240,12 @@ export function verifyWeChat(
     const query = new URL(parts.url).searchParams
     const aesKeys = (account && config.aesKeys.get(account)) || []
     if (query.get('encrypt_type') !== 'aes') {
-      // The plain signature does not cover the body: not enough once the account encrypts.
-      if (aesKeys.length > 0) return { ok: false, reason: 'plaintext_refused' }
-      return verifyQuery(tokens, query, options)
+      // The plain signature does not cover the body: not enough once the account encrypts, and
+      // otherwise good for one body only.
+      if (aesKeys.length > 0 || account === null) return { ok: false, reason: 'plaintext_refused' }
+      const verdict = await verifyQuery(tokens, query, options)
+      if (!verdict.ok) return verdict
+      return { ok: true, once: await plainOnce(account, query, 'POST', parts.body.bytes) }
     }
     const appId = account === null ? undefined : config.appIds.get(account)
     if (aesKeys.length === 0 || !appId) return { ok: false, reason: 'encryption_not_configured' }

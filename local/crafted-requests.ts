@@ -99,6 +99,13 @@ function filled(bytes: number, unit: string, head = '', tail = ''): string {
   return head + body + ' '.repeat(room - body.length) + tail
 }
 
+/** As many parameters of distinct names as the bytes allow (each one to sort), after `head`. */
+function distinctParameters(bytes: number, head: string): string {
+  let body = head
+  for (let i = 0; body.length + `&p${i}=`.length <= bytes; i++) body += `&p${i}=`
+  return body.padEnd(bytes, 'x')
+}
+
 /** JSON nested as deep as the bytes allow, naming a tenant first (what a pre-read looks for). */
 const deepJson = (bytes: number, head: string) => filled(bytes, '[', head)
 
@@ -176,7 +183,7 @@ export function craftedRequests(teams: CraftedTeamsKeys): CraftedRequest[] {
     },
     {
       name: 'twilio',
-      worst: async (base) => twilio(base, filled(max, '&a=', `AccountSid=${TWILIO_ACCOUNT}`)),
+      worst: async (base) => twilio(base, distinctParameters(max, `AccountSid=${TWILIO_ACCOUNT}`)),
       smallest: async (base) => twilio(base, `AccountSid=${TWILIO_ACCOUNT}`),
     },
     {

@@ -30,11 +30,12 @@ export type EventKind = (typeof EVENT_KINDS)[number]
 export const LIMITS = {
   key: 512,
   /**
-   * A key's UTF-8 bytes too: a customer's tenant and sender id are one entry of the unique index
+   * A tenant's and a sender id's UTF-8 bytes too: the two are one entry of the unique index
    * `customers_identity_key`, and Postgres refuses (54000) an entry over its btree bound of 2,704
-   * bytes; 512 characters of three bytes each, twice, would pass it.
+   * bytes; 512 characters of three bytes each, twice, would pass it. (Every other key is an index
+   * entry alone: 512 characters are at most 1,536 bytes.)
    */
-  keyBytes: 1024,
+  identityBytes: 1024,
   body: 64 * 1024,
   name: 256,
   subject: 1024,
@@ -102,13 +103,9 @@ export const AttachmentSchema = v.strictObject({
 })
 export type Attachment = v.InferOutput<typeof AttachmentSchema>
 
-/** An id or key: what the unique indexes hold, within their bounds (LIMITS). */
-export const KeySchema = v.pipe(
-  v.string(),
-  v.minLength(1),
-  v.maxLength(LIMITS.key),
-  v.maxBytes(LIMITS.keyBytes),
-)
+const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key))
+/** A tenant or a sender id: a key, and half of a customer's index entry (LIMITS.identityBytes). */
+export const IdentitySchema = v.pipe(Key, v.maxBytes(LIMITS.identityBytes))
 
 /** An RFC 3339 time that Postgres's `timestamptz` takes (contract/storable-time.ts). */
 export const StorableTimeSchema = v.pipe(
@@ -123,13 +120,13 @@ const EventFields = v.strictObject({
   kind: v.picklist(EVENT_KINDS),
   channel: v.pipe(v.string(), v.regex(CHANNEL_NAME)),
   /** Who owns the ids: Slack team, Twilio AccountSid, Telegram bot id, receiving mailbox. */
-  tenant: KeySchema,
+  tenant: IdentitySchema,
   /** The vendor delivery this came from (Redis key material); for logs and tracing. */
-  deliveryKey: KeySchema,
+  deliveryKey: Key,
   /** `messages.channel_message_id`: the logical message, already scoped (team/chat/account). */
-  messageKey: KeySchema,
+  messageKey: Key,
   sender: v.strictObject({
-    externalId: KeySchema,
+    externalId: IdentitySchema,
     displayName: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.name))),
   }),
   /** Message text. Empty for deletes and for media-only messages. */
@@ -144,7 +141,7 @@ const EventFields = v.strictObject({
   /** Email only: subject line. */
   subject: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.subject))),
   /** Email only: message keys named by In-Reply-To / References, nearest first. */
-  references: v.optional(v.pipe(v.array(KeySchema), v.maxLength(LIMITS.references))),
+  references: v.optional(v.pipe(v.array(Key), v.maxLength(LIMITS.references))),
   /**
    * Media and structured content, metadata only (optional: events queued before it existed have
    * none). The stored row's `body` is the text, or the caption of media-only messages.

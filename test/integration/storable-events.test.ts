@@ -85,14 +85,19 @@ const wideText = (chars: number) =>
     maxLength: chars,
   })
 
-/** A key: short, or at its bounds in characters (512) and in UTF-8 bytes (1,024), or past them. */
+/**
+ * A key: short, or at its bounds in characters (512) and, for a tenant and a sender, in UTF-8
+ * bytes (1,024), or past them.
+ */
 const awkwardKey = (maxUnits: number = LIMITS.key) =>
   fc.oneof(
     { weight: 6, arbitrary: awkwardText(40, 1) },
-    { weight: 1, arbitrary: wideText(Math.floor(LIMITS.keyBytes / 3)) },
-    { weight: 1, arbitrary: wideText(Math.floor(LIMITS.keyBytes / 3) + 1) },
+    { weight: 1, arbitrary: wideText(Math.floor(LIMITS.identityBytes / 3)) },
+    { weight: 1, arbitrary: wideText(Math.floor(LIMITS.identityBytes / 3) + 1) },
     { weight: 1, arbitrary: fc.constant('😀'.repeat(Math.floor(maxUnits / 2))) },
     { weight: 1, arbitrary: fc.constant('a'.repeat(maxUnits)) },
+    // At the character bound in three-byte characters: 1,536 bytes, past the identity bound.
+    { weight: 2, arbitrary: wideText(maxUnits) },
   )
 
 /** Integers at the edges of int, safeInteger and bigint, and numbers that are none. */

@@ -8,8 +8,8 @@ import * as v from 'valibot'
 import type { IdempotentCall } from '../../claims/idempotency'
 import {
   AttachmentSchema,
+  IdentitySchema,
   type InboundEventDraft,
-  KeySchema,
   LIMITS,
   StorableTimeSchema,
 } from '../../contract/event'
@@ -20,7 +20,7 @@ export const MessageRequestSchema = v.pipe(
   v.strictObject({
     customer: v.strictObject({
       /** Your id for the customer: the same id is the same customer. */
-      id: KeySchema,
+      id: IdentitySchema,
       name: v.optional(Text(LIMITS.name)),
       email: v.optional(v.pipe(v.string(), v.maxLength(320), v.email())),
     }),

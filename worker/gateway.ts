@@ -6,6 +6,7 @@
 import type { Context } from 'hono'
 import { type ClaimStore, claimStore, formatDeliveryKey, sameHash } from '../claims'
 import { BodyOverLimitError, readBoundedBody } from '../contract/body'
+import { describeError } from '../contract/describe-error'
 import { type Classified, deliveriesOf, type RequestParts } from './channels/types'
 import { type ChannelConfig, type Settings, settingsFor } from './config'
 import type { Env } from './env'
@@ -110,11 +111,16 @@ export function assertVerifiedTenant(
   }
 }
 
+/** Tries of a one-time claim before the retry answer: it is idempotent (one key, one hash). */
+const ONCE_TRIES = 3
+
 /**
  * A signature good for one body only ({@link OnceBinding}): the first request claims its key for
  * its body's hash; the same body again (a redelivery) passes, and its message key then answers it
- * as a duplicate; any other body is 401. Without Redis there is no telling a replay of a leaked
- * URL from a first use, so the answer is the retry one (503): the vendor sends it again.
+ * as a duplicate; any other body is 401. Redis slow or down: tried again (a try that timed out
+ * but landed is found as this body's own), and after {@link ONCE_TRIES} the retry answer (503):
+ * without Redis there is no telling a replay of a leaked URL from a first use, and the vendor
+ * sends it again.
  */
 export async function claimSignatureOnce(
   settings: Settings,
@@ -123,10 +129,17 @@ export async function claimSignatureOnce(
 ): Promise<void> {
   const claims = claimStoreFor(settings)
   if (!claims) throw new RetryLaterError(`${channel}: a one-time signature needs Redis`)
-  const outcome = await claims.record(formatDeliveryKey(once.key), once.hash, once.ttlSeconds)
+  const key = formatDeliveryKey(once.key)
+  let outcome = await claims.record(key, once.hash, once.ttlSeconds)
+  for (let tries = 1; outcome.status === 'unavailable' && tries < ONCE_TRIES; tries++) {
+    outcome = await claims.record(key, once.hash, once.ttlSeconds)
+  }
   if (outcome.status === 'claimed') return
   if (outcome.status === 'unavailable') {
-    throw new RetryLaterError(`${channel}: Redis unavailable for a one-time signature`)
+    const { name, message } = describeError(outcome.error)
+    throw new RetryLaterError(
+      `${channel}: Redis unavailable for a one-time signature: ${name}: ${message}`,
+    )
   }
   const stored = outcome.hash
   if (stored !== null && sameHash(stored, once.hash)) return

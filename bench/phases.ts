@@ -9,11 +9,16 @@ import { join } from 'node:path'
 import type { Redis } from 'ioredis'
 import type { WorkerDevHandle } from '../local/worker-runtime'
 import type { Cleanup } from './cleanup'
-import { type BenchConfig, WORKERD_PROFILE } from './config'
+import { type BenchConfig, vendorVars, WORKERD_PROFILE } from './config'
 import { type DecisionCountersCost, measureDecisionCounters } from './decision-counters-phase'
 import type { LoadGenerator } from './load'
 import type { LogTally } from './logs'
 import { type OverloadReport, runOverload, writeOverloadJson } from './overload'
+import {
+  describePreVerification,
+  measurePreVerification,
+  type PreVerificationCost,
+} from './pre-verification-phase'
 import { drainLines, measureQueueDrain, type QueueDrainReport } from './queue-drain'
 import type { MachineInfo } from './report'
 import {
@@ -80,6 +85,8 @@ export interface RunState {
   queueDrain?: QueueDrainReport
   /** The decision counters' cost per decision in workerd (phase `decision-counters`). */
   decisionCounters?: DecisionCountersCost
+  /** Each channel's worst forged request over its smallest (phase `pre-verification`). */
+  preVerification?: PreVerificationCost[]
   /** The counters' A/B pair of gateways, during phase `decision-counters` only. */
   countersAb: CountersAb | undefined
 }
@@ -139,6 +146,18 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
   overload: {
     async before(state) {
       await runOverload(state)
+      return false
+    },
+  },
+  'pre-verification': {
+    async before(state) {
+      const { local } = state.stack
+      state.preVerification = await measurePreVerification(
+        (vars) => local.startWorker({ vars }),
+        vendorVars(),
+      )
+      const lines = state.preVerification.map(describePreVerification)
+      state.notes.push(...lines.map((line) => `before the signature: ${line}`))
       return false
     },
   },

@@ -7,6 +7,7 @@
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
 import { type DecisionCountersCost, describeCost } from './decision-counters-phase'
 import type { OverloadReport } from './overload'
+import type { PreVerificationCost } from './pre-verification-phase'
 import type { QueueDrainReport } from './queue-drain'
 import type { KeyMemory, RedisBenchmarkResult } from './redis'
 import type { Check, StepResult } from './steps'
@@ -73,6 +74,8 @@ export interface BenchReport {
   problems: string[]
   /** Things worth knowing that are not failures (a section skipped for time, ...). */
   notes: string[]
+  /** Each channel's worst forged request over its smallest, ms (phase `pre-verification`). */
+  preVerification?: PreVerificationCost[]
   /** The decision counters' hot-path cost in workerd (phase `decision-counters`). */
   decisionCounters?: DecisionCountersCost
 }

@@ -65,6 +65,7 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
     ...(state.overload ? { overload: state.overload } : {}),
     ...(state.queueDrain ? { queueDrain: state.queueDrain } : {}),
     ...(state.decisionCounters ? { decisionCounters: state.decisionCounters } : {}),
+    ...(state.preVerification ? { preVerification: state.preVerification } : {}),
     checks: steps.flatMap((s) => s.checks.map((c) => ({ ...c, step: s.id }))),
     elapsedS: 0,
     problems,

@@ -7,7 +7,9 @@
  *   sweep: verify-only, duplicate storm and first-seen side by side at each concurrency →
  *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
  *   → the origin, a raw INSERT and the Upstash stand-in on their own → the decision counters'
- *   cost per decision in workerd (bench/decision-counters-phase.ts) → overload (the origin
+ *   cost per decision in workerd (bench/decision-counters-phase.ts) → each channel's worst
+ *   unauthenticated request, refused before its signature holds (bench/pre-verification-phase.ts)
+ *   → overload (the origin
  *   limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
  *   bench/overload.ts) → queue (the spool consumer's drain per batch size; bench/queue-drain.ts) →
  *   `wrangler dev` first-seen and storm.
@@ -81,6 +83,7 @@ export type PhaseName =
   | 'overload'
   | 'queue'
   | 'decision-counters'
+  | 'pre-verification'
 
 export interface Phase {
   name: PhaseName
@@ -239,6 +242,13 @@ export const PHASES: readonly Phase[] = [
         `duplicate storm, counters off (${round})`,
       ),
     ]),
+  },
+  {
+    // Runs apart from this table (bench/pre-verification-phase.ts): a gateway of its own, each
+    // channel's worst forged request against its smallest.
+    name: 'pre-verification',
+    at: 'headline',
+    scenarios: [],
   },
   {
     // Runs apart from this table (bench/overload.ts): workers of its own, a slow origin.

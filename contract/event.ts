@@ -7,6 +7,7 @@ import * as v from 'valibot'
 import { sha256Hex } from './crypto'
 import { IdempotencySchema, type StoredAnswer } from './idempotency'
 import { storable } from './storable'
+import { isStorableTime } from './storable-time'
 
 /**
  * What an event channel name looks like (`messages.channel`, the label of its metrics): any name
@@ -28,6 +29,13 @@ export type EventKind = (typeof EVENT_KINDS)[number]
  */
 export const LIMITS = {
   key: 512,
+  /**
+   * A tenant's and a sender id's UTF-8 bytes too: the two are one entry of the unique index
+   * `customers_identity_key`, and Postgres refuses (54000) an entry over its btree bound of 2,704
+   * bytes; 512 characters of three bytes each, twice, would pass it. (Every other key is an index
+   * entry alone: 512 characters are at most 1,536 bytes.)
+   */
+  identityBytes: 1024,
   body: 64 * 1024,
   name: 256,
   subject: 1024,
@@ -96,7 +104,15 @@ export const AttachmentSchema = v.strictObject({
 export type Attachment = v.InferOutput<typeof AttachmentSchema>
 
 const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key))
-const IsoTime = v.pipe(v.string(), v.isoTimestamp())
+/** A tenant or a sender id: a key, and half of a customer's index entry (LIMITS.identityBytes). */
+export const IdentitySchema = v.pipe(Key, v.maxBytes(LIMITS.identityBytes))
+
+/** An RFC 3339 time that Postgres's `timestamptz` takes (contract/storable-time.ts). */
+export const StorableTimeSchema = v.pipe(
+  v.string(),
+  v.isoTimestamp(),
+  v.check(isStorableTime, 'not a time Postgres stores (calendar date, year 1-9999, offset ±15:59)'),
+)
 
 const EventFields = v.strictObject({
   /** Schema version; bump when a field changes meaning. */
@@ -104,19 +120,19 @@ const EventFields = v.strictObject({
   kind: v.picklist(EVENT_KINDS),
   channel: v.pipe(v.string(), v.regex(CHANNEL_NAME)),
   /** Who owns the ids: Slack team, Twilio AccountSid, Telegram bot id, receiving mailbox. */
-  tenant: Key,
+  tenant: IdentitySchema,
   /** The vendor delivery this came from (Redis key material); for logs and tracing. */
   deliveryKey: Key,
   /** `messages.channel_message_id`: the logical message, already scoped (team/chat/account). */
   messageKey: Key,
   sender: v.strictObject({
-    externalId: Key,
+    externalId: IdentitySchema,
     displayName: v.optional(v.pipe(v.string(), v.maxLength(LIMITS.name))),
   }),
   /** Message text. Empty for deletes and for media-only messages. */
   body: v.pipe(v.string(), v.maxLength(LIMITS.body)),
   /** When the vendor says the message (or the edit) happened. */
-  occurredAt: IsoTime,
+  occurredAt: StorableTimeSchema,
   /**
    * Edits only, optional: orders two edits with the same `occurredAt` (vendor clocks with
    * one-second resolution); the larger wins. A per-tenant sequence such as Telegram's update_id.

@@ -66,6 +66,7 @@ export function checkDeployment(input: DeploymentInput): Finding[] {
     ...checkSharedSecret(secrets[ORIGIN_SHARED_SECRET.name], input.envName),
     ...checkOperatorToken(secrets[OPERATOR_TOKEN.name], input.envName),
     ...checkChannels(env, input.envName),
+    ...checkWeChatModes(env),
     ...checkQueues(input.config, env),
     ...checkDedupTtls(env),
   ]
@@ -225,6 +226,24 @@ function checkChannels(env: Env, envName: string | undefined): Finding[] {
     }
   }
   return findings
+}
+
+/**
+ * A WeChat account in plain mode: its signature covers no body (docs/guarantees.md, the limits),
+ * and the gateway then needs Redis to take its pushes at all. Safe mode signs and seals the push.
+ */
+function checkWeChatModes(env: Env): Finding[] {
+  const wechat = parseSettings(env).wechat
+  if (!wechat.ok || wechat.value.tokens.kind !== 'per-tenant') return []
+  const { aesKeys } = wechat.value
+  return [...wechat.value.tokens.byTenant.keys()]
+    .filter((account) => !aesKeys.has(account))
+    .map((account) =>
+      warn(
+        `WeChat account ${account} is in plain mode: its pushes are signed without their body (whoever sees one in transit can replace it), and are refused while Redis is out of reach`,
+        `switch it to safe mode (安全模式) in its console, then set its EncodingAESKey in WECHAT_AES_KEYS_BY_ACCOUNT and its AppID in WECHAT_APP_IDS_BY_ACCOUNT`,
+      ),
+    )
 }
 
 /**

@@ -13,6 +13,7 @@ export type GatewayErrorCode =
   | 'invalid_payload'
   | 'channel_not_configured'
   | 'vendor_keys_unavailable'
+  | 'retry_later'
   | 'not_found'
   | 'internal_error'
 
@@ -80,5 +81,15 @@ export class ChannelNotConfiguredError extends GatewayError {
       `channel ${channel} is not configured`,
       `${channel}: set ${missing.join(', ')}`,
     )
+  }
+}
+
+/**
+ * The request cannot be judged now (the one-time claim of a plain WeChat signature, with Redis out
+ * of reach): refused as the channels' retry answer is, and the vendor sends it again.
+ */
+export class RetryLaterError extends GatewayError {
+  constructor(detail: string) {
+    super('retry_later', 503, 'temporarily unavailable, retry', detail, { retryAfterSeconds: 1 })
   }
 }

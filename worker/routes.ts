@@ -16,7 +16,13 @@ import { deliveryContext, logOutcome } from './deliver'
 import { deliverAll } from './deliver-batch'
 import type { Env } from './env'
 import { ChannelNotConfiguredError, ForbiddenError } from './errors'
-import { assertVerifiedTenant, type GatewayContext, verifiedRequest, waitUntil } from './gateway'
+import {
+  assertVerifiedTenant,
+  claimSignatureOnce,
+  type GatewayContext,
+  verifiedRequest,
+  waitUntil,
+} from './gateway'
 import { logDecision } from './log'
 
 export const webhooks = new Hono<{ Bindings: Env }>()
@@ -33,12 +39,15 @@ function serve(channel: WebhookChannel): void {
 /** A channel's GET handshake: config (503), then its own check (403), then the challenge. */
 async function handshake(c: GatewayContext, channel: WebhookChannel): Promise<Response> {
   const startedAt = Date.now()
-  const config = channel.pick(settingsFor(c.env))
+  const settings = settingsFor(c.env)
+  const config = channel.pick(settings)
   if (!config.ok) throw new ChannelNotConfiguredError(channel.name, config.missing)
   const query = new URL(c.req.url).searchParams
   const verdict = await channel.handshake?.(query, config.value, c.req.param())
   if (!verdict?.ok)
     throw new ForbiddenError(`${channel.name}: ${verdict?.reason ?? 'no handshake'}`)
+  // A signed handshake URL sits in access logs: it is spent here, not reusable for a POST.
+  if (verdict.once) await claimSignatureOnce(settings, channel.name, verdict.once)
   const reply = challengeReply(verdict.challenge)
   logDecision({
     channel: channel.name,

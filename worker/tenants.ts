@@ -10,6 +10,7 @@
  * @module
  */
 import { secretList } from '../contract/crypto'
+import type { DeliveryKey } from '../contract/delivery-key'
 import { rawValue, type StringEnv, setting, type TextSetting } from '../contract/settings'
 import type { Verdict } from './channels/types'
 import type { ChannelConfig } from './config'
@@ -20,11 +21,25 @@ export type TenantSecrets =
   /** A per-tenant variable: a tenant not listed is refused. */
   | { kind: 'per-tenant'; byTenant: ReadonlyMap<string, readonly string[]> }
 
+/**
+ * A signature that does not cover the body (WeChat's plain mode) proves only that its query was
+ * signed: such a request is good once, for the body it first came with. The gateway claims `key`
+ * for `hash` (the body's) before anything is parsed: the same body again is the same delivery,
+ * another is refused (gateway.ts `claimSignatureOnce`).
+ */
+export interface OnceBinding {
+  key: DeliveryKey
+  hash: string
+  /** How long the signature itself is accepted, and so how long its claim must outlive it. */
+  ttlSeconds: number
+}
+
 /** A verifier's answer, saying whose secrets matched: a tenant id, or null (shared secrets). */
 export type TenantVerdict =
   | {
       ok: true
       tenant: string | null
+      once?: OnceBinding
       handshakeOnly?: boolean
       /** The key scopes this tenant may write, when they are not the tenant id itself. */
       scopes?: ReadonlySet<string>
@@ -47,12 +62,12 @@ export async function verifyForTenant(
 ): Promise<TenantVerdict> {
   if (config.kind === 'shared') {
     const verdict = await verify(config.secrets)
-    return verdict.ok ? { ok: true, tenant: null } : verdict
+    return verdict.ok ? { ...verdict, tenant: null } : verdict
   }
   const secrets = tenant === null ? undefined : config.byTenant.get(tenant)
   if (tenant === null || !secrets) return { ok: false, reason: 'unknown_tenant' }
   const verdict = await verify(secrets)
-  return verdict.ok ? { ok: true, tenant } : verdict
+  return verdict.ok ? { ...verdict, tenant } : verdict
 }
 
 /**

@@ -173,6 +173,36 @@ describe('POST /v1/messages end to end', () => {
     expect(await rows('acme', key)).toBe(1)
   }, 60_000)
 
+  it('a sentAt Postgres cannot store (30 February, the year 0000): 400 with the origin up and down, nothing written or queued', async () => {
+    const unstorable = ['2026-02-30T10:00:00Z', '0000-06-01T00:00:00Z']
+    const refused = async () => {
+      for (const sentAt of unstorable) {
+        const key = freshKey()
+        const answer = await post(key, { ...MESSAGE, sentAt })
+        expect(answer.status).toBe(400)
+        expect(answer.body).toMatchObject({ detail: expect.stringMatching(/^sentAt: /) })
+        keys.push(key)
+      }
+    }
+    const keys: string[] = []
+    await refused()
+    await e2e.stack.origin.kill('SIGKILL')
+    try {
+      await refused()
+    } finally {
+      await e2e.stack.origin.restart()
+    }
+    // A time at the calendar's edge that Postgres takes is stored.
+    const leap = freshKey()
+    expect((await post(leap, { ...MESSAGE, sentAt: '2024-02-29T23:59:59+15:59' })).status).toBe(201)
+    expect(await rows('acme', leap)).toBe(1)
+    for (const key of keys) expect(await rows('acme', key)).toBe(0)
+    const { rows: failures } = await e2e.stack.sql.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM channel_failures WHERE channel = 'api'`,
+    )
+    expect(failures[0]?.n).toBe(0)
+  }, 120_000)
+
   it('origin down: 202 queued; it lands once; the retry answers as stored', async () => {
     const key = freshKey()
     await e2e.stack.origin.kill('SIGKILL')

@@ -148,6 +148,23 @@ describe('deployment checks', () => {
     })
   }
 
+  it('a WeChat account in plain mode is warned about by its id; one in safe mode is not', () => {
+    const secrets = {
+      ...goodSecrets(),
+      WECHAT_TOKENS_BY_ACCOUNT: 'gh_0123456789ab=plaintoken,gh_ba9876543210=safetoken',
+      WECHAT_AES_KEYS_BY_ACCOUNT: `gh_ba9876543210=${'k'.repeat(43)}`,
+      WECHAT_APP_IDS_BY_ACCOUNT: 'gh_ba9876543210=wx0123456789abcdef',
+    }
+    const plain = findings(goodConfig(), secrets).filter((f) => /plain mode/.test(f.what))
+    expect(plain).toHaveLength(1)
+    expect(plain[0]).toMatchObject({
+      level: 'warn',
+      what: expect.stringContaining('gh_0123456789ab'),
+    })
+    expect(plain[0]?.fix).toMatch(/WECHAT_AES_KEYS_BY_ACCOUNT/)
+    expect(JSON.stringify(plain)).not.toMatch(/plaintoken|safetoken/)
+  })
+
   it('a missing plain variable is set in the vars, a missing secret is put', () => {
     const secrets = { ...goodSecrets(), TELEGRAM_SECRET_TOKEN: 'telegram-token-value' }
     const telegram = findings(goodConfig(), secrets).find((f) => f.what.includes('TELEGRAM_BOT_ID'))

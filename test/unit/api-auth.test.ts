@@ -39,4 +39,16 @@ describe('API keys', () => {
     expect(settings.warnings.join(' ')).not.toMatch(/plain-key-pasted|[0-9a-f]{64}/)
     expect(parseApiSettings({ API_KEYS: 'not json' }).warnings).toHaveLength(1)
   })
+
+  it('one hash twice (lower- and upper-case hex): the first entry keeps the key, with a warning naming no hash', async () => {
+    const hash = await sha256Hex('shared-key')
+    const settings = parseApiSettings({
+      API_KEYS: JSON.stringify({ [hash]: 'acme', [hash.toUpperCase()]: 'globex' }),
+    })
+    expect(await apiTenant(settings, 'Bearer shared-key')).toBe('acme')
+    expect(settings.keys.size).toBe(1)
+    expect(settings.warnings).toHaveLength(1)
+    expect(settings.warnings[0]).toMatch(/entry 2 \(globex\).*first is used/)
+    expect(settings.warnings.join(' ')).not.toMatch(/[0-9a-fA-F]{64}/)
+  })
 })

@@ -1,8 +1,9 @@
 /**
  * The Teams channel's parts in Node: what an activity becomes (keys, kinds, attachments), the
  * signing-key cache against a local metadata + JWKS server with an injected clock (daily refresh,
- * a refetch for an unknown key at most every 5 minutes, old keys kept when Microsoft is down,
- * bounded and redirect-free fetches), and the token check's clock skew.
+ * a refetch for an unknown key at most every 5 minutes, old keys kept when Microsoft is down, for
+ * a bounded stale window and fetched again only after a backoff, bounded and redirect-free
+ * fetches), and the token check's clock skew.
  */
 import { createServer } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -24,6 +25,8 @@ import {
   BotKeysUnavailableError,
   KEYS_MAX_BYTES,
   KEYS_REFRESH_MS,
+  KEYS_RETRY,
+  KEYS_STALE_MS,
   UNKNOWN_KID_REFETCH_MS,
 } from '../../worker/channels/teams-keys'
 import { ForbiddenError } from '../../worker/errors'
@@ -37,6 +40,9 @@ afterAll(() => server?.close())
 const put = (path: string, value: unknown) =>
   fetch(`${server.url}${path}`, { method: 'PUT', body: JSON.stringify(value) })
 const hits = async (path: string) => (await fetch(`${server.url}/hits${path}`)).json()
+/** Makes a document fail: `hang` (never answered), an HTTP status, or `off`. */
+const fail = (path: string, mode: 'hang' | '500' | 'off') =>
+  fetch(`${server.url}/fail${path}`, { method: 'PUT', body: mode })
 
 /** A metadata + JWKS of its own on the server, and a cache on it with a clock the test moves. */
 async function keySite(signers: Awaited<ReturnType<typeof teamsSigner>>[]) {
@@ -208,6 +214,40 @@ describe('BotKeyCache', () => {
     expect(await site.cache.key(signer.kid)).toBeDefined()
     const empty = new BotKeyCache(`${server.url}/${randomId()}/openid`)
     await expect(empty.key(signer.kid)).rejects.toBeInstanceOf(BotKeysUnavailableError)
+  })
+
+  it('Microsoft stops answering: one request waits for the timeout, the rest of the backoff verify with the held keys and fetch nothing; past the stale window 503 at once', async () => {
+    const signer = await teamsSigner()
+    const site = await keySite([signer])
+    const openid = `${site.base}/openid`
+    expect(await site.cache.key(signer.kid)).toBeDefined()
+    await fail(openid, 'hang')
+    site.advance(KEYS_REFRESH_MS)
+    // The refresh is due: this request waits for the fetch's timeout, then has the held key.
+    expect(await site.cache.key(signer.kid)).toBeDefined()
+    expect(await hits(openid)).toBe(2)
+    // Within the backoff (at least half its base), no request fetches: not the held key's, not a
+    // forged kid's.
+    site.advance(KEYS_RETRY.baseMs / 2 - 1)
+    for (let i = 0; i < 5; i++) expect(await site.cache.key(signer.kid)).toBeDefined()
+    expect(await site.cache.key('forged')).toBeUndefined()
+    expect(await hits(openid)).toBe(2)
+    // After it, one fetch again (failing at once now), and the backoff grows.
+    await fail(openid, '500')
+    site.advance(KEYS_RETRY.baseMs)
+    expect(await site.cache.key(signer.kid)).toBeDefined()
+    expect(await hits(openid)).toBe(3)
+    // Past the stale window the held keys no longer verify: 503 at once, no fetch in the backoff.
+    site.advance(KEYS_STALE_MS)
+    await expect(site.cache.key(signer.kid)).rejects.toBeInstanceOf(BotKeysUnavailableError)
+    expect(await hits(openid)).toBe(4)
+    await expect(site.cache.key(signer.kid)).rejects.toThrow(/answered 500/)
+    expect(await hits(openid)).toBe(4)
+    // Microsoft back: the next fetch after the backoff has the keys.
+    await fail(openid, 'off')
+    site.advance(KEYS_RETRY.maxMs)
+    expect(await site.cache.key(signer.kid)).toBeDefined()
+    expect(await hits(openid)).toBe(5)
   })
 
   it('refuses a redirect and a document over its bound', async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../contract/crypto'
 import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from '../../local/vendor-deliveries'
 import {
+  MAX_TWILIO_PARAMETERS,
   portVariants,
   signedUrl,
   twilioSignature,
@@ -35,6 +36,23 @@ describe('Twilio signature (its known answers: vendor-vectors.test.ts)', () => {
 
 describe('Twilio verification', () => {
   const url = 'https://gateway.example/webhooks/twilio'
+
+  it('more form parameters than the bound: refused before a signature is computed, even a good one', async () => {
+    const many = (n: number) => [
+      ...twilioParams(),
+      ...Array.from({ length: n - twilioParams().length }, (_, i): [string, string] => [
+        `p${i}`,
+        '',
+      ]),
+    ]
+    const signed = async (n: number) =>
+      verifyTwilio(await partsOf(await twilioRequest(url, many(n))), [TEST_SECRETS.twilio])
+    expect(await signed(MAX_TWILIO_PARAMETERS)).toEqual({ ok: true })
+    expect(await signed(MAX_TWILIO_PARAMETERS + 1)).toEqual({
+      ok: false,
+      reason: 'too_many_parameters',
+    })
+  })
 
   it('accepts a signed form request', async () => {
     const request = await twilioRequest(url, twilioParams())

@@ -27,6 +27,7 @@ import {
   xmlRoot,
 } from '../../worker/channels/wechat'
 import { decryptWeChat, encryptWeChat, wechatSignature } from '../../worker/channels/wechat-crypto'
+import { declaresDoctype, firstElementText } from '../../worker/channels/xml-scan'
 import { parseSettings } from '../../worker/config'
 import type { Env } from '../../worker/env'
 import { InvalidPayloadError } from '../../worker/errors'
@@ -132,9 +133,11 @@ describe('WeChat: plain-mode pushes', () => {
   it("verifies with the path's account's tokens, rotation included", async () => {
     for (const token of [WECHAT_TEST_TOKEN, 'oldtoken']) {
       const parts = await partsOf(await wechatRequest(URL_, textXml(), { token }))
-      expect(await verifyWeChat(parts, plain, WECHAT_ACCOUNT)).toEqual({
+      // Good once, for this body: the gateway claims the query's (timestamp, nonce) for it.
+      expect(await verifyWeChat(parts, plain, WECHAT_ACCOUNT)).toMatchObject({
         ok: true,
         tenant: WECHAT_ACCOUNT,
+        once: { key: { namespace: 'wechat-signature', scope: WECHAT_ACCOUNT }, ttlSeconds: 600 },
       })
     }
   })
@@ -290,9 +293,9 @@ describe('WeChat: the GET handshake', () => {
   }
 
   it("echoes echostr for the path's account's token", async () => {
-    expect(await verifyWeChatHandshake(await handshake('oldtoken'), plain, WECHAT_ACCOUNT)).toEqual(
-      { ok: true, challenge: '7016201484562382938' },
-    )
+    expect(
+      await verifyWeChatHandshake(await handshake('oldtoken'), plain, WECHAT_ACCOUNT),
+    ).toMatchObject({ ok: true, challenge: '7016201484562382938' })
   })
 
   it('the official vector verifies as a handshake at its own time', async () => {
@@ -303,7 +306,7 @@ describe('WeChat: the GET handshake', () => {
       await verifyWeChatHandshake(query, vector, WECHAT_ACCOUNT, {
         nowSeconds: () => Number(timestamp),
       }),
-    ).toEqual({ ok: true, challenge: 'x1' })
+    ).toMatchObject({ ok: true, challenge: 'x1' })
   })
 
   it("refuses another account's token, an unknown account, a stale timestamp, a long echostr", async () => {
@@ -353,6 +356,23 @@ describe('WeChat XML: hardened parsing', () => {
     const sealed = await partsOf(await wechatRequest(URL_, xml, { aesKey: WECHAT_TEST_AES_KEY }))
     expect(await verifyWeChat(sealed, encrypted, WECHAT_ACCOUNT)).toMatchObject({ ok: true })
     expect(parseWeChat(sealed).Content).toBe(typed)
+  })
+
+  it('what is read before the signature, by a linear scan: the <Encrypt> of the sample, skipping CDATA', async () => {
+    // Tencent's compatible-mode sample: plaintext fields, then <Encrypt>.
+    const sample = await tencentSampleRequest().text()
+    expect(firstElementText(sample, 'Encrypt')).toBe(TENCENT_SAMPLE.encrypt)
+    // A user's text naming an <Encrypt> inside CDATA is text, not the element.
+    const typed = `<xml><Content><![CDATA[<Encrypt>AAAA</Encrypt>]]></Content><Encrypt><![CDATA[real]]></Encrypt></xml>`
+    expect(firstElementText(typed, 'Encrypt')).toBe('real')
+    expect(firstElementText('<xml><Encrypt> plain </Encrypt></xml>', 'Encrypt')).toBe('plain')
+    for (const none of ['<xml></xml>', '<xml><Encrypt>open', '<![CDATA[<Encrypt>x</Encrypt>', '']) {
+      expect(firstElementText(none, 'Encrypt'), none).toBeNull()
+    }
+    expect(declaresDoctype('<!doctype x><xml/>')).toBe(true)
+    expect(declaresDoctype('<xml><![CDATA[<!DOCTYPE html>]]></xml>')).toBe(false)
+    // An unclosed CDATA ends the scan: the rest is CDATA (and no document).
+    expect(declaresDoctype(`<xml>${'<![CDATA['.repeat(1000)}<!DOCTYPE x>`)).toBe(false)
   })
 
   it('refuses what is not one <xml> document', () => {

@@ -5,7 +5,7 @@
  * written), replays (each retry signed anew, as WeChat's are) and concurrent copies, plain and
  * encrypted, events, and the largest body.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, inject, it } from 'vitest'
 import { DECISION_HEADER } from '../../contract/decision-log'
 import {
   nowSeconds,
@@ -42,8 +42,13 @@ const ENCRYPTED: Partial<Env> = {
   WECHAT_APP_IDS_BY_ACCOUNT: `${WECHAT_ACCOUNT}=${WECHAT_TEST_APP_ID}`,
 }
 
+/** The one-time claims of plain signatures (spent by a verified query, whatever its body). */
+const SIGNATURE_CLAIMS = 'dedup:wechat-signature:'
+
+/** No delivery claimed, nothing forwarded (a plain query's own claim aside). */
 async function nothingWritten(h: Harness): Promise<void> {
-  expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
+  const keys = await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])
+  expect(keys.filter((key) => !key.startsWith(h.redisKey(SIGNATURE_CLAIMS)))).toEqual([])
   expect((await h.originCalls()).calls).toHaveLength(0)
 }
 
@@ -165,6 +170,67 @@ describe('WeChat: signatures and accounts', () => {
     expect(calls.map((c) => c.deliveryKey.split(':')[2]).sort()).toEqual(
       [WECHAT_ACCOUNT, OTHER].sort(),
     )
+  })
+})
+
+describe('WeChat plain mode: a signed query is good once, for one body', () => {
+  /** A push of `sender` with its own MsgId, as a forger would invent it. */
+  const invented = (sender: string, text: string) =>
+    wechatXml(wechatText(wechatMsgId(), text, { from: sender }))
+  /** `url` with the signing part of `signed`'s query (what an access log shows of a request). */
+  const withQueryOf = (signed: Request, body: string) =>
+    new Request(`${URL_}${new URL(signed.url).search}`, { method: 'POST', body })
+
+  it("the query string of the console's GET check, reused for POSTs with invented senders: 401 each, nothing written", async () => {
+    // The check's query as WeChat documents it: signature, timestamp, nonce, echostr
+    // (https://developers.weixin.qq.com/minigame/dev/guide/base-ability/message-push.md, whose
+    // nonce this is; the same form as a plain POST's signature).
+    const h = harness(PLAIN)
+    const timestamp = String(nowSeconds())
+    const nonce = '1514711492'
+    const query = new URLSearchParams({
+      signature: await wechatSignature([WECHAT_TEST_TOKEN, timestamp, nonce]),
+      timestamp,
+      nonce,
+      echostr: '7016201484562382938',
+    })
+    const check = new Request(`${URL_}?${query}`)
+    expect(await (await h.deliver(check)).text()).toBe('7016201484562382938')
+    // The console checking again with the same URL is the same check.
+    expect((await h.deliver(new Request(check.url))).status).toBe(200)
+    for (const [sender, text] of [
+      ['oForged1', 'pay me'],
+      ['oForged2', 'reset my password'],
+      ['oForged3', 'hello'],
+    ] as const) {
+      expect((await h.deliver(withQueryOf(check, invented(sender, text)))).status).toBe(401)
+    }
+    await nothingWritten(h)
+    expect((await h.originCalls()).rows).toBe(0)
+  })
+
+  it("a POST's query with its own body again is the same push (a duplicate); with another body, 401", async () => {
+    const h = harness(PLAIN)
+    const first = await wechatRequest(URL_, invented('oReal', 'hi'))
+    const body = await first.clone().text()
+    expect(await expectSuccess(await h.deliver(first))).toBe('forwarded')
+    expect(await expectSuccess(await h.deliver(withQueryOf(first, body)))).toBe('duplicate')
+    expect((await h.deliver(withQueryOf(first, invented('oForged', 'hi')))).status).toBe(401)
+    // Its body with one byte changed is another body.
+    expect((await h.deliver(withQueryOf(first, `${body} `))).status).toBe(401)
+    const { calls, rows } = await h.originCalls()
+    expect(rows).toBe(1)
+    expect(calls).toHaveLength(1)
+  })
+
+  it('Redis out of reach: a plain push is answered 503 (WeChat tries again) and nothing forwarded; an encrypted one is taken', async () => {
+    const h = harness({ ...PLAIN, UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
+    const plain = await h.deliver(await wechatRequest(URL_, invented('oUser', 'hi')))
+    expect(plain.status).toBe(503)
+    expect((await h.originCalls()).calls).toHaveLength(0)
+    const encrypted = harness({ ...ENCRYPTED, UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
+    const push = await wechatRequest(URL_, invented('oUser', 'hi'), { aesKey: WECHAT_TEST_AES_KEY })
+    expect(await expectSuccess(await encrypted.deliver(push))).toBe('forwarded')
   })
 })
 

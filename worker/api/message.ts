@@ -6,7 +6,13 @@
  */
 import * as v from 'valibot'
 import type { IdempotentCall } from '../../claims/idempotency'
-import { AttachmentSchema, type InboundEventDraft, LIMITS } from '../../contract/event'
+import {
+  AttachmentSchema,
+  IdentitySchema,
+  type InboundEventDraft,
+  LIMITS,
+  StorableTimeSchema,
+} from '../../contract/event'
 
 const Text = (max: number) => v.pipe(v.string(), v.maxLength(max))
 
@@ -14,14 +20,17 @@ export const MessageRequestSchema = v.pipe(
   v.strictObject({
     customer: v.strictObject({
       /** Your id for the customer: the same id is the same customer. */
-      id: v.pipe(v.string(), v.minLength(1), v.maxLength(LIMITS.key)),
+      id: IdentitySchema,
       name: v.optional(Text(LIMITS.name)),
       email: v.optional(v.pipe(v.string(), v.maxLength(320), v.email())),
     }),
     text: v.optional(Text(LIMITS.body)),
     attachments: v.optional(v.pipe(v.array(AttachmentSchema), v.maxLength(LIMITS.attachments))),
-    /** When the customer sent it (RFC 3339); absent: when the gateway received it. */
-    sentAt: v.optional(v.pipe(v.string(), v.isoTimestamp())),
+    /**
+     * When the customer sent it (RFC 3339, a time Postgres stores: the event's own rule, so a 202
+     * queued is never a message Postgres would refuse); absent: when the gateway received it.
+     */
+    sentAt: v.optional(StorableTimeSchema),
   }),
   v.check(
     (request) => Boolean(request.text) || (request.attachments?.length ?? 0) > 0,
@@ -44,7 +53,8 @@ export function parseMessageRequest(body: string): ParsedRequest {
   if (result.success) return { ok: true, request: result.output }
   const issue = result.issues[0]
   const path = issue?.path?.map((p) => String(p.key)).join('.') || '(body)'
-  const rule = issue?.type === 'check' ? 'text or an attachment is required' : issue?.type
+  // A check's message is ours (never a value); any other issue is named by its type.
+  const rule = issue?.type === 'check' ? issue.message : issue?.type
   return { ok: false, detail: `${path}: ${rule ?? 'invalid'}` }
 }
 

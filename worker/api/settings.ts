@@ -79,12 +79,16 @@ function parseKeys(raw: string | undefined, warnings: string[]): Map<string, str
   }
   Object.entries(parsed).forEach(([hash, tenant], index) => {
     const where = `${API_KEYS.name} entry ${index + 1}`
-    if (!KEY_HASH.test(hash.toLowerCase())) {
+    const keyHash = hash.toLowerCase()
+    if (!KEY_HASH.test(keyHash)) {
       warnings.push(`${where} is not the SHA-256 hex of a key; skipped`)
     } else if (typeof tenant !== 'string' || !TENANT_ID.test(tenant)) {
       warnings.push(`${where} names no tenant of [A-Za-z0-9_-]; skipped`)
+    } else if (keys.has(keyHash)) {
+      // Hex in either case is one hash: as with every per-tenant variable, the first entry holds.
+      warnings.push(`${where} (${tenant}) repeats the hash of an earlier entry; the first is used`)
     } else {
-      keys.set(hash.toLowerCase(), tenant)
+      keys.set(keyHash, tenant)
     }
   })
   return keys

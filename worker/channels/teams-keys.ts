@@ -3,11 +3,14 @@
  * each list the channels they may sign for (`endorsements`). Kept per isolate and per metadata
  * URL, as the official SDK keeps them (botframework-connector's OpenIdMetadata): refreshed once a
  * day, fetched again when a token names a key we do not hold (at most once per
- * {@link UNKNOWN_KID_REFETCH_MS}, so forged `kid`s cannot make us hammer Microsoft), and a failed
- * refresh keeps the keys we had.
+ * {@link UNKNOWN_KID_REFETCH_MS}, so forged `kid`s cannot make us hammer Microsoft). A failed
+ * fetch is tried again only after a backoff ({@link KEYS_RETRY}), and meanwhile the keys we had
+ * serve for up to {@link KEYS_STALE_MS} past their refresh: Microsoft out of reach costs one
+ * request per backoff a fetch's timeout, not every request.
  * @module
  */
 import { importJWK, type JWK } from 'jose'
+import { type Backoff, backoffMs } from '../../contract/backoff'
 import { readBoundedBody } from '../../contract/body'
 import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
 import { GatewayError } from '../errors'
@@ -21,6 +24,17 @@ export const UNKNOWN_KID_REFETCH_MS = 5 * 60 * 1000
 export const KEYS_FETCH_TIMEOUT_MS = 3_000
 /** Microsoft's metadata and JWKS are a few KiB; anything much larger is not them. */
 export const KEYS_MAX_BYTES = 64 * 1024
+/**
+ * After a failed fetch no request fetches again before this backoff (30 s, doubling to 15 min,
+ * equal jitter): a token meanwhile is checked against the keys held, or answered 503 at once.
+ */
+export const KEYS_RETRY: Backoff = { baseMs: 30_000, maxMs: 15 * 60_000 }
+/**
+ * How long past {@link KEYS_REFRESH_MS} keys whose refresh keeps failing still verify: two days,
+ * long enough to ride out an outage of Microsoft's endpoint, bounded so that a key Microsoft
+ * withdrew while we could not see it is not trusted indefinitely.
+ */
+export const KEYS_STALE_MS = 2 * 24 * 60 * 60 * 1000
 
 /** One signing key: its public key and the channels (`msteams`, `webchat`, ...) it endorses. */
 export interface BotKey {
@@ -49,38 +63,65 @@ interface Fetched {
   at: number
 }
 
-/** The keys of one metadata URL, fetched when needed; `now` is injectable for tests. */
+/** The keys of one metadata URL, fetched when needed; `now` and `random` injectable for tests. */
 export class BotKeyCache {
   private fetched: Fetched | null = null
   private lastAttempt = Number.NEGATIVE_INFINITY
+  /** Failed fetches in a row, and when the next one may start. */
+  private failures = 0
+  private retryAt = Number.NEGATIVE_INFINITY
+  /** Why the last fetch failed: what a request with no keys held is answered (503). */
+  private lastError: BotKeysUnavailableError | null = null
   private pending: Promise<void> | null = null
 
   constructor(
     readonly metadataUrl: string,
     private readonly now: () => number = Date.now,
+    private readonly random: () => number = Math.random,
   ) {}
 
   /** The key `kid` names, or undefined when the JWKS (even fetched again) has none. */
   async key(kid: string): Promise<BotKey | undefined> {
-    if (!this.fetched || this.now() - this.fetched.at >= KEYS_REFRESH_MS) {
-      await this.refresh()
-    }
-    const known = this.fetched?.keys.get(kid)
+    if (!this.fetched || this.now() - this.fetched.at >= KEYS_REFRESH_MS) await this.refresh()
+    const known = this.held().get(kid)
     if (known || this.now() - this.lastAttempt < UNKNOWN_KID_REFETCH_MS) return known
     await this.refresh()
-    return this.fetched?.keys.get(kid)
+    return this.held().get(kid)
   }
 
-  /** One fetch at a time; a failure throws only when there are no keys at all. */
+  /** The keys still fit to verify (within their stale window); throws when there are none. */
+  private held(): ReadonlyMap<string, BotKey> {
+    const fetched = this.fetched
+    if (fetched && this.now() - fetched.at < KEYS_REFRESH_MS + KEYS_STALE_MS) return fetched.keys
+    throw this.lastError ?? new BotKeysUnavailableError('no keys held')
+  }
+
+  /**
+   * One fetch at a time, none during the backoff after a failure; a failure throws only when no
+   * keys are held (the caller's {@link held} says so).
+   */
   private async refresh(): Promise<void> {
-    this.pending ??= this.fetchKeys().finally(() => {
-      this.pending = null
-    })
-    try {
-      await this.pending
-    } catch (err) {
-      if (!this.fetched) throw err
-    }
+    if (!this.pending && this.now() < this.retryAt) return
+    this.pending ??= this.fetchKeys()
+      .then(
+        () => {
+          this.failures = 0
+          this.retryAt = Number.NEGATIVE_INFINITY
+          this.lastError = null
+        },
+        (err: unknown) => {
+          this.failures += 1
+          this.retryAt = this.now() + backoffMs(KEYS_RETRY, this.failures, this.random())
+          this.lastError =
+            err instanceof BotKeysUnavailableError
+              ? err
+              : new BotKeysUnavailableError('reading the keys failed', { cause: err })
+        },
+      )
+      .finally(() => {
+        this.pending = null
+      })
+    await this.pending
   }
 
   private async fetchKeys(): Promise<void> {

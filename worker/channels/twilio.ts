@@ -16,7 +16,6 @@
 
 import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
-import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
 import { readUrl, setting } from '../../contract/settings'
 import { InvalidPayloadError } from '../errors'
 import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
@@ -24,16 +23,20 @@ import { sharedSecretRow, tenantSecrets, tenantSecretsRow, verifyForTenant } fro
 import { retryLaterResponse } from './replies'
 import { accountTag, compactSid } from './twilio-keys'
 import { twilioAttachments } from './twilio-media'
-import type {
-  ChannelDelivery,
-  DeliveryKey,
-  RequestParts,
-  Verdict,
-  VerifyOptions,
-  WebhookChannel,
-} from './types'
+import { type TwilioVerifyOptions, verifyTwilio, withinParameterBound } from './twilio-signature'
+import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
 import { isKeyPart, parseJsonObject, str, systemClock } from './untrusted'
+
+export {
+  MAX_TWILIO_PARAMETERS,
+  portVariants,
+  signedUrl,
+  type TwilioParams,
+  type TwilioVerifyOptions,
+  twilioSignature,
+  verifyTwilio,
+} from './twilio-signature'
 
 export interface TwilioConfig {
   /** By `AccountSid` (TWILIO_AUTH_TOKENS_BY_ACCOUNT), or shared (TWILIO_AUTH_TOKEN). */
@@ -94,97 +97,6 @@ export const twilio: WebhookChannel<
   },
 }
 
-/** Parameters as received: a name may repeat. */
-export type TwilioParams = ReadonlyArray<readonly [string, string]>
-
-/**
- * base64 HMAC-SHA1(token, url + every param name+value), names in Unix (code unit) order. Values
- * of a repeated name are de-duplicated and sorted, as twilio-node and twilio-python do.
- */
-export async function twilioSignature(
-  authToken: string,
-  url: string,
-  params: TwilioParams,
-): Promise<string> {
-  const byName = new Map<string, Set<string>>()
-  for (const [name, value] of params) {
-    const values = byName.get(name) ?? new Set<string>()
-    values.add(value)
-    byName.set(name, values)
-  }
-  let data = url
-  for (const name of [...byName.keys()].sort()) {
-    for (const value of [...(byName.get(name) ?? [])].sort()) data += name + value
-  }
-  return toBase64(await hmac(authToken, 'SHA-1', data))
-}
-
-export interface TwilioVerifyOptions extends VerifyOptions {
-  /** PUBLIC_BASE_URL: when set, the URL Twilio signed is this + the request's path and query. */
-  publicBaseUrl?: string | null
-}
-
-/** The URL Twilio signed, as configured: the public base when one is set, else `request.url`. */
-export function signedUrl(requestUrl: string, publicBaseUrl?: string | null): string {
-  if (!publicBaseUrl) return requestUrl
-  const url = new URL(requestUrl)
-  return `${publicBaseUrl.replace(/\/+$/, '')}${url.pathname}${url.search}`
-}
-
-/**
- * Twilio keeps the port for some products and drops it for others, so (like twilio-node) both
- * forms are tried: with an explicit port (the scheme's default when none is given) and without.
- */
-export function portVariants(url: string): string[] {
-  const parsed = new URL(url)
-  const withoutPort = new URL(url)
-  withoutPort.port = ''
-  const userInfo = parsed.username
-    ? `${parsed.username}${parsed.password ? `:${parsed.password}` : ''}@`
-    : ''
-  const port = parsed.port || (parsed.protocol === 'https:' ? '443' : '80')
-  const withPort = `${parsed.protocol}//${userInfo}${parsed.hostname}:${port}${parsed.pathname}${parsed.search}`
-  return [withoutPort.toString(), withPort]
-}
-
-export async function verifyTwilio(
-  parts: RequestParts,
-  authTokens: readonly string[],
-  options: TwilioVerifyOptions = {},
-): Promise<Verdict> {
-  // Rule 1: the signature header.
-  const signature = parts.headers.get('x-twilio-signature')
-  if (!signature) return { ok: false, reason: 'missing_headers' }
-  // Rule 2: the URL Twilio signed (public base behind a proxy), with and without the port.
-  let url: string
-  try {
-    url = signedUrl(parts.url, options.publicBaseUrl)
-  } catch {
-    return { ok: false, reason: 'unparseable_url' }
-  }
-  // Rule 3: a JSON body is bound by `bodySHA256` in the signed URL, and the signature covers the
-  // URL alone; a form body is bound by signing every parameter (never a whitelist).
-  const bodyHash = new URL(url).searchParams.get('bodySHA256')
-  let params: TwilioParams
-  if (bodyHash !== null) {
-    if (!timingSafeEqual(await sha256Hex(parts.body.bytes), bodyHash.toLowerCase())) {
-      return { ok: false, reason: 'body_hash_mismatch' }
-    }
-    params = []
-  } else {
-    params = [...new URLSearchParams(parts.body.text)]
-  }
-  // Rule 4: any configured token may match (rotation), compared in constant time.
-  for (const token of authTokens) {
-    for (const candidate of portVariants(url)) {
-      if (timingSafeEqual(await twilioSignature(token, candidate, params), signature)) {
-        return { ok: true }
-      }
-    }
-  }
-  return { ok: false, reason: 'signature_mismatch' }
-}
-
 /**
  * Verifies with the tokens of the account the request names (`AccountSid`, read before
  * verification the way {@link classifyTwilio} reads it: an untrusted hint that picks the tokens).
@@ -194,8 +106,13 @@ export function verifyTwilioTenant(
   authTokens: TenantSecrets,
   options: TwilioVerifyOptions = {},
 ): Promise<TenantVerdict> {
-  // Shared tokens verify any account: nothing to read before the signature then.
-  const accountSid = authTokens.kind === 'shared' ? null : accountSidOf(parts)
+  // Shared tokens verify any account: nothing to read before the signature then. Past the bound
+  // on parameters there is nothing to read (verifyTwilio refuses it).
+  const isForm = !new URL(parts.url).searchParams.has('bodySHA256')
+  const accountSid =
+    authTokens.kind === 'shared' || (isForm && !withinParameterBound(parts.body.text))
+      ? null
+      : accountSidOf(parts)
   return verifyForTenant(authTokens, accountSid, (tokens) => verifyTwilio(parts, tokens, options))
 }
 

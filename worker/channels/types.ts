@@ -13,7 +13,7 @@ import type { Channel, InboundEventDraft } from '../../contract/event'
 import type { SettingRow } from '../../contract/settings'
 import type { ChannelConfig, Settings } from '../config'
 import type { Env } from '../env'
-import type { TenantVerdict } from '../tenants'
+import type { OnceBinding, TenantVerdict } from '../tenants'
 import type { ChannelReplies } from './replies'
 
 export { type DeliveryKey, formatDeliveryKey } from '../../contract/delivery-key'
@@ -86,7 +86,9 @@ export interface WebhookChannel<
   ): HandshakeVerdict | Promise<HandshakeVerdict>
 }
 
-export type HandshakeVerdict = { ok: true; challenge: string } | { ok: false; reason: string }
+export type HandshakeVerdict =
+  | { ok: true; challenge: string; once?: OnceBinding }
+  | { ok: false; reason: string }
 
 /** The route's `:param`s (absent on a path without them). */
 export type PathParams = Readonly<Record<string, string | undefined>>
@@ -104,7 +106,7 @@ export interface VerifyOptions {
   nowSeconds?: () => number
 }
 
-export type Verdict = { ok: true } | { ok: false; reason: string }
+export type Verdict = { ok: true; once?: OnceBinding } | { ok: false; reason: string }
 
 /** What the gateway does with one verified, parsed delivery. */
 export type Delivery =

@@ -5,13 +5,17 @@
  * that account (key scope check, gateway.ts), so one account's token never vouches for another.
  *
  * - plain mode: `signature = sha1(sort(token, timestamp, nonce))` in the query. It does not cover
- *   the body, so an account with an EncodingAESKey configured takes encrypted pushes only.
+ *   the body, so an account with an EncodingAESKey configured takes encrypted pushes only, and a
+ *   plain query is good once: for the body it first came with, or for the console's GET check
+ *   (its URL sits in access logs), claimed in Redis before anything is parsed (gateway.ts
+ *   `claimSignatureOnce`). The same body again is the same push (its MsgId then makes it a
+ *   duplicate); any other body is 401; Redis out of reach, 503, and WeChat tries again.
  * - encrypted (safe or compatible) mode: `encrypt_type=aes`, `msg_signature` over the four values
  *   (the `<Encrypt>` element the fourth), then AES-256-CBC with the current or previous
  *   EncodingAESKey (rotation), the plaintext ending with the account's AppID (wechat-crypto.ts).
- * - both: `timestamp` within {@link TIMESTAMP_WINDOW_SECONDS} of now. No nonce store: a replay
- *   within the window is the same push, and its key makes it a duplicate; a nonce seen twice
- *   could be WeChat's own retry of a push we never took, which must not be refused.
+ *   The signature covers the push: a replay within the window is the same push, and its key makes
+ *   it a duplicate, so no nonce is stored.
+ * - both: `timestamp` within {@link TIMESTAMP_WINDOW_SECONDS} of now.
  *
  * Keys (docs/keys.md's key table): messages `dedup:wechat:{account}:{MsgId}` / `{account}:{MsgId}`,
  * MsgId kept as the string it is (it exceeds 2^53); events (no MsgId) recorded, never rows, under
@@ -22,40 +26,32 @@
 import { XMLParser } from 'fast-xml-parser'
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
-import { equalsAny, sha256Hex } from '../../contract/crypto'
+import { sha256Hex } from '../../contract/crypto'
 import { type Attachment, type InboundEventDraft, LIMITS } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError, UnauthorizedError } from '../errors'
-import {
-  parseTenantSecrets,
-  type TenantSecrets,
-  type TenantVerdict,
-  tenantSecretsRow,
-  verifyForTenant,
-} from '../tenants'
+import { parseTenantSecrets, tenantSecretsRow } from '../tenants'
 import { type ChannelReplies, retryLaterResponse } from './replies'
-import type {
-  ChannelDelivery,
-  DeliveryKey,
-  HandshakeVerdict,
-  RequestParts,
-  Verdict,
-  VerifyOptions,
-  WebhookChannel,
-} from './types'
+import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, isoFromUnixSeconds, obj, str, systemClock } from './untrusted'
-import { decryptWeChat, isEncodingAesKey, wechatSignature } from './wechat-crypto'
+import { isKeyPart, isoFromUnixSeconds, obj, str } from './untrusted'
+import { isEncodingAesKey } from './wechat-crypto'
+import {
+  ACCOUNT,
+  decryptedMessage,
+  verifyWeChat,
+  verifyWeChatHandshake,
+  type WeChatConfig,
+} from './wechat-verify'
+import { declaresDoctype } from './xml-scan'
 
-export interface WeChatConfig {
-  /** Token(s) by account (`gh_…`): always per account, the path names it. */
-  tokens: TenantSecrets
-  /** EncodingAESKeys by account, current first then the previous one; listed = encrypted only. */
-  aesKeys: ReadonlyMap<string, readonly string[]>
-  /** The AppID each encrypted account's plaintext must end with. */
-  appIds: ReadonlyMap<string, string>
-}
+export {
+  TIMESTAMP_WINDOW_SECONDS,
+  verifyWeChat,
+  verifyWeChatHandshake,
+  type WeChatConfig,
+} from './wechat-verify'
 
 const WECHAT_VARIABLES = [
   tenantSecretsRow('WECHAT_TOKENS_BY_ACCOUNT', "each Official Account's Token(s), by gh_ id"),
@@ -92,8 +88,6 @@ export const wechat: WebhookChannel<'wechat', WeChatConfig, WeChatPush, typeof W
   replies: wechatReplies,
 }
 
-/** An Official Account's original id (`gh_` and 12 hex digits in practice). */
-const ACCOUNT = /^gh_[A-Za-z0-9]{1,32}$/
 const ACCOUNT_RULE = { test: (id: string) => ACCOUNT.test(id), hint: 'a gh_ original id' }
 /** What the console accepts as Token: 3-32 letters and digits. */
 const TOKEN = /^[A-Za-z0-9]{3,32}$/
@@ -130,108 +124,6 @@ function wechatConfig(env: StringEnv, warnings: string[]): ChannelConfig<WeChatC
   return { ok: true, value: { tokens: { kind: 'per-tenant', byTenant: tokens }, aesKeys, appIds } }
 }
 
-/** How far `timestamp` may be from now: WeChat's retries come within seconds. */
-export const TIMESTAMP_WINDOW_SECONDS = 300
-
-/** The account the path names, when it is one (the secrets are looked up by it). */
-const accountOf = (id: string | undefined): string | null =>
-  id !== undefined && ACCOUNT.test(id) ? id : null
-
-/**
- * The query's signature under any of the tokens (all compared, in constant time), its timestamp
- * within the window: `signature` over token, timestamp and nonce, or with the `<Encrypt>` value
- * `msg_signature` over the four.
- */
-async function verifyQuery(
-  tokens: readonly string[],
-  query: URLSearchParams,
-  options: VerifyOptions,
-  encrypt?: string,
-): Promise<Verdict> {
-  const timestamp = query.get('timestamp') ?? ''
-  const nonce = query.get('nonce') ?? ''
-  if (!/^\d{1,12}$/.test(timestamp) || !/^[A-Za-z0-9]{1,64}$/.test(nonce)) {
-    return { ok: false, reason: 'missing_query' }
-  }
-  const now = (options.nowSeconds ?? systemClock)()
-  if (Math.abs(now - Number(timestamp)) > TIMESTAMP_WINDOW_SECONDS) {
-    return { ok: false, reason: 'stale_timestamp' }
-  }
-  const signed = encrypt === undefined ? [timestamp, nonce] : [timestamp, nonce, encrypt]
-  const offered = query.get(encrypt === undefined ? 'signature' : 'msg_signature')
-  const expected = await Promise.all(tokens.map((token) => wechatSignature([token, ...signed])))
-  return offered && equalsAny(expected, offered.toLowerCase())
-    ? { ok: true }
-    : { ok: false, reason: 'signature_mismatch' }
-}
-
-/** The GET of the console's "submit": the plain `signature` of the path's account, then `echostr`. */
-export async function verifyWeChatHandshake(
-  query: URLSearchParams,
-  config: WeChatConfig,
-  accountParam: string | undefined,
-  options: VerifyOptions = {},
-): Promise<HandshakeVerdict> {
-  const echostr = query.get('echostr')
-  if (!echostr || echostr.length > 128) return { ok: false, reason: 'no_echostr' }
-  const verdict = await verifyForTenant(config.tokens, accountOf(accountParam), (tokens) =>
-    verifyQuery(tokens, query, options),
-  )
-  return verdict.ok ? { ok: true, challenge: echostr } : verdict
-}
-
-/**
- * The plaintext XML of each verified encrypted push, for `parse`: the verifier is the only step
- * holding the account's keys, and it sees the same `parts` object the route then parses.
- */
-const decrypted = new WeakMap<RequestParts, string>()
-
-/**
- * Verifies a push with the secrets of the account its path names (an unknown or invalid account:
- * 401), over the query and, encrypted, the `<Encrypt>` element of the bounded body (the only
- * thing read before the signature matched, by the same hardened parser).
- */
-export function verifyWeChat(
-  parts: RequestParts,
-  config: WeChatConfig,
-  accountParam: string | undefined,
-  options: VerifyOptions = {},
-): Promise<TenantVerdict> {
-  const account = accountOf(accountParam)
-  return verifyForTenant(config.tokens, account, async (tokens) => {
-    const query = new URL(parts.url).searchParams
-    const aesKeys = (account && config.aesKeys.get(account)) || []
-    if (query.get('encrypt_type') !== 'aes') {
-      // The plain signature does not cover the body: not enough once the account encrypts.
-      if (aesKeys.length > 0) return { ok: false, reason: 'plaintext_refused' }
-      return verifyQuery(tokens, query, options)
-    }
-    const appId = account === null ? undefined : config.appIds.get(account)
-    if (aesKeys.length === 0 || !appId) return { ok: false, reason: 'encryption_not_configured' }
-    const encrypt = str(xmlRoot(parts.body.text).Encrypt)
-    if (!encrypt) return { ok: false, reason: 'missing_encrypt' }
-    const verdict = await verifyQuery(tokens, query, options, encrypt)
-    return verdict.ok ? decryptWithAny(parts, encrypt, aesKeys, appId) : verdict
-  })
-}
-
-/** Current key first, then the previous one (the console's key rotation). */
-async function decryptWithAny(
-  parts: RequestParts,
-  encrypt: string,
-  aesKeys: readonly string[],
-  appId: string,
-): Promise<Verdict> {
-  for (const key of aesKeys) {
-    const message = await decryptWeChat(encrypt, key, appId)
-    if (message !== null) {
-      decrypted.set(parts, message)
-      return { ok: true }
-    }
-  }
-  return { ok: false, reason: 'decrypt_failed' }
-}
-
 /** A push's fields: `<xml>`'s children, strings (or objects for nested ones such as ScanCodeInfo). */
 export type WeChatPush = Record<string, unknown>
 
@@ -248,13 +140,10 @@ const xmlParser = new XMLParser({
   maxNestedTags: 8,
 })
 
-const CDATA = /<!\[CDATA\[[\s\S]*?\]\]>/g
-const DECLARATION = /<!DOCTYPE|<!ENTITY/i
-
 /** The `<xml>` element's children of an untrusted document; anything else is invalid (400). */
 export function xmlRoot(text: string): WeChatPush {
   // Outside CDATA only: a user may well type "<!DOCTYPE html>", and that is their text.
-  if (DECLARATION.test(text.replace(CDATA, ''))) {
+  if (declaresDoctype(text)) {
     throw new InvalidPayloadError('wechat body has a DOCTYPE')
   }
   let parsed: unknown
@@ -270,7 +159,7 @@ export function xmlRoot(text: string): WeChatPush {
 
 /** The decrypted message of an encrypted push, else the body itself. */
 export function parseWeChat(parts: RequestParts): WeChatPush {
-  return xmlRoot(decrypted.get(parts) ?? parts.body.text)
+  return xmlRoot(decryptedMessage(parts) ?? parts.body.text)
 }
 
 const MSG_ID = /^\d{1,20}$/

@@ -1,5 +1,6 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
 import { defineConfig } from 'vitest/config'
+import { wranglerConfigWithoutDevVars } from './local/wrangler-no-dev-vars'
 
 /**
  * Tests that run inside workerd (the Workers runtime) with the real Worker module: its routes, the
@@ -23,7 +24,8 @@ export default defineConfig({
   plugins: [
     cloudflareTest(({ inject }) => ({
       main: './worker/index.ts',
-      wrangler: { configPath: './wrangler.toml' },
+      // wrangler.toml, read where no developer's .dev.vars adds bindings to the tests'.
+      wrangler: { configPath: wranglerConfigWithoutDevVars() },
       miniflare: {
         bindings: {
           SLACK_SIGNING_SECRET: TEST_SECRETS.slack,

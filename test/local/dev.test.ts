@@ -4,14 +4,16 @@
  * origin and wrangler dev, prints its URLs, serves a webhook, and on SIGINT stops everything.
  */
 import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
+import { childrenOf } from '../../local/proc'
 import {
   freePort,
   GroupProcess,
   isListening as listening,
   signalGroup,
+  waitForHttp,
 } from '../../local/processes'
 import { REDIS_URL, scratch } from '../../local/services'
 import { REPO_ROOT } from '../../local/stack'
@@ -33,23 +35,24 @@ describe('npm run dev', () => {
     }
     const telegramToken = `dev-test-telegram-${run.databaseName}`
     const operatorToken = `dev-test-operator-${run.databaseName}`
+    const devEnv = {
+      ...process.env,
+      DATABASE_URL: run.databaseUrl,
+      REDIS_URL,
+      UPSTASH_PORT: String(ports.UPSTASH_PORT),
+      ORIGIN_PORT: String(ports.ORIGIN_PORT),
+      WORKER_PORT: String(ports.WORKER_PORT),
+      TELEGRAM_SECRET_TOKEN: telegramToken,
+      OPERATOR_TOKEN: operatorToken,
+      REDIS_KEY_PREFIX: run.keyPrefix,
+      LOG_LEVEL: 'warn',
+    }
     const dev = new GroupProcess({
       name: 'npm run dev',
       command: process.execPath,
       args: ['--import', 'tsx', 'local/dev.ts'],
       cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: run.databaseUrl,
-        REDIS_URL,
-        UPSTASH_PORT: String(ports.UPSTASH_PORT),
-        ORIGIN_PORT: String(ports.ORIGIN_PORT),
-        WORKER_PORT: String(ports.WORKER_PORT),
-        TELEGRAM_SECRET_TOKEN: telegramToken,
-        OPERATOR_TOKEN: operatorToken,
-        REDIS_KEY_PREFIX: run.keyPrefix,
-        LOG_LEVEL: 'warn',
-      },
+      env: devEnv,
       secrets: [telegramToken, operatorToken],
       keepLines: 400,
     })
@@ -168,6 +171,9 @@ describe('npm run dev', () => {
       expect(rows.stdout).toContain(wamid)
       expect(rows.stdout).toContain('(1 row)')
 
+      // The origin dies: npm run dev prints the command that brings it back, console and all.
+      await restartOriginAsPrinted(dev, ports.ORIGIN_PORT, operatorToken, devEnv)
+
       // Ctrl-C: SIGINT to the group, as a terminal does.
       signalGroup(dev.pid, 'SIGINT')
       const exit = await Promise.race([
@@ -185,6 +191,64 @@ describe('npm run dev', () => {
     }
   })
 })
+
+/**
+ * Kills the stack's origin, runs the restart command npm run dev prints (as a person pastes it
+ * into the shell npm run dev ran in), and checks the origin is back with its console and
+ * `/metrics` (OPERATOR_TOKEN) and its claim store (Upstash), no secret printed; then stops it.
+ */
+async function restartOriginAsPrinted(
+  dev: GroupProcess,
+  port: number,
+  operatorToken: string,
+  shellEnv: NodeJS.ProcessEnv,
+) {
+  const originPid = childrenOf(dev.pid).find((pid) =>
+    readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('origin/main.ts'),
+  )
+  expect(originPid).toBeDefined()
+  signalGroup(originPid ?? 0, 'SIGKILL')
+  const command = await dev.waitForLine(
+    (line) => (line.trim().endsWith('npm run origin') ? line.trim() : undefined),
+    30_000,
+  )
+  expect(command).toMatch(/^ORIGIN_PORT=\d+ /)
+  expect(command).toContain('OPERATOR_TOKEN="$OPERATOR_TOKEN"')
+  // The Upstash settings (the Gmail poller's claims), read from where npm run dev read them.
+  for (const name of ['UPSTASH_REDIS_REST_URL', 'UPSTASH_REDIS_REST_TOKEN']) {
+    expect(command).toContain(` ${name}="$(sed -n 's/^${name}=//p' .dev.vars`)
+  }
+  expect(command).not.toContain(operatorToken)
+  expect(command).not.toMatch(/dev-upstash-token|dev-origin-shared-secret|\*\*\*/)
+  const origin = new GroupProcess({
+    name: 'the printed origin command',
+    command: 'sh',
+    args: ['-c', command],
+    cwd: REPO_ROOT,
+    env: shellEnv,
+    secrets: [operatorToken],
+  })
+  try {
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`, {
+      timeoutMs: 60_000,
+      abort: origin.exited,
+    })
+    const signIn = await fetch(`http://127.0.0.1:${port}/console/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: operatorToken }),
+      redirect: 'manual',
+      signal: AbortSignal.timeout(10_000),
+    })
+    expect(signIn.status).toBe(303)
+    const metrics = await fetch(`http://127.0.0.1:${port}/metrics`, {
+      headers: { authorization: `Bearer ${operatorToken}` },
+      signal: AbortSignal.timeout(10_000),
+    })
+    expect(metrics.status).toBe(200)
+  } finally {
+    await origin.stop({ graceMs: 5_000 })
+  }
+}
 
 /** A repo tool run as a person runs it, without DATABASE_URL (bounded: 60 s). */
 function tool(

@@ -205,7 +205,7 @@ function workerRoutes(url: string): string[] {
   )
   return [
     ...webhooks,
-    `email() handler (Cloudflare Email Routing); locally: POST ${url}/cdn-cgi/handler/email?from=...&to=... with a raw message`,
+    `email() handler (Cloudflare Email Routing); locally: npx tsx local/send-webhook.ts email, or POST ${url}/cdn-cgi/handler/email?from=...&to=... with a raw message`,
     `GET ${url}/healthz, GET ${url}/healthz/deep (Authorization: Bearer OPERATOR_TOKEN)`,
   ]
 }

@@ -10,6 +10,7 @@
  *   tsx local/send-webhook.ts messenger|instagram [--text hi] [--id m_...] [--account ID] [--edit]
  *   tsx local/send-webhook.ts wechat   [--text hi] [--id MsgId] (encrypted when the account has an AES key)
  *   tsx local/send-webhook.ts teams    [--text hi] [--id 1700000000123] [--edit | --delete]
+ *   tsx local/send-webhook.ts email    [--file local/samples/hello.eml | --text hi --id <msg id>] [--from A] [--to B]
  *   ... [--url http://127.0.0.1:8787] [--curl] [--tenant ID]
  *
  * `--id` reuses a delivery id (a vendor replay); without it every run is a new delivery. Each
@@ -29,15 +30,20 @@
 import { parseArgs } from 'node:util'
 import { DECISION_HEADER } from '../contract/decision-log'
 import { loadDevVars } from './dev-vars'
+import { buildEmail, describeEmailAnswer } from './email-delivery'
 import { BUILDERS, VENDORS, type Vendor } from './webhook-builders'
-import { type Built, SECRET_NAMES } from './webhook-signing'
+import { type Built, type Options, SECRET_NAMES } from './webhook-signing'
 
-const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
+/** The webhook vendors, and email through the local Email Routing endpoint. */
+const KINDS = [...VENDORS, 'email'] as const
+type Kind = (typeof KINDS)[number]
+
+const USAGE = `usage: tsx local/send-webhook.ts ${KINDS.join('|')} [options]
   --url URL          gateway base URL (default $WORKER_URL or http://127.0.0.1:8787)
   --text TEXT        message text
   --id ID            reuse a delivery id: Slack event_id, Twilio MessageSid, Telegram update_id,
                      WhatsApp message id (wamid), LINE webhookEventId, Messenger / Instagram mid,
-                     WeChat MsgId, Teams activity id
+                     WeChat MsgId, Teams activity id, email Message-ID
   --times N          send the same delivery N times (default 1)
   --curl             print a curl command instead of sending
   --tenant ID        sign as this Slack app / Twilio account / Telegram bot / Meta app / LINE bot /
@@ -49,7 +55,10 @@ const USAGE = `usage: tsx local/send-webhook.ts ${VENDORS.join('|')} [options]
   line:     --message-id 5... (the message; reuse it for a redelivery under a new --id)
             --unsend (take that message back)
   messenger, instagram: --account ID (the Page / Instagram account) --edit (edit the --id message)
-  teams:    --edit (a messageUpdate of --id) --delete (a messageDelete of --id)`
+  teams:    --edit (a messageUpdate of --id) --delete (a messageDelete of --id)
+  email:    --file local/samples/hello.eml (a raw message as it is; checked for its Message-ID
+            and From first) --from ada@customer.example --to support@inbound.example
+            (the envelope; default: the message's From and To)`
 
 /** What the gateway made of a delivery, in words: its x-dedup-decision header. */
 function describeDecision(header: string | null): string {
@@ -75,8 +84,12 @@ function toCurl(built: Built): string {
   ].join(' \\\n  ')
 }
 
-function isVendor(name: string | undefined): name is Vendor {
-  return (VENDORS as readonly string[]).includes(name ?? '')
+function isKind(name: string | undefined): name is Kind {
+  return (KINDS as readonly string[]).includes(name ?? '')
+}
+
+function build(kind: Kind, base: string, vars: Record<string, string>, o: Options) {
+  return kind === 'email' ? buildEmail(base, o) : BUILDERS[kind as Vendor](base, vars, o)
 }
 
 async function main(): Promise<void> {
@@ -102,22 +115,25 @@ async function main(): Promise<void> {
       'phone-number-id': { type: 'string' },
       account: { type: 'string' },
       tenant: { type: 'string' },
+      file: { type: 'string' },
+      to: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
-  const vendor = positionals[0]
-  if (values.help || !isVendor(vendor)) {
+  const kind = positionals[0]
+  if (values.help || !isKind(kind)) {
     console.log(USAGE)
     process.exitCode = values.help ? 0 : 2
     return
   }
+  // npm run dev warns about .dev.vars.example's values when it starts; every send need not.
   const vars = loadDevVars({
     root: process.cwd(),
     alsoFromEnvironment: SECRET_NAMES,
-    warn: (m) => console.error(m),
+    warn: () => {},
   }).values
   const base = (values.url ?? process.env.WORKER_URL ?? 'http://127.0.0.1:8787').replace(/\/+$/, '')
-  const request = await BUILDERS[vendor](base, vars, values)
+  const request = await build(kind, base, vars, values)
 
   if (values.curl) {
     console.log(toCurl(request))
@@ -126,13 +142,13 @@ async function main(): Promise<void> {
   const times = Math.max(1, Number(values.times ?? 1))
   const stop = await request.serve?.()
   try {
-    await sendTimes(vendor, request, times)
+    await sendTimes(kind, request, times)
   } finally {
     await stop?.()
   }
 }
 
-async function sendTimes(vendor: Vendor, request: Built, times: number): Promise<void> {
+async function sendTimes(kind: Kind, request: Built, times: number): Promise<void> {
   for (let i = 1; i <= times; i++) {
     const response = await fetch(request.url, {
       method: 'POST',
@@ -140,8 +156,11 @@ async function sendTimes(vendor: Vendor, request: Built, times: number): Promise
       body: request.body,
     })
     const text = (await response.text()).slice(0, 200)
-    const decision = describeDecision(response.headers.get(DECISION_HEADER))
-    console.log(`${i}/${times} ${vendor} -> ${response.status} ${decision} ${text}`)
+    const decision =
+      kind === 'email'
+        ? describeEmailAnswer(response.status)
+        : describeDecision(response.headers.get(DECISION_HEADER))
+    console.log(`${i}/${times} ${kind} -> ${response.status} ${decision} ${text}`)
   }
 }
 

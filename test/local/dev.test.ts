@@ -3,8 +3,9 @@
  * REDIS_URL set, on free ports, it creates and migrates the database, brings up the stand-in, the
  * origin and wrangler dev, prints its URLs, serves a webhook, and on SIGINT stops everything.
  */
-import { execFile } from 'node:child_process'
+import { exec, execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { childrenOf } from '../../local/proc'
@@ -157,6 +158,34 @@ describe('npm run dev', () => {
         expect(edited.stdout).toMatch(new RegExp(`1/1 ${vendor} -> 200 new`))
       }
 
+      // Email, through wrangler's local Email Routing endpoint: send-webhook's own message twice,
+      // then the README's curl with the shipped sample; each one row.
+      const emailId = `dev-test-${Date.now()}@customer.example`
+      const mailed = await tool('local/send-webhook.ts', [
+        'email',
+        '--id',
+        emailId,
+        '--times',
+        '2',
+        ...url,
+      ])
+      expect(mailed.stdout).toMatch(/1\/2 email -> 200 taken by email\(\)/)
+      expect(mailed.stdout).toMatch(/2\/2 email -> 200 taken by email\(\)/)
+      const readmeCurl = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8')
+        .match(
+          /^curl -X POST 'http:\/\/127\.0\.0\.1:8787\/cdn-cgi\/handler\/email[^\n]*\\\n[^\n]*/m,
+        )?.[0]
+        .replace('127.0.0.1:8787', `127.0.0.1:${ports.WORKER_PORT}`)
+      expect(readmeCurl).toContain('--data-binary @local/samples/hello.eml')
+      const curled = await shell(`${readmeCurl} -s -o /dev/null -w '%{http_code}'`)
+      expect(curled.stdout).toBe('200')
+      const emailRows = await queryRows(
+        dbUrl,
+        "SELECT channel_message_id FROM messages WHERE channel = 'email' AND (channel_message_id LIKE $1 OR channel_message_id LIKE '%hello.sample.1@customer.example%')",
+        [`%${emailId}%`],
+      )
+      expect(emailRows).toHaveLength(2)
+
       // The failures CLI finds the stack's database by itself (no DATABASE_URL).
       expect(existsSync(DEV_STACK_FILE)).toBe(true)
       const failures = await tool('origin/failures/cli.ts', ['list'])
@@ -248,6 +277,28 @@ async function restartOriginAsPrinted(
   } finally {
     await origin.stop({ graceMs: 5_000 })
   }
+}
+
+async function queryRows(url: string, sql: string, params: unknown[]): Promise<unknown[]> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query(sql, params)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+/** A shell command in the checkout, as a person types it (bounded: 60 s). */
+function shell(command: string): Promise<{ code: number; stdout: string }> {
+  return new Promise((resolve) => {
+    exec(command, { cwd: REPO_ROOT, timeout: 60_000 }, (err, stdout) => {
+      resolve({
+        code: err ? (typeof err.code === 'number' ? err.code : -1) : 0,
+        stdout: String(stdout),
+      })
+    })
+  })
 }
 
 /** A repo tool run as a person runs it, without DATABASE_URL (bounded: 60 s). */

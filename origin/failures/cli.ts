@@ -68,11 +68,21 @@ function readGmail(env: OriginEnv, problems: string[]): GmailConfig | null {
   }
 }
 
-export async function runCli(args: readonly string[], env: OriginEnv, io: CliIo): Promise<number> {
+export async function runCli(
+  args: readonly string[],
+  given: OriginEnv,
+  io: CliIo,
+): Promise<number> {
   let command: Command
   let config: CliConfig
+  let env = given
   try {
     command = parseArgs(args)
+    if (command.name === 'help') {
+      io.out(USAGE)
+      return EXIT.ok
+    }
+    env = withDevStack(given, io)
     config = loadCliConfig(env)
   } catch (err) {
     if (err instanceof UsageError) {
@@ -143,7 +153,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),
   }
-  runCli(process.argv.slice(2), withDevStack(process.env, io), io).then(
+  runCli(process.argv.slice(2), process.env, io).then(
     (code) => process.exit(code),
     (err: unknown) => {
       io.err(`failures: ${describeError(err).message ?? 'unexpected error'}`)

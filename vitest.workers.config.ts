@@ -1,6 +1,7 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
 import { defineConfig } from 'vitest/config'
 import { wranglerConfigWithoutDevVars } from './local/wrangler-no-dev-vars'
+import { holdBackExpectedNotices } from './test/workers/support/workerd-notices'
 
 /**
  * Tests that run inside workerd (the Workers runtime) with the real Worker module: its routes, the
@@ -19,6 +20,16 @@ const TEST_SECRETS = {
   telegramBotId: '424242',
   origin: 'test-origin-shared-secret',
 }
+
+// workerd's notices of the connections these tests refuse on purpose (dead Redis and origin URLs).
+const heldBack = holdBackExpectedNotices()
+process.on('exit', () => {
+  if (heldBack() > 0) {
+    process.stdout.write(
+      `workerd: ${heldBack()} notices of connections refused on purpose held back (test/workers/support/workerd-notices.ts)\n`,
+    )
+  }
+})
 
 export default defineConfig({
   plugins: [

@@ -1,5 +1,7 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
 import { defineConfig } from 'vitest/config'
+import { wranglerConfigWithoutDevVars } from './local/wrangler-no-dev-vars'
+import { holdBackExpectedNotices } from './test/workers/support/workerd-notices'
 
 /**
  * Tests that run inside workerd (the Workers runtime) with the real Worker module: its routes, the
@@ -19,11 +21,22 @@ const TEST_SECRETS = {
   origin: 'test-origin-shared-secret',
 }
 
+// workerd's notices of the connections these tests refuse on purpose (dead Redis and origin URLs).
+const heldBack = holdBackExpectedNotices()
+process.on('exit', () => {
+  if (heldBack() > 0) {
+    process.stdout.write(
+      `workerd: ${heldBack()} notices of connections refused on purpose held back (test/workers/support/workerd-notices.ts)\n`,
+    )
+  }
+})
+
 export default defineConfig({
   plugins: [
     cloudflareTest(({ inject }) => ({
       main: './worker/index.ts',
-      wrangler: { configPath: './wrangler.toml' },
+      // wrangler.toml, read where no developer's .dev.vars adds bindings to the tests'.
+      wrangler: { configPath: wranglerConfigWithoutDevVars() },
       miniflare: {
         bindings: {
           SLACK_SIGNING_SECRET: TEST_SECRETS.slack,

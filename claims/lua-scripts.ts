@@ -12,6 +12,27 @@ if v == ARGV[1] or v == false then
 end
 return 0`
 
+/**
+ * Compare-and-set keeping the time left: SET KEYS[1] ARGV[2] if its value is ARGV[1], with the
+ * TTL it had (PTTL then PX: KEEPTTL is not in every Redis the stand-in serves); if it is gone,
+ * with EX ARGV[3].
+ */
+export const SET_IF_SAME_KEEPING_TTL = `local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  local left = redis.call('PTTL', KEYS[1])
+  if left > 0 then
+    redis.call('SET', KEYS[1], ARGV[2], 'PX', left)
+  else
+    redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  end
+  return 1
+end
+if v == false then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  return 1
+end
+return 0`
+
 /** Compare-and-delete: DEL KEYS[1] only if its value is still ARGV[1]. */
 export const DELETE_IF_OURS = `if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])

@@ -10,6 +10,8 @@
  * - release:   deletes the key only if the value is still ours (compare-and-delete).
  * - delivered: a queued event reached the origin: `spooled|hash` (or nothing: Redis was flushed)
  *              becomes `done|hash`; an attempt holding the key in flight is left alone.
+ * - replayed:  the same for a dead letter an operator replayed (the queue gave up on it, so the
+ *              key is still `spooled`), keeping the time the key had left.
  * - record:    `SET key done|hash NX EX ttl GET` for deliveries that are remembered, not forwarded.
  * Keys are delivery keys (`dedup:...`, claims/keys.ts); the store adds the deployment's prefix.
  * Any Redis error or timeout is `unavailable`: the caller fails open (forwards; Postgres decides).
@@ -21,6 +23,7 @@ import {
   READ_VALUE,
   READ_WITH_TTL,
   SET_IF_OURS_OR_GONE,
+  SET_IF_SAME_KEEPING_TTL,
 } from './lua-scripts'
 import type { SettledMemo } from './memo'
 import type { RedisPort } from './port'
@@ -78,6 +81,24 @@ export class ClaimStore {
   /** A queued event reached the origin: `spooled` (or a flushed key) becomes `done`. */
   delivered(key: string, hash: string, ttlSeconds = this.settings.dedupTtlSeconds) {
     return this.setIf(key, settledValue('spooled', hash), settledValue('done', hash), ttlSeconds)
+  }
+
+  /**
+   * A dead letter's replay stored its event: `spooled|hash` becomes `done|hash` with the time it
+   * had left, and a key gone meanwhile is `done` for the default TTL; any other state (in flight,
+   * another payload, done already) is left alone. True when it wrote.
+   */
+  async replayed(key: string, hash: string): Promise<boolean> {
+    const result = await this.redis.evalScript(
+      SET_IF_SAME_KEEPING_TTL,
+      [this.redisKey(key)],
+      [
+        settledValue('spooled', hash),
+        settledValue('done', hash),
+        String(this.settings.dedupTtlSeconds),
+      ],
+    )
+    return Number(result) === 1
   }
 
   /** Lets the vendor's retry claim again. Deletes only our own claim. */

@@ -3,6 +3,13 @@
  * the bound is refused at once, and a body without one (chunked) is counted while it streams and
  * abandoned the moment it passes the bound. The Worker reads vendor requests and the origin's
  * answers with it, the origin the Worker's forwards, its Gmail client Gmail's answers.
+ *
+ * What is abandoned is cancelled when it is an answer (a fetch Response: that frees its
+ * connection) and left unread when it is a request: the runtime drops the rest once the answer is
+ * sent, and a cancelled request body made `wrangler dev`'s proxy fail the next request with 503
+ * "Your worker restarted mid-request" (cloudflare/workers-sdk#15709, #15203). A chunked request
+ * over the bound still does, under `wrangler dev` only: its body was partly read
+ * (docs/operations.md).
  * @module
  */
 import type { Bytes } from './crypto'
@@ -29,6 +36,11 @@ export interface RawBody {
 
 const decoder = new TextDecoder()
 
+/** A fetch Response (it has a status), as opposed to a request someone sent us. */
+function isAnswer(source: object): boolean {
+  return 'status' in source
+}
+
 /** Takes a Request, or anything with its headers and body (a fetch Response: the Gmail poller). */
 export async function readBoundedBody(
   request: Pick<Request, 'headers' | 'body'> & { arrayBuffer?: () => Promise<ArrayBuffer> },
@@ -36,8 +48,8 @@ export async function readBoundedBody(
 ): Promise<RawBody> {
   const declared = request.headers.get('content-length')
   if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
-    // Do not read it at all; cancelling tells the runtime the rest can be dropped.
-    await request.body?.cancel().catch(() => {})
+    // Not a byte of it is read.
+    if (isAnswer(request)) await request.body?.cancel().catch(() => {})
     throw new BodyOverLimitError(maxBytes, Number(declared))
   }
 
@@ -63,7 +75,8 @@ export async function readBoundedBody(
     if (done) break
     size += value.byteLength
     if (size > maxBytes) {
-      await reader.cancel().catch(() => {})
+      if (isAnswer(request)) await reader.cancel().catch(() => {})
+      else reader.releaseLock()
       throw new BodyOverLimitError(maxBytes, size)
     }
     chunks.push(value)

@@ -90,7 +90,11 @@ async function recordDead(origin: string, deliveryKey: string): Promise<void> {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      ...(await signForward(TEST_SECRETS.origin, body)),
+      // Signed for the route it goes to (scheme v2 binds method and path), as the Worker signs.
+      ...(await signForward(TEST_SECRETS.origin, body, undefined, {
+        method: 'POST',
+        path: '/v1/failures/inbound',
+      })),
     },
     body,
   })

@@ -3,10 +3,11 @@
  * each with its fix. The checks read the same tables and parser the Worker reads
  * (worker/settings.ts, worker/config.ts `parseSettings`), so a channel's new variable is checked
  * without a list here. Values never appear in a finding: a secret's name, never the secret.
- * `npm run doctor` (local/doctor.ts) prints them; deploy-reachability.ts adds the network's.
+ * The spool's queues and bucket are deploy-spool.ts's, the settings that trust too much
+ * deploy-trust.ts's. `npm run doctor` (local/doctor.ts) prints them; deploy-reachability.ts adds
+ * the network's.
  * @module
  */
-import { backoffMs } from '../contract/backoff'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
@@ -14,17 +15,12 @@ import { WEBHOOK_CHANNELS } from '../worker/channels'
 import { parseSettings } from '../worker/config'
 import type { Env } from '../worker/env'
 import { ORIGIN_URL, WORKER_SETTINGS } from '../worker/settings'
+import { error, type Finding, ok, putSecret, varsSection, warn } from './deploy-finding'
+import { checkSpool } from './deploy-spool'
+import { checkTrust } from './deploy-trust'
 import type { WranglerConfig } from './wrangler-config'
 
-export type FindingLevel = 'error' | 'warn' | 'ok'
-
-export interface Finding {
-  level: FindingLevel
-  /** What holds or is wrong; names variables, never their values (ORIGIN_URL aside: not secret). */
-  what: string
-  /** How to fix it; empty for `ok`. */
-  fix: string
-}
+export type { Finding } from './deploy-finding'
 
 export interface DeploymentInput {
   /** The `[env.NAME]` section checked; undefined: the top level. */
@@ -38,9 +34,6 @@ export interface DeploymentInput {
 export const PLACEHOLDER_ORIGIN_HOST = 'origin.example.com'
 /** ORIGIN_SHARED_SECRET entries shorter than this are guessable offline from one signature. */
 export const MIN_SHARED_SECRET_LENGTH = 32
-/** Cloudflare Queues keep a message 4 days unless the queue was created with more (at most 14). */
-export const DEFAULT_QUEUE_RETENTION_SECONDS = 4 * 86_400
-export const MAX_QUEUE_RETENTION_SECONDS = 14 * 86_400
 /** Telegram keeps an unanswered update 24 h: no channel's TTL may be shorter. */
 const MIN_DEDUP_TTL_SECONDS = 86_400
 
@@ -51,11 +44,7 @@ export const WORKER_VARIABLE_NAMES: readonly string[] = WORKER_SETTINGS.map((row
 const SECRETS = new Set(SECRET_NAMES)
 const KNOWN = new Set(WORKER_VARIABLE_NAMES)
 
-const error = (what: string, fix: string): Finding => ({ level: 'error', what, fix })
-const warn = (what: string, fix: string): Finding => ({ level: 'warn', what, fix })
-const ok = (what: string): Finding => ({ level: 'ok', what, fix: '' })
-
-/** Every finding for one environment, configuration first, then channels, queues, TTLs. */
+/** Every finding for one environment, configuration first, then channels, the spool, TTLs. */
 export function checkDeployment(input: DeploymentInput): Finding[] {
   // An empty value in the bulk file is a secret not given (the template's blanks).
   const secrets = Object.fromEntries(Object.entries(input.secrets).filter(([, v]) => v.trim()))
@@ -65,20 +54,12 @@ export function checkDeployment(input: DeploymentInput): Finding[] {
     ...checkOriginUrl(input.config.vars[ORIGIN_URL.name], input.envName),
     ...checkSharedSecret(secrets[ORIGIN_SHARED_SECRET.name], input.envName),
     ...checkOperatorToken(secrets[OPERATOR_TOKEN.name], input.envName),
+    ...checkTrust({ ...input.config.vars, ...secrets }, input.envName),
     ...checkChannels(env, input.envName),
     ...checkWeChatModes(env),
-    ...checkQueues(input.config, env),
+    ...checkSpool(input.config, parseSettings(env).spool, input.envName),
     ...checkDedupTtls(env),
   ]
-}
-
-/** `wrangler secret put NAME [--env E]`, as the fix for a missing secret. */
-function putSecret(name: string, envName: string | undefined): string {
-  return `npx wrangler secret put ${name}${envName ? ` --env ${envName}` : ''} (or add it to the file for \`wrangler secret bulk\`)`
-}
-
-function varsSection(envName: string | undefined): string {
-  return envName ? `[env.${envName}.vars]` : '[vars]'
 }
 
 function checkVars({ config, envName, secrets }: DeploymentInput): Finding[] {
@@ -246,90 +227,6 @@ function checkWeChatModes(env: Env): Finding[] {
     )
 }
 
-/**
- * The spool's two queues: bound, the dead-letter queue wired, the consumer's retries above the
- * code's own attempts, and a retention that outlives the whole retry schedule.
- */
-function checkQueues(config: WranglerConfig, env: Env): Finding[] {
-  const findings: Finding[] = []
-  const queueOf = (binding: string) => config.queues.producers.find((p) => p.binding === binding)
-  const spool = queueOf('SPOOL')?.queue
-  const dead = queueOf('SPOOL_DEAD')?.queue
-  if (!spool || !dead) {
-    return [
-      error(
-        'the SPOOL and SPOOL_DEAD queue producers are not both bound',
-        'declare both [[queues.producers]] (binding SPOOL and SPOOL_DEAD), as the top level does',
-      ),
-    ]
-  }
-  const consumer = config.queues.consumers.find((c) => c.queue === spool)
-  const spoolSettings = parseSettings(env).spool
-  if (!dead.endsWith('-dead')) {
-    findings.push(
-      error(`dead-letter queue ${dead} does not end in -dead`, 'rename it to <spool>-dead'),
-    )
-  }
-  if (consumer?.dead_letter_queue !== dead) {
-    findings.push(
-      error(
-        `queue ${spool} has no consumer with dead_letter_queue = "${dead}"`,
-        'add its [[queues.consumers]] entry with dead_letter_queue, as the top level has',
-      ),
-    )
-  } else if ((consumer.max_retries ?? 3) <= spoolSettings.maxAttempts) {
-    findings.push(
-      error(
-        `queue ${spool}: max_retries must stay above SPOOL_MAX_ATTEMPTS (${spoolSettings.maxAttempts})`,
-        'raise max_retries (the top level has 100)',
-      ),
-    )
-  }
-  if (!config.queues.consumers.some((c) => c.queue === dead)) {
-    findings.push(
-      error(
-        `queue ${dead} has no consumer: dead events would never be recorded`,
-        'add its [[queues.consumers]] entry, as the top level has',
-      ),
-    )
-  }
-  const span = spoolScheduleSeconds(spoolSettings)
-  const retention = Math.max(DEFAULT_QUEUE_RETENTION_SECONDS, Math.ceil(span * 1.5))
-  if (retention > MAX_QUEUE_RETENTION_SECONDS) {
-    findings.push(
-      error(
-        `the spool retries for up to ${hours(span)} h, longer than a queue can keep a message (14 days)`,
-        'lower SPOOL_MAX_ATTEMPTS or SPOOL_RETRY_MAX_SECONDS',
-      ),
-    )
-  } else {
-    const create = [spool, dead]
-      .map((q) => `npx wrangler queues create ${q} --message-retention-period-secs ${retention}`)
-      .join(' && ')
-    findings.push(
-      warn(
-        `queues ${spool} and ${dead} must exist and keep messages ${retention} s (the spool retries for up to ${hours(span)} h)`,
-        `once per environment: ${create}`,
-      ),
-    )
-  }
-  return findings
-}
-
-/** The longest a spooled event waits before it goes dead: every wait at its ceiling. */
-export function spoolScheduleSeconds(spool: {
-  maxAttempts: number
-  retryBaseSeconds: number
-  retryMaxSeconds: number
-}): number {
-  const policy = { baseMs: spool.retryBaseSeconds * 1000, maxMs: spool.retryMaxSeconds * 1000 }
-  let ms = 0
-  for (let attempt = 1; attempt < spool.maxAttempts; attempt++) ms += backoffMs(policy, attempt, 1)
-  return Math.round(ms / 1000)
-}
-
-const hours = (seconds: number) => (seconds / 3600).toFixed(1)
-
 /** No channel's dedup TTL below its vendor's redelivery horizon (a day at least). */
 function checkDedupTtls(env: Env): Finding[] {
   const settings = parseSettings(env)
@@ -349,22 +246,4 @@ function checkDedupTtls(env: Env): Finding[] {
   if (findings.length === 0)
     findings.push(ok("every channel's dedup TTL covers its vendor's horizon"))
   return findings
-}
-
-/** Who reads which secrets: each channel its own (from its variables), the rest the gateway. */
-export function secretsByReader(): Array<{ reader: string; names: string[] }> {
-  const channels = WEBHOOK_CHANNELS.map((channel) => ({
-    reader: `channel ${channel.name}`,
-    names: channel.variables.filter((row) => row.secret).map((row) => row.name),
-  }))
-  const ofChannels = new Set<string>(channels.flatMap((channel) => channel.names))
-  return [
-    { reader: 'the gateway', names: SECRET_NAMES.filter((name) => !ofChannels.has(name)) },
-    ...channels,
-  ]
-}
-
-/** The file `wrangler secret bulk` takes: every secret the Worker reads, empty. */
-export function secretsTemplate(): Record<string, string> {
-  return Object.fromEntries(SECRET_NAMES.map((name) => [name, '']))
 }

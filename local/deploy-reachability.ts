@@ -10,7 +10,7 @@ import { UPSTASH_TOKEN, UPSTASH_URL } from '../claims/settings'
 import { readDatabaseSettings } from '../origin/config'
 import { openDatabase } from '../origin/db'
 import { silentLogger } from '../origin/log'
-import type { Finding } from './deploy-checks'
+import type { Finding } from './deploy-finding'
 import { REPO_ROOT } from './wrangler-config'
 
 const REDIS_TIMEOUT_MS = 5_000

@@ -28,6 +28,21 @@ export function cellText(value: unknown): string {
   return oneLine.length > 80 ? `${oneLine.slice(0, 79)}…` : oneLine
 }
 
+/** The rows as a table: text left-aligned, a column of numbers only right-aligned. */
+export function sqlTable(rows: readonly Record<string, unknown>[]): string {
+  const names = rows[0] ? Object.keys(rows[0]) : []
+  const numeric = (name: string) =>
+    rows.every((row) => row[name] === null || ['number', 'bigint'].includes(typeof row[name]))
+  const columns = names.map(
+    (name): Column<Record<string, unknown>> => [
+      name,
+      (row) => cellText(row[name]),
+      numeric(name) ? 'right' : 'left',
+    ],
+  )
+  return markdownTable(columns, rows)
+}
+
 export interface SqlIo {
   out: (line: string) => void
   err: (line: string) => void
@@ -50,13 +65,7 @@ export async function runSql(args: readonly string[], env: OriginEnv, io: SqlIo)
   const db = openDatabase(settings, 1, silentLogger)
   try {
     const rows = await db.query<Record<string, unknown>>(sql)
-    const names = rows[0] ? Object.keys(rows[0]) : []
-    if (names.length > 0) {
-      const columns = names.map(
-        (name): Column<Record<string, unknown>> => [name, (row) => cellText(row[name])],
-      )
-      io.out(markdownTable(columns, rows))
-    }
+    if (rows.length > 0) io.out(sqlTable(rows))
     io.out(`(${rows.length} ${rows.length === 1 ? 'row' : 'rows'})`)
     return 0
   } catch (err) {

@@ -14,7 +14,8 @@
 import { relative } from 'node:path'
 import { writeDevStack } from '../origin/failures/dev-stack'
 import { WEBHOOK_CHANNELS } from '../worker/channels'
-import { loadDevVars } from './dev-vars'
+import { type DevVars, loadDevVars } from './dev-vars'
+import { originRestartCommand } from './origin-restart'
 import { redact } from './redact'
 import {
   DEV_VARIABLES,
@@ -168,7 +169,7 @@ async function main(): Promise<void> {
     // `npm run failures` finds this database by itself while the stack runs.
     process.on('exit', writeDevStack(stack.originEnv))
     printSummary(stack, devVars.source, startedAt)
-    watch(stack, devVars.fromEnvironment, () => shuttingDown)
+    watch(stack, devVars, () => shuttingDown)
   } catch (err) {
     if (shuttingDown) return
     say(`\nnpm run dev failed: ${(err as Error).message}`)
@@ -204,35 +205,22 @@ function workerRoutes(url: string): string[] {
   )
   return [
     ...webhooks,
-    `email() handler (Cloudflare Email Routing); locally: POST ${url}/cdn-cgi/handler/email?from=...&to=... with a raw message`,
+    `email() handler (Cloudflare Email Routing); locally: npx tsx local/send-webhook.ts email, or POST ${url}/cdn-cgi/handler/email?from=...&to=... with a raw message`,
     `GET ${url}/healthz, GET ${url}/healthz/deep (Authorization: Bearer OPERATOR_TOKEN)`,
   ]
 }
 
 /** When a child dies on its own, keep the rest running and say how to bring it back. */
-function watch(stack: Stack, fromEnvironment: string[], shuttingDown: () => boolean): void {
-  const { origin, database, worker } = stack
+function watch(stack: Stack, devVars: DevVars, shuttingDown: () => boolean): void {
+  const { origin, worker } = stack
   const originExited = origin.exited
   originExited.then((exit) => {
     if (shuttingDown() || origin.exited !== originExited) return
     const how = exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`
-    // Never print secret values: the command reads them where they came from.
-    const secretRef = fromEnvironment.includes('ORIGIN_SHARED_SECRET')
-      ? '"$ORIGIN_SHARED_SECRET"'
-      : `"$(sed -n 's/^ORIGIN_SHARED_SECRET=//p' ${devVarsFile()})"`
-    const dbRef =
-      database.mode === 'postgres' && fromEnvironment.includes('DATABASE_URL')
-        ? '"$DATABASE_URL"'
-        : database.databaseUrl
-    const pool = database.originEnv.DB_POOL_MAX
-      ? ` DB_POOL_MAX=${database.originEnv.DB_POOL_MAX}`
-      : ''
     say()
     say(`origin exited (${how}); the worker, database and Redis keep running.`)
     say('Restart it in another terminal with:')
-    say(
-      `  ORIGIN_PORT=${origin.port} DATABASE_URL=${dbRef} NEON_WS_PROXY=${database.neonWsProxy}${pool} ORIGIN_SHARED_SECRET=${secretRef} npm run origin`,
-    )
+    say(`  ${originRestartCommand(stack.originEnv, origin.port, devVars)}`)
     say()
   })
   if (worker.runtime !== 'dev') return
@@ -244,12 +232,6 @@ function watch(stack: Stack, fromEnvironment: string[], shuttingDown: () => bool
     say('Restart the whole stack (Ctrl-C, then `npm run dev`) to bring the worker back.')
     say()
   })
-}
-
-function devVarsFile(): string {
-  return loadDevVars({ root: REPO_ROOT, warn: () => {} }).source === '.dev.vars'
-    ? '.dev.vars'
-    : '.dev.vars.example'
 }
 
 main().catch((err: Error) => {

@@ -1,33 +1,35 @@
 /**
- * `npm run doctor -- [--env NAME] [--secrets-file PATH] [--check-network] [--print-secrets-template]`:
- * what a deployment of one wrangler.toml environment needs, one line per finding with its fix
- * (local/deploy-checks.ts; with `--check-network`, local/deploy-reachability.ts).
+ * `npm run doctor -- [--env NAME] [--secrets-file PATH] [--check-network]`: what a deployment of
+ * one wrangler.toml environment needs, one line per finding with its fix (local/deploy-checks.ts;
+ * with `--check-network`, local/deploy-reachability.ts).
  *
  * The Worker's secrets come from `--secrets-file` (the JSON object `wrangler secret bulk` takes,
- * or a dotenv file such as `.dev.vars`), else from this process's environment (only the names the Worker reads as secrets). The network
- * checks read the origin's DATABASE_URL (DATABASE_DRIVER, NEON_WS_PROXY) from the environment and
- * Upstash's URL and token from the secrets. `--print-secrets-template` prints the bulk file to
- * fill in (every secret the Worker reads, empty: leave out the channels you do not use).
+ * or a dotenv file such as `.dev.vars`), else from this process's environment (only the names the
+ * Worker reads as secrets). A file that cannot be read, or is neither, is an error, never an empty
+ * set of secrets. The network checks read the origin's DATABASE_URL (DATABASE_DRIVER,
+ * NEON_WS_PROXY) from the environment and Upstash's URL and token from the secrets.
+ *
+ * `--write-secrets-template FILE` writes the bulk file to fill in (every secret the Worker reads,
+ * empty: leave out the channels you do not use), readable by its owner only, and never over a file
+ * that exists (it may hold secrets already). The tool writes it rather than the shell: `npm run`
+ * prints its own banner on stdout, so `npm run doctor -- … > FILE` is not JSON.
+ * `--print-secrets-template` prints the same to stdout (`npm run --silent`).
  *
  * Exit codes: 0 no error (warnings allowed), 1 an error found, 2 usage.
  * @module
  */
 import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs, parseEnv } from 'node:util'
-import {
-  checkDeployment,
-  type Finding,
-  SECRET_NAMES,
-  secretsByReader,
-  secretsTemplate,
-  WORKER_VARIABLE_NAMES,
-} from './deploy-checks'
+import { checkDeployment, type Finding, SECRET_NAMES, WORKER_VARIABLE_NAMES } from './deploy-checks'
 import { checkPostgres, checkRedis } from './deploy-reachability'
+import { templateGuide, templateText, writeTemplate } from './secrets-template'
 import { readWranglerConfig, WRANGLER_TOML } from './wrangler-config'
 
 const USAGE = `usage: npm run doctor -- [--env staging|production] [--config wrangler.toml]
-  [--secrets-file secrets.json] [--check-network] [--print-secrets-template]`
+  [--secrets-file secrets.json] [--check-network]
+  [--write-secrets-template secrets.json | --print-secrets-template]`
 
 class UsageError extends Error {
   readonly code = 'usage'
@@ -39,6 +41,7 @@ interface DoctorArgs {
   secretsFile: string | undefined
   checkNetwork: boolean
   printTemplate: boolean
+  writeTemplate: string | undefined
 }
 
 function readArgs(argv: string[]): DoctorArgs {
@@ -51,6 +54,7 @@ function readArgs(argv: string[]): DoctorArgs {
         'secrets-file': { type: 'string' },
         'check-network': { type: 'boolean' },
         'print-secrets-template': { type: 'boolean' },
+        'write-secrets-template': { type: 'string' },
       },
       strict: true,
     })
@@ -60,10 +64,16 @@ function readArgs(argv: string[]): DoctorArgs {
       secretsFile: values['secrets-file'],
       checkNetwork: values['check-network'] ?? false,
       printTemplate: values['print-secrets-template'] ?? false,
+      writeTemplate: values['write-secrets-template'],
     }
   } catch (err) {
     throw new UsageError((err as Error).message)
   }
+}
+
+/** A path as the person typed it: `npm run` moves to the package root, INIT_CWD is where they were. */
+export function fromCaller(path: string, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.INIT_CWD || process.cwd(), path)
 }
 
 /** The secrets file, or the Worker's secrets found in `env`; string values only. */
@@ -74,13 +84,14 @@ export function readSecrets(
   if (!file) return pick(env, SECRET_NAMES)
   let text: string
   try {
-    text = readFileSync(file, 'utf8')
+    text = readFileSync(fromCaller(file, env), 'utf8')
   } catch (err) {
     throw new UsageError(`--secrets-file: cannot read it (${(err as NodeJS.ErrnoException).code})`)
   }
   // A dotenv file (.dev.vars) also holds the origin's and the stack's: the Worker's variables
   // only, plain ones included (`wrangler dev` puts them on top of [vars], as here).
-  if (!text.trimStart().startsWith('{')) return pick(parseEnv(text), WORKER_VARIABLE_NAMES)
+  const json = file.endsWith('.json') || text.trimStart().startsWith('{')
+  if (!json) return pick(parseDotenv(text), WORKER_VARIABLE_NAMES)
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -98,6 +109,22 @@ export function readSecrets(
   )
 }
 
+const DOTENV_LINE = /^\s*(?:#.*|(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\s*=.*)?$/
+
+/**
+ * A dotenv file, every line a `NAME=value`, a comment or blank: dotenv itself skips any other line
+ * without a word, so a stray line would read as a secret not set. Names the line, never its text.
+ */
+function parseDotenv(text: string): NodeJS.Dict<string> {
+  const stray = text.split(/\r?\n/).findIndex((line) => !DOTENV_LINE.test(line))
+  if (stray >= 0) {
+    throw new UsageError(
+      `--secrets-file: line ${stray + 1} is not NAME=value: neither JSON nor a dotenv file`,
+    )
+  }
+  return parseEnv(text)
+}
+
 function pick(values: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string> {
   return Object.fromEntries(
     names.flatMap((name) => (values[name] ? [[name, values[name] as string]] : [])),
@@ -111,17 +138,29 @@ export function formatFinding(finding: Finding): string {
     : `${label} ${finding.what}`
 }
 
+function writeTemplateFile(args: DoctorArgs): number {
+  const file = args.writeTemplate ?? ''
+  try {
+    writeTemplate(fromCaller(file))
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    throw new UsageError(
+      code === 'EEXIST'
+        ? `--write-secrets-template: ${file} exists (it may hold secrets): remove it or name another file`
+        : `--write-secrets-template: cannot write ${file} (${code})`,
+    )
+  }
+  process.stdout.write(`wrote ${file} (readable by you only)\n${templateGuide(args.env, file)}`)
+  return 0
+}
+
 export async function runDoctor(argv: string[], env = process.env): Promise<number> {
   const args = readArgs(argv)
+  if (args.writeTemplate !== undefined) return writeTemplateFile(args)
   if (args.printTemplate) {
-    process.stdout.write(`${JSON.stringify(secretsTemplate(), null, 2)}\n`)
+    process.stdout.write(templateText())
     // On stderr, so that stdout stays the file: which secret is whose, and what to do with it.
-    for (const { reader, names } of secretsByReader()) {
-      process.stderr.write(`${reader}: ${names.join(', ')}\n`)
-    }
-    process.stderr.write(
-      'fill in those you use, delete the rest, then: npx wrangler secret bulk FILE --env ENV\n',
-    )
+    process.stderr.write(templateGuide(args.env))
     return 0
   }
   const config = await readWranglerConfig(args.config, args.env)

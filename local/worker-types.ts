@@ -12,20 +12,39 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { REPO_ROOT, WRANGLER_BIN, wranglerEnv } from './wrangler-config'
+import { REPO_ROOT, WRANGLER_BIN, WRANGLER_TOML, wranglerEnv } from './wrangler-config'
+import { NO_ENV_FILE_ARGS } from './wrangler-no-dev-vars'
 
 export const TYPES_FILE = join(REPO_ROOT, 'worker', 'worker-configuration.d.ts')
 const HEADER = '// Generated from wrangler.toml by `npm run types` (wrangler types). Do not edit.'
 
-/** The file as it should be now: wrangler's types for wrangler.toml, without the Node block. */
-export function generatedTypes(): string {
+/**
+ * The file as it should be now: wrangler's types for wrangler.toml, without the Node block. A
+ * `.dev.vars` beside the config plays no part (local/wrangler-no-dev-vars.ts): the file is the same
+ * on every checkout, and no local secret's name goes into it.
+ */
+export function generatedTypes(configPath = WRANGLER_TOML): string {
   // Written next to the real file, so its `import("./index")` resolves the same way.
-  const scratch = join(REPO_ROOT, 'worker', '.worker-configuration.tmp.d.ts')
+  const scratch = join(REPO_ROOT, 'worker', `.worker-configuration.${process.pid}.tmp.d.ts`)
   try {
     execFileSync(
       WRANGLER_BIN,
-      ['types', scratch, '--include-runtime=false', '--strict-vars=false'],
-      { cwd: REPO_ROOT, env: wranglerEnv(), stdio: 'pipe', timeout: 60_000 },
+      [
+        'types',
+        scratch,
+        '--config',
+        configPath,
+        '--include-runtime=false',
+        '--strict-vars=false',
+        ...NO_ENV_FILE_ARGS,
+      ],
+      {
+        cwd: REPO_ROOT,
+        // Set, wrangler would type this process's whole environment as the Worker's secrets.
+        env: wranglerEnv({ CLOUDFLARE_INCLUDE_PROCESS_ENV: 'false' }),
+        stdio: 'pipe',
+        timeout: 60_000,
+      },
     )
     return tidy(readFileSync(scratch, 'utf8'))
   } finally {

@@ -7,6 +7,7 @@
  */
 import { ORIGIN_TIMEOUT_MS } from '../claims/settings'
 import { secretList } from '../contract/crypto'
+import { LIMITS } from '../contract/event'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
 import { readInt, readText, setting } from '../contract/settings'
@@ -132,12 +133,21 @@ export const DB_CONNECT_TIMEOUT_MS = setting({
   max: 600_000,
   doc: 'bound on a pooled connection; default: this, or half of ORIGIN_TIMEOUT_MS if less',
 })
+/**
+ * What a dead-letter report adds to the largest event (its key, error, attempts): the room
+ * between LIMITS.eventBytes and the smallest MAX_EVENT_BYTES.
+ */
+export const DEAD_REPORT_HEADROOM_BYTES = 16 * 1024
+/**
+ * At least the largest event the Worker accepts plus its dead-letter report's headroom: below it,
+ * an event the vendor was told was taken would get 413 here, and so would its dead letter.
+ */
 export const MAX_EVENT_BYTES = setting({
   name: 'MAX_EVENT_BYTES',
   kind: 'int',
   secret: false,
   default: 256 * 1024,
-  min: 1024,
+  min: LIMITS.eventBytes + DEAD_REPORT_HEADROOM_BYTES,
   max: 16 * 1024 * 1024,
   doc: 'larger bodies get 413 before they are read',
 })
@@ -166,6 +176,18 @@ export const CORE_SETTINGS = [
   OPERATOR_TOKEN,
 ] as const
 
+/** MAX_EVENT_BYTES; one below its floor is refused with the reason, not just the range. */
+function readMaxEventBytes(env: OriginEnv, problems: string[]): number {
+  const value = Number(env[MAX_EVENT_BYTES.name]?.trim() || Number.NaN)
+  if (Number.isInteger(value) && value < MAX_EVENT_BYTES.min) {
+    problems.push(
+      `MAX_EVENT_BYTES (${value}) is below ${MAX_EVENT_BYTES.min}: the largest event the Worker accepts (${LIMITS.eventBytes} bytes as JSON) and its dead-letter report (up to ${DEAD_REPORT_HEADROOM_BYTES} bytes more) would get 413, so an event a vendor was told was taken could be neither stored nor recorded`,
+    )
+    return MAX_EVENT_BYTES.default
+  }
+  return readInt(env, MAX_EVENT_BYTES, problems)
+}
+
 /** @throws {ConfigError} listing every problem found, not just the first. */
 export function loadConfig(env: OriginEnv = process.env): OriginConfig {
   const problems: string[] = []
@@ -186,7 +208,7 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
     host: readText(env, ORIGIN_HOST) ?? ORIGIN_HOST.default,
     sharedSecrets,
     dbPoolMax: readInt(env, DB_POOL_MAX, problems),
-    maxEventBytes: readInt(env, MAX_EVENT_BYTES, problems),
+    maxEventBytes: readMaxEventBytes(env, problems),
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
     operatorToken: readText(env, OPERATOR_TOKEN) ?? undefined,
   }

@@ -97,7 +97,8 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<Env> {
   app.get('/lookup', async (c) => {
     const q = c.req.query('q')
     const result = q ? await lookup(db, deps.claims, q) : null
-    return c.html(<LookupPage session={c.get('session')} result={result} />)
+    const relay = deps.replay.downstream !== null
+    return c.html(<LookupPage session={c.get('session')} result={result} relay={relay} />)
   })
 
   app.get('/search', async (c) => {

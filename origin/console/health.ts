@@ -3,7 +3,8 @@
  * calls are bounded by REDIS_TIMEOUT_MS), the spool's counters, and what was spooled, retried and
  * dead-lettered in the last hour: spooled and retried from the gateway's flushed decision counts
  * (`spooled` by a front door, `retried` by the spool consumer giving an event back to its queue),
- * dead-lettered from channel_failures.
+ * dead-lettered from channel_failures: those still dead (a replayed one is resolved: no trouble
+ * left to look at).
  * @module
  */
 import type { ClaimStore } from '../../claims'
@@ -15,6 +16,7 @@ export interface Health {
   redis: 'ok' | 'down' | 'not configured'
   /** The claim store's stats hash (spool_queued:slack, ...); null when Redis is not read. */
   queue: Record<string, number> | null
+  /** Inbound dead letters of the last hour still dead (not replayed, not resolved). */
   deadLastHour: number
   spooledLastHour: number
   /** Spool retries: one per time the consumer gave an event back to the queue. */
@@ -44,7 +46,8 @@ export async function healthOf(db: Database, claims: ClaimStore | null): Promise
               (SELECT coalesce(sum(count), 0) FROM gateway_decisions
                 WHERE decision = $3 AND bucket >= $1 AND bucket < $2)::text AS retried,
               (SELECT count(*) FROM channel_failures
-                WHERE stage = 'inbound' AND created_at >= $1 AND created_at < $2)::text AS dead`,
+                WHERE stage = 'inbound' AND status = 'dead'
+                  AND created_at >= $1 AND created_at < $2)::text AS dead`,
       [hour.since, hour.until, SPOOL_RETRIED],
     )
     .catch(() => [])

@@ -1,6 +1,7 @@
 /**
  * The console's wiring for `npm run origin` (origin/main.ts): its settings, the Worker's claim
- * store (read-only use: lookup, the stats hash), and what a replay needs, as the CLI has it.
+ * store (lookup, the stats hash, and a replayed event's claim set `done`), and what a replay
+ * needs, as the CLI has it.
  * @module
  */
 import { claimStore, readClaimSettings } from '../../claims'
@@ -33,6 +34,7 @@ export function consoleDeps(options: {
       retry,
       gmail: options.gmail,
       env: options.env,
+      claims,
     },
   }
 }

@@ -4,10 +4,12 @@
  * names, each with its customer and conversation, its edits in order, attachments, outbox rows,
  * failures, the gateway's sampled decisions for its delivery, and its claim in Redis. Keys end
  * with ":{id}", so "ends with" is an index range on the reversed key (migrations
- * 20261202004001-3); `#123` is a message row id.
+ * 20261202004001-3); `#123` is a message row id. A Message-ID is found as a header spells it
+ * too (`<id@Host>`): keys hold it as the email parser made it (contract/email-keys.ts).
  * @module
  */
 import type { ClaimStore } from '../../claims'
+import { boundedId, normalizeMessageId } from '../../contract/email-keys'
 import type { Queryable } from '../db'
 import { FAILURE_COLUMNS, type FailureRow, toFailureRow } from './failures'
 
@@ -87,6 +89,19 @@ function endsWithPattern(id: string): string {
 const keyMatches = (col: string) =>
   `(reverse(${col}) LIKE $1 AND (${col} = $2 OR right(${col}, length($2) + 1) = ':' || $2))`
 
+/**
+ * What the keys hold for a query: a Message-ID as copied from a header (`<id@Host>`, or a bare
+ * `id@Host`) becomes the email parser's form (no brackets, the domain lower-cased, a very long one
+ * hashed); anything else is searched as it is. A whole key (it has `:`) is never rewritten.
+ */
+export async function searchTerm(query: string): Promise<string> {
+  const bracketed = /^<[^<>\s]+>$/.test(query)
+  const bare = !query.includes(':') && /^[^<>\s@]+@[^<>\s@]+$/.test(query)
+  if (!bracketed && !bare) return query
+  const id = normalizeMessageId(query)
+  return id === null ? query : boundedId(id)
+}
+
 export async function lookup(
   db: Queryable,
   claims: ClaimStore | null,
@@ -96,17 +111,18 @@ export async function lookup(
   const empty: LookupResult = { query, messages: [], failures: [], decisions: [], claims: [] }
   if (!query) return empty
   const rowId = /^#(\d{1,18})$/.exec(query)?.[1] ?? null
-  const pattern = endsWithPattern(query)
-  const messages = await findMessages(db, pattern, query, rowId)
+  const term = await searchTerm(query)
+  const pattern = endsWithPattern(term)
+  const messages = await findMessages(db, pattern, term, rowId)
   const deliveryKeys = [...new Set(messages.map((m) => m.deliveryKey))]
   const [failures, decisions] = await Promise.all([
     findFailures(
       db,
       pattern,
-      query,
+      term,
       messages.map((m) => m.id),
     ),
-    findDecisions(db, pattern, query, deliveryKeys),
+    findDecisions(db, pattern, term, deliveryKeys),
   ])
   const keys = new Set([
     ...deliveryKeys,

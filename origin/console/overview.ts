@@ -32,6 +32,11 @@ export interface ChannelOverview {
   counts: Record<Category, number>
   /** Rejections by reason (bad_signature, foreign_tenant, bad_body, ...). */
   rejected: Record<string, number>
+  /**
+   * New deliveries by the layer that decided them: `redis` (the first claim), `postgres` (Redis
+   * out of reach or slow: the insert decided), as the lookup's decisions say.
+   */
+  forwardedBy: Record<string, number>
   /** Duplicates over everything that carried a message (new + duplicate), 0..1; null: none. */
   duplicateRate: number | null
   /** Upper bounds of the decision time's p50 / p99 bucket (ms); null past the last bound. */
@@ -118,6 +123,7 @@ export async function overview(db: Queryable, range: Range): Promise<ChannelOver
           channel,
           counts: emptyCounts(),
           rejected: {},
+          forwardedBy: {},
           duplicateRate: null,
           p50: undefined,
           p99: undefined,
@@ -137,6 +143,9 @@ export async function overview(db: Queryable, range: Range): Promise<ChannelOver
     if (row.decision === 'rejected') {
       const reason = row.reason || 'other'
       e.view.rejected[reason] = (e.view.rejected[reason] ?? 0) + n
+    }
+    if (category === 'forwarded') {
+      e.view.forwardedBy[row.decided_by] = (e.view.forwardedBy[row.decided_by] ?? 0) + n
     }
     row.h.forEach((v, i) => {
       e.histogram[i] = (e.histogram[i] ?? 0) + Number(v)

@@ -1,6 +1,6 @@
 /**
- * `npm run failures -- <command>`'s arguments: the three commands, and a {@link UsageError} for
- * anything else (exit code 2 with the usage).
+ * `npm run failures -- <command>`'s arguments: the three commands, `help` (`--help`, `-h`: the
+ * usage, exit code 0), and a {@link UsageError} for anything else (exit code 2 with the usage).
  * @module
  */
 import { FAILURE_STATUSES, type FailureStatus } from './store'
@@ -8,11 +8,13 @@ import { FAILURE_STATUSES, type FailureStatus } from './store'
 export const USAGE = `usage: npm run failures -- <command>
   list [--status pending|dead|resolved] [--limit N]
   replay <id>
-  replay --all-dead`
+  replay --all-dead
+  help`
 
 const LIST_DEFAULT_LIMIT = 100
 
 export type Command =
+  | { name: 'help' }
   | { name: 'list'; status?: FailureStatus; limit: number }
   | { name: 'replay'; id: string }
   | { name: 'replay-all-dead' }
@@ -21,6 +23,7 @@ export class UsageError extends Error {}
 
 export function parseArgs(args: readonly string[]): Command {
   const [command, ...rest] = args
+  if (command === 'help' || command === '--help' || command === '-h') return { name: 'help' }
   if (command === 'list') {
     let status: FailureStatus | undefined
     let limit = LIST_DEFAULT_LIMIT

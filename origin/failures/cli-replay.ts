@@ -5,6 +5,7 @@
  * Gmail row is fetched again first (origin/gmail/replay.ts). None can double anything.
  * @module
  */
+import type { ClaimStore } from '../../claims'
 import type { OriginEnv } from '../config'
 import type { Database } from '../db'
 import type { GmailConfig } from '../gmail/config'
@@ -34,6 +35,8 @@ export interface ReplayCliDeps {
   /** Null without GMAIL_*: downstream and queue rows still replay, Gmail rows do not. */
   gmail: GmailConfig | null
   env: OriginEnv
+  /** The Worker's claims (its UPSTASH_* settings): a replayed event's says `done`. */
+  claims?: ClaimStore | null
 }
 
 const NO_DOWNSTREAM = 'DOWNSTREAM_URL is not set: a downstream replay hands outbox rows to it'
@@ -133,7 +136,7 @@ async function replayInbound(deps: ReplayCliDeps, id: string, io: CliIo): Promis
     return false
   }
   if (failure.source === 'gmail') return replayGmail(deps, failure, io)
-  const replay = await replayInboundEvent(deps.db, failure)
+  const replay = await replayInboundEvent(deps.db, failure, deps.claims ?? null)
   if (replay.outcome === 'not_replayable') {
     io.err(`failure ${id}: not replayable: ${replay.reason}`)
     return false

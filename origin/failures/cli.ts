@@ -11,7 +11,8 @@
  * without DATABASE_URL, those of a running `npm run dev` (dev-stack.ts). A downstream replay also DOWNSTREAM_URL
  * (and DOWNSTREAM_TIMEOUT_MS, FAILURE_*); the replay of a Gmail inbound row the origin's GMAIL_*
  * settings (and the worker's UPSTASH_REDIS_REST_*, REDIS_KEY_PREFIX, when set), because it fetches
- * the message again (origin/gmail/replay.ts). A downstream replay goes through the same statements
+ * the message again (origin/gmail/replay.ts); with those set, an inbound replay that lands also
+ * settles its claim to `done`. A downstream replay goes through the same statements
  * and the same `Idempotency-Key: outbox-{id}` as the relay's retries; an inbound replay through the
  * same ingest as a live delivery. Neither can double anything.
  *
@@ -22,6 +23,7 @@
  * @module
  */
 import { pathToFileURL } from 'node:url'
+import { claimStore, readClaimSettings } from '../../claims'
 import { ConfigError, type DatabaseSettings, type OriginEnv, readDatabaseSettings } from '../config'
 import { type Database, openDatabase } from '../db'
 import { DatabaseUnavailableError, describeError } from '../errors'
@@ -68,11 +70,21 @@ function readGmail(env: OriginEnv, problems: string[]): GmailConfig | null {
   }
 }
 
-export async function runCli(args: readonly string[], env: OriginEnv, io: CliIo): Promise<number> {
+export async function runCli(
+  args: readonly string[],
+  given: OriginEnv,
+  io: CliIo,
+): Promise<number> {
   let command: Command
   let config: CliConfig
+  let env = given
   try {
     command = parseArgs(args)
+    if (command.name === 'help') {
+      io.out(USAGE)
+      return EXIT.ok
+    }
+    env = withDevStack(given, io)
     config = loadCliConfig(env)
   } catch (err) {
     if (err instanceof UsageError) {
@@ -94,6 +106,7 @@ export async function runCli(args: readonly string[], env: OriginEnv, io: CliIo)
       retry: config.retry,
       gmail: config.gmail,
       env,
+      claims: claimStore(readClaimSettings(env, [])),
     }
     if (command.name === 'replay') return await replayOne(deps, command.id, io)
     return await replayAllDead(deps, io)
@@ -143,7 +156,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),
   }
-  runCli(process.argv.slice(2), withDevStack(process.env, io), io).then(
+  runCli(process.argv.slice(2), process.env, io).then(
     (code) => process.exit(code),
     (err: unknown) => {
       io.err(`failures: ${describeError(err).message ?? 'unexpected error'}`)

@@ -67,7 +67,7 @@ export function failureReplayRoutes(deps: FailureReplayDeps): Hono<ReplayEnv> {
       if (!failure || failure.source === 'gmail') {
         return problemResponse('not_found', 'no dead inbound failure of the queue with this id')
       }
-      const replay = await replayInboundEvent(deps.db, failure)
+      const replay = await replayInboundEvent(deps.db, failure, deps.claims ?? null)
       const target = `failure ${id}`
       if (replay.outcome === 'not_replayable') {
         await audit(deps.db, {

@@ -11,9 +11,12 @@
  * One row per delivery key (unique index `channel_failures_inbound_key`): recording it again
  * updates the row. A replay runs the stored event through {@link ingestEvent}, the same idempotent
  * path as a live delivery, so replaying twice, or replaying an event that landed meanwhile, is one
- * row.
+ * row; then its Redis claim, `spooled` since the queue took it, says `done` (as the spool
+ * consumer's does when an event lands), so the vendor's next copy is a duplicate at Redis.
  * @module
  */
+
+import type { ClaimStore } from '../../claims'
 import {
   finalizeEvent,
   type InboundEventDraft,
@@ -124,13 +127,15 @@ export type InboundReplayOutcome =
   | { outcome: 'claim_lost'; result: IngestResult }
 
 /**
- * Replays a dead inbound event through the ingest path. The row is marked resolved only if it is
- * still dead, so two operators replaying at once make one row (ingest decides) and one
- * resolution. Database errors propagate (the row stays dead).
+ * Replays a dead inbound event through the ingest path, then settles its claim in `claims` (the
+ * Worker's Redis; null: none). The row is marked resolved only if it is still dead, so two
+ * operators replaying at once make one row (ingest decides) and one resolution. Database errors
+ * propagate (the row stays dead).
  */
 export async function replayInboundEvent(
   db: Database,
   failure: DeadInboundFailure,
+  claims: ClaimStore | null = null,
 ): Promise<InboundReplayOutcome> {
   if (failure.event === null) {
     return { outcome: 'not_replayable', reason: 'no event was kept for it' }
@@ -138,6 +143,8 @@ export async function replayInboundEvent(
   const parsed = parseInboundEvent(await asStoredByNow(failure.event))
   if (!parsed.ok) return { outcome: 'not_replayable', reason: parsed.message }
   const result = await ingestEvent(db, parsed.event)
+  // Best effort: Redis out of reach leaves the claim `spooled`, and Postgres still decides a copy.
+  await claims?.replayed(failure.deliveryKey, parsed.event.payloadHash).catch(() => false)
   return (await resolveInboundFailure(db, failure.id, result.messageId))
     ? { outcome: 'resolved', result }
     : { outcome: 'claim_lost', result }

@@ -11,6 +11,7 @@ import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { launchChromium, type RunningBrowser } from '../../local/chromium'
 import { randomHex, slackDelivery, twilioDelivery } from '../../local/vendor-deliveries'
+import { DONE_VALUE } from '../support/claim-values'
 import { eventually, startTestStack, type TestStack } from '../support/test-stack'
 import { ConsolePage } from './support/console-page'
 
@@ -81,6 +82,18 @@ describe('the operator console', () => {
     const rejected = ui.page.locator('tr[data-channel="slack"] td[data-category="rejected"]')
     assert.match((await rejected.textContent()) ?? '', /bad_signature: 1/)
     expect(await e2e.rows(event)).toBe(1)
+    // The overview names the layer that decided "new" as the lookup does: the Redis claim.
+    const newHeader = ui.page.locator('#decisions th', { hasText: 'new (forwarded)' })
+    assert.match((await newHeader.textContent()) ?? '', /Redis \(first claim\)/)
+    // The table fits its panel at 1280 px: it ends where the page's content does.
+    const [table, main] = await Promise.all(
+      ['#decisions', 'main'].map((s) => ui.page.locator(s).boundingBox()),
+    )
+    assert.ok(table && main)
+    expect(table.x + table.width).toBeLessThanOrEqual(main.x + main.width)
+    await ui.lookup(event.deliveryKey)
+    const decided = ui.page.locator('#gateway-decisions tr', { hasText: 'forwarded' })
+    expect((await decided.locator('td').allTextContents())[3]).toBe('redis')
   })
 
   it('a Slack event resent with other content: a payload mismatch at Redis, listed with both hashes', async () => {
@@ -122,6 +135,10 @@ describe('the operator console', () => {
     )
     expect(claims.length).toBeGreaterThan(0)
     assert.match((await ui.page.content()) ?? '', /done, hash [0-9a-f]+, \d+ s left/)
+    // No DOWNSTREAM_URL here: the outbox row is "relay off", not a red "not relayed".
+    const outbox = card.locator('tr', { hasText: 'outbox' })
+    assert.match((await outbox.textContent()) ?? '', /relay off/)
+    expect(await outbox.locator('.bad').count()).toBe(0)
   })
 
   it('vendor content renders as text: <script> and "><img onerror> stay text', async () => {
@@ -191,6 +208,10 @@ describe('the operator console', () => {
     assert.match((await ui.page.getByRole('status').textContent()) ?? '', /ok: failure \d+: /)
     expect(await e2e.rows(event)).toBe(1)
     expect((await deadRow())?.status).toBe('resolved')
+    // Landed: its claim is done (it said spooled since the queue took it), and the health row no
+    // longer counts it.
+    expect(await e2e.claim(event)).toMatch(DONE_VALUE)
+    expect(await ui.health('dead')).toBe(0)
 
     // Replayed again (the CLI's path, as the console's): still one row.
     const again = await ui.page.request.post(`${ui.base}/console/failures/${id}/replay`, {

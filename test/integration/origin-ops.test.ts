@@ -185,6 +185,21 @@ describe('configuration', () => {
     expect(error.message).not.toContain(secret)
   })
 
+  it('MAX_EVENT_BYTES below the largest event and its dead letter: no start, the reason given', async () => {
+    const error = await startOrigin({
+      env: { DATABASE_URL: bed.databaseUrl, ORIGIN_SHARED_SECRET: 's', MAX_EVENT_BYTES: '100000' },
+    }).then(
+      () => expect.unreachable('the origin started with MAX_EVENT_BYTES under its floor'),
+      (err: Error) => err,
+    )
+    expect(error.message).toMatch(/exited \(code 2\) before it was ready/)
+    expect(error.message).toContain(
+      'MAX_EVENT_BYTES (100000) is below 262144: the largest event the Worker accepts (245760 bytes as JSON)',
+    )
+    const env = { DATABASE_URL: bed.databaseUrl, ORIGIN_SHARED_SECRET: 's' }
+    expect(loadConfig({ ...env, MAX_EVENT_BYTES: '262144' }).maxEventBytes).toBe(262_144)
+  })
+
   it('a missing DATABASE_URL and ORIGIN_SHARED_SECRET are both reported', async () => {
     const error = await startOrigin({ env: { DATABASE_URL: '', ORIGIN_SHARED_SECRET: '' } }).then(
       () => expect.unreachable('the origin started without configuration'),

@@ -3,8 +3,8 @@
  * REDIS_URL set, on free ports, it creates and migrates the database, brings up the stand-in, the
  * origin and wrangler dev, prints its URLs, serves a webhook, and on SIGINT stops everything.
  */
-import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import {
@@ -18,6 +18,7 @@ import { REPO_ROOT } from '../../local/stack'
 import { telegramDelivery } from '../../local/vendor-deliveries'
 import { DEV_STACK_FILE } from '../../origin/failures/dev-stack'
 import { send } from '../support/test-stack'
+import { queryRows, restartOriginAsPrinted, shell, tool } from './support/dev-tools'
 
 const run = scratch('dev')
 
@@ -33,23 +34,24 @@ describe('npm run dev', () => {
     }
     const telegramToken = `dev-test-telegram-${run.databaseName}`
     const operatorToken = `dev-test-operator-${run.databaseName}`
+    const devEnv = {
+      ...process.env,
+      DATABASE_URL: run.databaseUrl,
+      REDIS_URL,
+      UPSTASH_PORT: String(ports.UPSTASH_PORT),
+      ORIGIN_PORT: String(ports.ORIGIN_PORT),
+      WORKER_PORT: String(ports.WORKER_PORT),
+      TELEGRAM_SECRET_TOKEN: telegramToken,
+      OPERATOR_TOKEN: operatorToken,
+      REDIS_KEY_PREFIX: run.keyPrefix,
+      LOG_LEVEL: 'warn',
+    }
     const dev = new GroupProcess({
       name: 'npm run dev',
       command: process.execPath,
       args: ['--import', 'tsx', 'local/dev.ts'],
       cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: run.databaseUrl,
-        REDIS_URL,
-        UPSTASH_PORT: String(ports.UPSTASH_PORT),
-        ORIGIN_PORT: String(ports.ORIGIN_PORT),
-        WORKER_PORT: String(ports.WORKER_PORT),
-        TELEGRAM_SECRET_TOKEN: telegramToken,
-        OPERATOR_TOKEN: operatorToken,
-        REDIS_KEY_PREFIX: run.keyPrefix,
-        LOG_LEVEL: 'warn',
-      },
+      env: devEnv,
       secrets: [telegramToken, operatorToken],
       keepLines: 400,
     })
@@ -154,6 +156,34 @@ describe('npm run dev', () => {
         expect(edited.stdout).toMatch(new RegExp(`1/1 ${vendor} -> 200 new`))
       }
 
+      // Email, through wrangler's local Email Routing endpoint: send-webhook's own message twice,
+      // then the README's curl with the shipped sample; each one row.
+      const emailId = `dev-test-${Date.now()}@customer.example`
+      const mailed = await tool('local/send-webhook.ts', [
+        'email',
+        '--id',
+        emailId,
+        '--times',
+        '2',
+        ...url,
+      ])
+      expect(mailed.stdout).toMatch(/1\/2 email -> 200 taken by email\(\)/)
+      expect(mailed.stdout).toMatch(/2\/2 email -> 200 taken by email\(\)/)
+      const readmeCurl = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8')
+        .match(
+          /^curl -X POST 'http:\/\/127\.0\.0\.1:8787\/cdn-cgi\/handler\/email[^\n]*\\\n[^\n]*/m,
+        )?.[0]
+        .replace('127.0.0.1:8787', `127.0.0.1:${ports.WORKER_PORT}`)
+      expect(readmeCurl).toContain('--data-binary @local/samples/hello.eml')
+      const curled = await shell(`${readmeCurl} -s -o /dev/null -w '%{http_code}'`)
+      expect(curled.stdout).toBe('200')
+      const emailRows = await queryRows(
+        dbUrl,
+        "SELECT channel_message_id FROM messages WHERE channel = 'email' AND (channel_message_id LIKE $1 OR channel_message_id LIKE '%hello.sample.1@customer.example%')",
+        [`%${emailId}%`],
+      )
+      expect(emailRows).toHaveLength(2)
+
       // The failures CLI finds the stack's database by itself (no DATABASE_URL).
       expect(existsSync(DEV_STACK_FILE)).toBe(true)
       const failures = await tool('origin/failures/cli.ts', ['list'])
@@ -167,6 +197,9 @@ describe('npm run dev', () => {
       expect(rows).toMatchObject({ code: 0 })
       expect(rows.stdout).toContain(wamid)
       expect(rows.stdout).toContain('(1 row)')
+
+      // The origin dies: npm run dev prints the command that brings it back, console and all.
+      await restartOriginAsPrinted(dev, ports.ORIGIN_PORT, operatorToken, devEnv)
 
       // Ctrl-C: SIGINT to the group, as a terminal does.
       signalGroup(dev.pid, 'SIGINT')
@@ -185,22 +218,3 @@ describe('npm run dev', () => {
     }
   })
 })
-
-/** A repo tool run as a person runs it, without DATABASE_URL (bounded: 60 s). */
-function tool(
-  script: string,
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const { DATABASE_URL: _, ...env } = process.env
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', script, ...args],
-      { cwd: REPO_ROOT, env, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) })
-      },
-    )
-  })
-}

@@ -1,54 +1,28 @@
 /**
- * `npm run doctor`: each misconfiguration a deployment can carry is one finding with a fix, a good
- * configuration has no error, the CLI exits 1 on errors and never prints a secret, and with
- * `--check-network` it finds Postgres unmigrated or migrated and Redis answering or not.
+ * The deployment checks of `npm run doctor`: each misconfiguration a deployment can carry is one
+ * finding with a fix, a good configuration has no error, the queues' retention is one figure with
+ * the docs, and with `--check-network` it finds Postgres unmigrated or migrated and Redis answering
+ * or not. The command line itself: doctor-cli.test.ts.
  */
-import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { checkDeployment, type Finding, secretsTemplate } from '../../local/deploy-checks'
+import { checkDeployment, type Finding } from '../../local/deploy-checks'
 import { checkPostgres, checkRedis } from '../../local/deploy-reachability'
+import { hours, QUEUE_RETENTION_SECONDS, spoolScheduleSeconds } from '../../local/deploy-spool'
 import { startRedisLayer } from '../../local/redis-layer'
+import { secretsTemplate, templateGuide } from '../../local/secrets-template'
 import { createTestDatabase, databaseUrlOf, REDIS_URL } from '../../local/services'
 import { REPO_ROOT, readWranglerConfig, type WranglerConfig } from '../../local/wrangler-config'
-
-const GOOD_SECRET = 'a'.repeat(64)
-
-function goodConfig(): WranglerConfig {
-  return {
-    name: 'inbound-dedup-production',
-    main: 'worker/index.ts',
-    compatibilityDate: '2026-04-01',
-    compatibilityFlags: [],
-    vars: { ORIGIN_URL: 'https://origin.acme.test', DEDUP_TTL_SECONDS: '86400' },
-    queues: {
-      producers: [
-        { binding: 'SPOOL', queue: 'q-production' },
-        { binding: 'SPOOL_DEAD', queue: 'q-production-dead' },
-      ],
-      consumers: [
-        { queue: 'q-production', max_retries: 100, dead_letter_queue: 'q-production-dead' },
-        { queue: 'q-production-dead', max_retries: 100 },
-      ],
-    },
-    r2Buckets: [],
-  }
-}
-
-const goodSecrets = () => ({
-  ORIGIN_SHARED_SECRET: GOOD_SECRET,
-  SLACK_SIGNING_SECRET: 'slack-signing-secret-value',
-  UPSTASH_REDIS_REST_URL: 'https://redis.acme.test',
-  UPSTASH_REDIS_REST_TOKEN: 'upstash-token-value',
-})
+import { SPOOL_DEFAULTS } from '../../worker/spool/config'
+import { GOOD_SECRET, goodConfig, goodSecrets, teams } from './support/deployment'
 
 function findings(config: WranglerConfig, secrets: Record<string, string>): Finding[] {
   return checkDeployment({ envName: 'production', config, secrets })
 }
 
 const errors = (list: Finding[]) => list.filter((f) => f.level === 'error').map((f) => f.what)
+const warnings = (list: Finding[]) => list.filter((f) => f.level === 'warn')
 
 describe('deployment checks', () => {
   it('a good configuration has no error, and each finding of a problem has a fix', () => {
@@ -125,7 +99,34 @@ describe('deployment checks', () => {
     [
       'a retry schedule longer than a queue keeps a message',
       (c) => Object.assign(c.vars, { SPOOL_MAX_ATTEMPTS: '90', SPOOL_RETRY_MAX_SECONDS: '86400' }),
-      /longer than a queue can keep a message/,
+      /up to 1821.5 h, too close to the 14 days a queue can keep a message/,
+    ],
+    [
+      'no R2 bucket for the claim check',
+      (c) => c.r2Buckets.pop(),
+      /SPOOL_BODIES R2 bucket is not bound: an event over 120,000 bytes cannot wait for the origin/,
+    ],
+    [
+      'ORIGIN_LEGACY_SIGNATURES=1 (an unsigned answer taken as stored)',
+      (c) => Object.assign(c.vars, { ORIGIN_LEGACY_SIGNATURES: '1' }),
+      /ORIGIN_LEGACY_SIGNATURES=1: an answer without the origin's signature is taken as stored/,
+    ],
+    [
+      'Teams keys fetched over plain HTTP',
+      (c, s) => {
+        Object.assign(s, { ...teams })
+        c.vars.TEAMS_OPENID_METADATA_URL =
+          'http://login.botframework.com/v1/.well-known/openidconfiguration'
+      },
+      /TEAMS_OPENID_METADATA_URL is plain HTTP: anyone on the path can swap the signing keys/,
+    ],
+    [
+      'Teams keys from a host that is not Microsoft',
+      (c, s) => {
+        Object.assign(s, { ...teams })
+        c.vars.TEAMS_OPENID_METADATA_URL = 'https://keys.attacker.test/openid'
+      },
+      /TEAMS_OPENID_METADATA_URL names keys.attacker.test, not Microsoft's Bot Framework/,
     ],
     [
       "a dedup TTL below Meta's 7-day horizon",
@@ -185,92 +186,81 @@ describe('deployment checks', () => {
     )
     expect(names).not.toContain('ORIGIN_URL')
   })
-})
-
-interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function doctor(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'local/doctor.ts', ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, ...env }, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) })
-      },
-    )
-  })
-}
-
-describe('npm run doctor', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'inbound-dedup-doctor-'))
-  afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-  it('on the shipped production environment: exit 1, the placeholder origin named, no secret printed', async () => {
-    const file = join(dir, 'secrets.json')
-    writeFileSync(file, JSON.stringify(goodSecrets()))
-    const run = await doctor(['--env', 'production', '--secrets-file', file])
-    expect(run.code).toBe(1)
-    expect(run.stdout).toMatch(/ERROR ORIGIN_URL is still the placeholder/)
-    expect(run.stdout).toMatch(/doctor: 1 errors/)
-    for (const value of Object.values(goodSecrets())) {
-      if (!value.startsWith('https://')) expect(run.stdout).not.toContain(value)
-    }
-  })
-
-  it('on a good environment of a wrangler.toml of its own: exit 0', async () => {
-    const toml = join(dir, 'wrangler.toml')
-    writeFileSync(
-      toml,
-      `name = "t"\nmain = "${join(REPO_ROOT, 'worker/index.ts')}"\ncompatibility_date = "2026-04-01"\n` +
-        '[env.production]\nname = "t-production"\n[env.production.vars]\nORIGIN_URL = "https://origin.acme.test"\n' +
-        '[[env.production.queues.producers]]\nbinding = "SPOOL"\nqueue = "q-p"\n' +
-        '[[env.production.queues.producers]]\nbinding = "SPOOL_DEAD"\nqueue = "q-p-dead"\n' +
-        '[[env.production.queues.consumers]]\nqueue = "q-p"\nmax_retries = 100\ndead_letter_queue = "q-p-dead"\n' +
-        '[[env.production.queues.consumers]]\nqueue = "q-p-dead"\n',
-    )
-    const run = await doctor(['--env', 'production', '--config', toml], goodSecrets())
-    expect(run.stdout).toMatch(/doctor: 0 errors/)
-    expect(run.code).toBe(0)
-  })
-
-  it('on the dev configuration with .dev.vars.example: its loopback origin and short dev secret', async () => {
-    const run = await doctor(['--secrets-file', '.dev.vars.example'])
-    expect(run.code).toBe(1)
-    const errorLines = run.stdout.split('\n').filter((line) => line.startsWith('ERROR'))
-    expect(errorLines).toEqual([
-      'ERROR ORIGIN_URL http://127.0.0.1:8788 is a loopback address: every event would spool',
-      'ERROR ORIGIN_SHARED_SECRET: 1 of its 1 entries are shorter than 32 characters',
-    ])
-    expect(run.stdout).toContain('OK    channel telegram has what it needs')
-  })
-
-  it('a secrets file that is not JSON: exit 2, nothing of its text printed', async () => {
-    const file = join(dir, 'broken.json')
-    writeFileSync(file, '{"ORIGIN_SHARED_SECRET": "broken-secret-value')
-    const run = await doctor(['--secrets-file', file])
-    expect(run.code).toBe(2)
-    expect(run.stdout + run.stderr).not.toContain('broken-secret-value')
-  })
-
-  it('--print-secrets-template prints the bulk file', async () => {
-    const run = await doctor(['--print-secrets-template'])
-    expect(run.code).toBe(0)
-    expect(JSON.parse(run.stdout)).toEqual(secretsTemplate())
-    // Which secret is whose, from the channels' own variables.
-    expect(run.stderr).toMatch(/^channel whatsapp-cloud: WHATSAPP_APP_SECRET, /m)
-    expect(run.stderr).toMatch(/^the gateway: ORIGIN_SHARED_SECRET, /m)
-  })
 
   it('reads the environments wrangler.toml ships', async () => {
     const config = await readWranglerConfig(undefined, 'staging')
     const list = checkDeployment({ envName: 'staging', config, secrets: goodSecrets() })
     expect(errors(list)).toEqual(['ORIGIN_URL is still the placeholder https://origin.example.com'])
+  })
+
+  it('Microsoft’s own Teams metadata (the public and the US Government cloud) is no finding', () => {
+    for (const url of [
+      'https://login.botframework.com/v1/.well-known/openidconfiguration',
+      'https://login.botframework.azure.us/v1/.well-known/openidconfiguration',
+    ]) {
+      const config = goodConfig()
+      config.vars.TEAMS_OPENID_METADATA_URL = url
+      const list = findings(config, { ...goodSecrets(), ...teams })
+      expect(list.filter((f) => f.what.includes('TEAMS_OPENID_METADATA_URL'))).toEqual([])
+      expect(list).toContainEqual({ level: 'ok', what: 'channel teams has what it needs', fix: '' })
+    }
+  })
+
+  it('at the local top level the two trusting settings are warnings (the dev stack uses them)', () => {
+    const config = goodConfig()
+    Object.assign(config.vars, {
+      ORIGIN_LEGACY_SIGNATURES: '1',
+      TEAMS_OPENID_METADATA_URL: 'http://127.0.0.1:8790/openid',
+    })
+    const secrets = { ...goodSecrets(), ...teams }
+    const list = checkDeployment({ envName: undefined, config, secrets })
+    expect(errors(list).join('\n')).not.toMatch(/LEGACY|TEAMS/)
+    const warned = warnings(list).map((f) => f.what)
+    expect(warned.filter((what) => /LEGACY|TEAMS_OPENID/.test(what))).toHaveLength(3)
+  })
+
+  it('the guide: Teams has no secrets and its app ids are a variable; no reader line is empty', () => {
+    const guide = templateGuide('production')
+    expect(guide).toContain(
+      'channel teams: no secrets; variables, in [env.production.vars]: TEAMS_APP_IDS',
+    )
+    expect(guide).toMatch(
+      /^channel telegram: TELEGRAM_SECRET_TOKEN, .*; variables, in \[env.production.vars\]: TELEGRAM_BOT_ID$/m,
+    )
+    for (const line of guide.trimEnd().split('\n')) expect(line).not.toMatch(/:\s*$/)
+    expect(Object.keys(secretsTemplate())).not.toContain('TEAMS_APP_IDS')
+  })
+})
+
+describe("the queues' retention: one figure", () => {
+  const text = (file: string) => readFileSync(join(REPO_ROOT, file), 'utf8')
+
+  it("the doctor's commands, deploying.md's step 4 and Cloudflare's maximum agree", () => {
+    // Cloudflare: 60 s to 1,209,600 s (14 days) on a paid plan.
+    expect(QUEUE_RETENTION_SECONDS).toBe(1_209_600)
+    const queues = warnings(findings(goodConfig(), goodSecrets())).find((f) =>
+      f.what.startsWith('queues q-production and q-production-dead'),
+    )
+    expect(queues?.what).toContain(`keep messages 14 days (${QUEUE_RETENTION_SECONDS} s)`)
+    expect(queues?.fix).toContain(
+      `npx wrangler queues create q-production-dead --message-retention-period-secs ${QUEUE_RETENTION_SECONDS}`,
+    )
+    const step4 = text('docs/deploying.md')
+      .split('4. **Queues and the bucket**')[1]
+      ?.split('5. **Deploy**')[0]
+    expect(step4).toContain(`--message-retention-period-secs ${QUEUE_RETENTION_SECONDS}`)
+    expect(step4).toContain('14 days')
+  })
+
+  it('stated once: guarantees.md refers to step 4 and gives the retry schedule the doctor computes', () => {
+    const guarantees = text('docs/guarantees.md')
+    expect(guarantees).not.toMatch(/\b(4|14) days\b/)
+    expect(guarantees).toContain('(deploying.md#4-the-worker)')
+    const span = spoolScheduleSeconds(SPOOL_DEFAULTS)
+    expect(hours(span)).toBe('10.4')
+    expect(guarantees).toContain(`up to ${hours(span)} hours`)
+    // The schedule fits the retention with room to spare.
+    expect(span * 1.5).toBeLessThan(QUEUE_RETENTION_SECONDS)
   })
 })
 

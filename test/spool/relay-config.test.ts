@@ -1,10 +1,10 @@
 /**
- * Pure logic of the relay and the failures CLI: settings, backoff, argument parsing.
+ * Pure logic of the relay and the failures CLI: settings, backoff, argument parsing, its help.
  */
 import { describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig } from '../../origin/config'
-import { loadCliConfig } from '../../origin/failures/cli'
-import { parseArgs } from '../../origin/failures/cli-args'
+import { loadCliConfig, runCli } from '../../origin/failures/cli'
+import { parseArgs, USAGE } from '../../origin/failures/cli-args'
 import { backoffMs, isExhausted, RETRY_DEFAULTS } from '../../origin/failures/policy'
 import { loadRelayConfig } from '../../origin/outbox/config'
 
@@ -84,6 +84,9 @@ describe('npm run failures arguments', () => {
     ],
     [['replay', '42'], { name: 'replay', id: '42' }],
     [['replay', '--all-dead'], { name: 'replay-all-dead' }],
+    [['--help'], { name: 'help' }],
+    [['-h'], { name: 'help' }],
+    [['help'], { name: 'help' }],
   ])('%j', (args, command) => {
     expect(parseArgs(args)).toEqual(command)
   })
@@ -98,6 +101,17 @@ describe('npm run failures arguments', () => {
     [['drop']],
   ])('refuses %j', (args) => {
     expect(() => parseArgs(args)).toThrow()
+  })
+})
+
+describe('npm run failures -- --help', () => {
+  it('prints the usage on stdout and exits 0, no error before it, no database opened', async () => {
+    const out: string[] = []
+    const err: string[] = []
+    const io = { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }
+    expect(await runCli(['--help'], {}, io)).toBe(0)
+    expect(out.join('\n')).toBe(USAGE)
+    expect(err).toEqual([])
   })
 })
 

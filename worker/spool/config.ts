@@ -19,7 +19,8 @@ export interface SpoolSettings {
   channels: SpooledChannels
   /**
    * Forward attempts the consumer makes before it hands a message to the dead-letter queue.
-   * Must stay below the consumer's `max_retries` in wrangler.toml. @default 20 (~8 h of retries)
+   * Must stay below the consumer's `max_retries` in wrangler.toml. @default 20 (up to 10.4 h of
+   * retries: docs/deploying.md step 4)
    */
   maxAttempts: number
   /** Wait after the first failed forward, doubling from there. @default 5 */

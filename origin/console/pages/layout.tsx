@@ -23,6 +23,8 @@ code,.mono{font-family:ui-monospace,monospace;font-size:12.5px;word-break:break-
 form.inline{display:inline}button{cursor:pointer}
 .flash{padding:.5rem .8rem;border:1px solid #9ec5fe;background:#e7f1ff;margin-bottom:1rem}
 .body,.edit-text{white-space:pre-wrap;background:#fbfbfc;border:1px solid #eee;padding:.4rem}
+.wide{overflow-x:auto;margin-bottom:1rem}.wide table{margin-bottom:0}
+table.dense th,table.dense td{padding:.25rem .35rem;font-size:13px}
 `
 
 export interface LayoutProps {

@@ -55,7 +55,8 @@ const Edits: FC<{ m: FoundMessage }> = ({ m }) => {
   )
 }
 
-const Message: FC<{ m: FoundMessage }> = ({ m }) => (
+/** `relay`: this origin's outbox relay runs (DOWNSTREAM_URL set); off, a pending row is no fault. */
+const Message: FC<{ m: FoundMessage; relay: boolean }> = ({ m, relay }) => (
   <div class="card message" data-message-id={m.id}>
     <h2>{`Message #${m.id} (${m.channel})`}</h2>
     <table>
@@ -125,8 +126,15 @@ const Message: FC<{ m: FoundMessage }> = ({ m }) => (
               {`#${o.id} ${o.topic}, created ${when(o.createdAt)}: `}
               {o.processedAt ? (
                 <span class="ok">{`relayed ${when(o.processedAt)}`}</span>
-              ) : (
+              ) : relay ? (
                 <span class="bad">not relayed</span>
+              ) : (
+                <span
+                  class="muted"
+                  title="DOWNSTREAM_URL is not set: outbox rows stay for another consumer"
+                >
+                  relay off
+                </span>
               )}
             </div>
           ))}
@@ -143,10 +151,12 @@ const claimText = (c: FoundClaim) => {
   return `${c.state}, hash ${c.hash ?? '—'}, ${ttl}`
 }
 
-export const LookupPage: FC<{ session: Session; result: LookupResult | null }> = ({
-  session,
-  result,
-}) => (
+export const LookupPage: FC<{
+  session: Session
+  result: LookupResult | null
+  /** Whether this origin relays its outbox (DOWNSTREAM_URL). */
+  relay: boolean
+}> = ({ session, result, relay }) => (
   <Layout title="Lookup" session={session} current="lookup">
     <form method="get" action="/console/lookup" class="card">
       <label>
@@ -166,7 +176,7 @@ export const LookupPage: FC<{ session: Session; result: LookupResult | null }> =
       result.failures.length === 0 &&
       result.decisions.length === 0 && <p class="muted">Nothing found for this id.</p>}
     {result?.messages.map((m) => (
-      <Message m={m} />
+      <Message m={m} relay={relay} />
     ))}
     {result && result.claims.length > 0 && (
       <>

@@ -23,9 +23,13 @@ const LABELS: Record<Category, string> = {
   retry: 'asked to retry',
 }
 
-/** Decided by, for each column: the layer that made the call. */
+/**
+ * Decided by, for each column: the layer that made the call, as the gateway's decisions record it
+ * (the lookup shows the same per delivery). A new delivery is decided by its first Redis claim;
+ * with Redis out of reach, by Postgres's insert (the cell says how many).
+ */
 const LAYER: Record<Category, string> = {
-  forwarded: 'Postgres (insert)',
+  forwarded: 'Redis (first claim)',
   duplicate_redis: 'Redis',
   duplicate_postgres: 'Postgres',
   payload_mismatch: 'Redis or Postgres',
@@ -75,7 +79,9 @@ export const OverviewPage: FC<{
         <th title="spool events the consumer gave back to the queue after the origin failed them">
           retried (last hour)
         </th>
-        <th>dead-lettered (last hour)</th>
+        <th title="dead letters of the last hour not replayed yet">
+          dead-lettered, not replayed (last hour)
+        </th>
         <th>spool counters (since Redis started)</th>
       </tr>
       <tr>
@@ -104,39 +110,54 @@ export const OverviewPage: FC<{
     {channels.length === 0 ? (
       <p class="muted">No deliveries in this range.</p>
     ) : (
-      <table id="decisions">
-        <tr>
-          <th>channel</th>
-          {CATEGORIES.map((c) => (
-            <th title={`decided by ${LAYER[c]}`}>
-              {LABELS[c]}
-              <br />
-              <span class="muted">{LAYER[c]}</span>
-            </th>
-          ))}
-          <th>duplicate rate</th>
-          <th>decision p50 / p99</th>
-        </tr>
-        {channels.map((ch) => (
-          <tr data-channel={ch.channel}>
-            <th>{ch.channel}</th>
+      <div class="wide">
+        <table id="decisions" class="dense">
+          <tr>
+            <th>channel</th>
             {CATEGORIES.map((c) => (
-              <td class="n" data-category={c}>
-                {ch.counts[c]}
-                {c === 'rejected' && ch.counts.rejected > 0 && (
-                  <div class="muted">
-                    {Object.entries(ch.rejected)
-                      .map(([reason, n]) => `${reason}: ${n}`)
-                      .join(', ')}
-                  </div>
-                )}
-              </td>
+              <th title={`decided by ${LAYER[c]}`}>
+                {LABELS[c]}
+                <br />
+                <span class="muted">{LAYER[c]}</span>
+              </th>
             ))}
-            <td class="n">{pct(ch.duplicateRate)}</td>
-            <td class="n">{`${ms(ch.p50)} / ${ms(ch.p99)}`}</td>
+            <th>duplicate rate</th>
+            <th>
+              decision
+              <br />
+              p50 / p99
+            </th>
           </tr>
-        ))}
-      </table>
+          {channels.map((ch) => (
+            <tr data-channel={ch.channel}>
+              <th>{ch.channel}</th>
+              {CATEGORIES.map((c) => (
+                <td class="n" data-category={c}>
+                  {ch.counts[c]}
+                  {c === 'rejected' && ch.counts.rejected > 0 && (
+                    <div class="muted">
+                      {Object.entries(ch.rejected)
+                        .map(([reason, n]) => `${reason}: ${n}`)
+                        .join(', ')}
+                    </div>
+                  )}
+                  {c === 'forwarded' && (ch.forwardedBy.postgres ?? 0) > 0 && (
+                    <div class="muted" data-forwarded-by="postgres">
+                      {`${ch.forwardedBy.postgres} by Postgres (Redis out)`}
+                    </div>
+                  )}
+                </td>
+              ))}
+              <td class="n">{pct(ch.duplicateRate)}</td>
+              <td class="n">
+                {ms(ch.p50)}
+                <br />
+                {ms(ch.p99)}
+              </td>
+            </tr>
+          ))}
+        </table>
+      </div>
     )}
     {channels.map((ch) => (
       <div class="card">

@@ -42,6 +42,7 @@ import {
 } from './errors'
 import { failureReplayRoutes } from './failures/http'
 import { recordInboundFailure } from './failures/inbound'
+import type { GatewayReplay } from './failures/unrecognized'
 import { ingestEvent, ingestEvents } from './ingest'
 import type { Logger } from './log'
 import { createMetrics, type OriginMetrics, seriesOf } from './metrics'
@@ -60,6 +61,8 @@ export interface OriginDeps {
   nowSeconds?: () => number
   /** The operator console at /console (origin/console/); unset: not served. */
   console?: Omit<ConsoleDeps, 'db' | 'logger'>
+  /** The Worker's replay route for unrecognized events (GATEWAY_URL); unset: refused. */
+  gateway?: GatewayReplay | null
 }
 
 /** Set on a request whose signature verified: its answer, error or not, is signed with it. */
@@ -182,7 +185,8 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   })
 
   // The operator's replay of a dead inbound event, behind Idempotency-Key (failures/http.ts).
-  app.route('/v1/failures', failureReplayRoutes({ db, operatorToken: deps.operatorToken }))
+  const replays = { db, operatorToken: deps.operatorToken, gateway: deps.gateway ?? null }
+  app.route('/v1/failures', failureReplayRoutes(replays))
 
   app.get('/healthz', async (c) => {
     try {

@@ -9,7 +9,7 @@ import { ORIGIN_TIMEOUT_MS } from '../claims/settings'
 import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
-import { readInt, readText, setting } from '../contract/settings'
+import { readInt, readText, readUrl, setting } from '../contract/settings'
 import { DATABASE_DRIVERS, type DatabaseDriver, driverForUrl, isDatabaseDriver } from './db/driver'
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
 
@@ -59,6 +59,11 @@ export interface OriginConfig extends DatabaseSettings {
   logLevel: LogLevel
   /** `OPERATOR_TOKEN`: bearer token for `GET /metrics`; unset, that route answers 404. */
   operatorToken: string | undefined
+  /**
+   * `GATEWAY_URL`: the Worker's URL, where the HTTP replay of an unrecognized event classifies it
+   * again (origin/failures/unrecognized.ts). Unset: such a replay is refused, saying so.
+   */
+  gatewayUrl: string | null
 }
 
 export type OriginEnv = Record<string, string | undefined>
@@ -149,6 +154,13 @@ export const LOG_LEVEL = setting({
   doc: LOG_LEVELS.join(', '),
 })
 
+export const GATEWAY_URL = setting({
+  name: 'GATEWAY_URL',
+  kind: 'url',
+  secret: false,
+  doc: "the Worker's public URL: a replay of an unrecognized event is classified again there",
+})
+
 /** The serving origin's own rows (origin/settings.ts adds Gmail's, the relay's, the claims'). */
 export const CORE_SETTINGS = [
   DATABASE_URL,
@@ -164,6 +176,7 @@ export const CORE_SETTINGS = [
   MAX_EVENT_BYTES,
   LOG_LEVEL,
   OPERATOR_TOKEN,
+  GATEWAY_URL,
 ] as const
 
 /** @throws {ConfigError} listing every problem found, not just the first. */
@@ -189,6 +202,7 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
     maxEventBytes: readInt(env, MAX_EVENT_BYTES, problems),
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
     operatorToken: readText(env, OPERATOR_TOKEN) ?? undefined,
+    gatewayUrl: readUrl(env, GATEWAY_URL, problems),
   }
   const tokenProblem = operatorTokenProblem(config.operatorToken)
   if (tokenProblem) problems.push(tokenProblem)

@@ -23,6 +23,7 @@ import { XMLParser } from 'fast-xml-parser'
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
 import { equalsAny, sha256Hex } from '../../contract/crypto'
+import { keyPart } from '../../contract/delivery-key'
 import { type Attachment, type InboundEventDraft, LIMITS } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
@@ -45,7 +46,15 @@ import type {
   WebhookChannel,
 } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, isoFromUnixSeconds, obj, str, systemClock } from './untrusted'
+import {
+  isKeyPart,
+  isoFromUnixSeconds,
+  obj,
+  reasonPart,
+  str,
+  systemClock,
+  vendorId,
+} from './untrusted'
 import { decryptWeChat, isEncodingAesKey, wechatSignature } from './wechat-crypto'
 
 export interface WeChatConfig {
@@ -89,6 +98,10 @@ export const wechat: WebhookChannel<'wechat', WeChatConfig, WeChatPush, typeof W
     if (tenant === null) throw new UnauthorizedError('wechat: no account')
     return classifyWeChat(push)
   },
+  // Every message is a row and every event recorded: none is merely ignored.
+  ignored: {},
+  // What a replay parses: the decrypted push (the encrypted body's keys are the verifier's).
+  replayText: (parts) => decrypted.get(parts) ?? parts.body.text,
   replies: wechatReplies,
 }
 
@@ -273,21 +286,17 @@ export function parseWeChat(parts: RequestParts): WeChatPush {
   return xmlRoot(decrypted.get(parts) ?? parts.body.text)
 }
 
-const MSG_ID = /^\d{1,20}$/
-
 /**
  * The delivery of one push. Its keys are scoped by `ToUserName`, which the gateway checks is the
  * account of the path whose secrets verified it (another account's push: 401, nothing written).
  */
 export async function classifyWeChat(push: WeChatPush): Promise<ChannelDelivery> {
   const to = str(push.ToUserName)
-  const from = str(push.FromUserName)
+  const from = vendorId(push.FromUserName)
   const type = str(push.MsgType)
   const occurredAt = isoFromUnixSeconds(str(push.CreateTime))
-  if (!isKeyPart(to) || !isKeyPart(from) || !type || !occurredAt) {
-    throw new InvalidPayloadError(
-      'wechat push without ToUserName / FromUserName / MsgType / CreateTime',
-    )
+  if (!isKeyPart(to) || !from || !type || !occurredAt) {
+    return { action: 'unrecognized', reason: 'wechat_push_unplaced' }
   }
   if (type === 'event') {
     // Events carry no MsgId: WeChat's FAQ keys them by FromUserName + CreateTime; Event, EventKey
@@ -305,10 +314,11 @@ export async function classifyWeChat(push: WeChatPush): Promise<ChannelDelivery>
     return { action: 'record', key: { namespace: 'wechat-event', scope: to, id }, material }
   }
   const content = messageContent(push, type)
-  if (!content) return { action: 'ignore', reason: 'wechat_type_not_supported' }
-  const msgId = str(push.MsgId)
-  if (!msgId || !MSG_ID.test(msgId)) throw new InvalidPayloadError('wechat message without a MsgId')
-  const key: DeliveryKey = { namespace: 'wechat', scope: to, id: msgId }
+  // A message type this code does not know (file, miniprogrampage, ...): kept, never dropped.
+  if (!content) return { action: 'unrecognized', reason: `wechat_type_${reasonPart(type)}` }
+  const msgId = vendorId(push.MsgId, 64)
+  if (!msgId) return { action: 'unrecognized', reason: 'wechat_message_without_id' }
+  const key: DeliveryKey = { namespace: 'wechat', scope: to, id: await keyPart(msgId) }
   const attachments = boundAttachments(content.attachments)
   const draft: InboundEventDraft = {
     kind: 'message',

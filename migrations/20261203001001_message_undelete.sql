@@ -1,8 +1,8 @@
 -- migrate:up
 -- Teams' undeleteMessage restores a deleted message. A message's deletion state is now ordered by
 -- time, like its edits: `deleted_at` the latest delete applied, `restored_at` the latest undelete
--- seen; whichever is later is the state. So a late undelete does not undo a newer delete, a delete
--- replayed after its undelete does not delete again, and a message deleted, restored and deleted
+-- seen; whichever is later is the state (a tie: the delete). So a late undelete does not undo a
+-- newer delete, a delete replayed after its undelete does not delete again, and a message deleted, restored and deleted
 -- again ends deleted whatever order the three arrive in. A delete or an undelete of a message not
 -- stored yet is kept in its tombstone (a tombstone may now hold an undelete only: `deleted_at`
 -- NULL), and the message is stored with that state when it lands.
@@ -49,7 +49,8 @@ BEGIN
     END IF;
     RETURN false;
   END IF;
-  IF v_deleted IS NULL AND (v_restored IS NULL OR v_restored < p_at) THEN
+  -- A delete and an undelete of the same time: the delete stands, whichever came first.
+  IF v_deleted IS NULL AND (v_restored IS NULL OR v_restored <= p_at) THEN
     UPDATE messages SET deleted_at = p_at, updated_at = now() WHERE id = v_id;
     RETURN true;
   END IF;
@@ -217,7 +218,7 @@ BEGIN
     -- undelete that came first (a tombstone) sets its deletion state: deleted when the latest
     -- delete is later than the latest undelete. No ON CONFLICT: another delivery holding the key
     -- is the unique violation below.
-    SELECT CASE WHEN t.deleted_at > coalesce(t.restored_at, '-infinity') THEN t.deleted_at END,
+    SELECT CASE WHEN t.deleted_at >= coalesce(t.restored_at, '-infinity') THEN t.deleted_at END,
            t.restored_at
       INTO v_deleted_at, v_restored_at
       FROM message_tombstones t

@@ -110,3 +110,16 @@ describe('undelete', () => {
     expect(await state(messageKey)).toEqual([{ body: 'the original', deleted: false }])
   })
 })
+
+describe('a delete and an undelete of the same time', () => {
+  it('the delete stands, in either order', async () => {
+    for (const deleteFirst of [true, false]) {
+      const { messageKey, message, change } = await teamsMessage()
+      const pair = [await change('delete', 5), await change('undelete', 5)]
+      await post([message, ...(deleteFirst ? pair : pair.reverse())])
+      expect(await state(messageKey), `delete first: ${deleteFirst}`).toEqual([
+        { body: 'the original', deleted: true },
+      ])
+    }
+  })
+})

@@ -238,7 +238,7 @@ BEGIN
              'customerId', v_customer::text, 'channel', p_channel)
       FROM inserted i
     RETURNING outbox.message_id INTO v_message;
-    IF p_edited_at IS NOT NULL THEN
+    IF p_edited_at IS NOT NULL THEN -- migration 20261202008001
       INSERT INTO message_edits (message_id, delivery_key, edited_at, edit_seq, body,
                                  payload_hash, applied)
       VALUES (v_message, p_delivery_key, p_edited_at, p_edit_seq, p_body, p_payload_hash,
@@ -446,7 +446,7 @@ BEGIN
              'customerId', v_customer::text, 'channel', p_channel)
       FROM inserted i
     RETURNING outbox.message_id INTO v_message;
-    IF p_edited_at IS NOT NULL THEN
+    IF p_edited_at IS NOT NULL THEN -- migration 20261202008001
       INSERT INTO message_edits (message_id, delivery_key, edited_at, edit_seq, body,
                                  payload_hash, applied)
       VALUES (v_message, p_delivery_key, p_edited_at, p_edit_seq, p_body, p_payload_hash,

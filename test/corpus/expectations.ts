@@ -189,7 +189,7 @@ export const CORPUS: Record<string, Expectation> = {
     ...row('', 1, 'no source.userId: the room is the sender'),
     sender: 'room:Ra8dbf4673c4c812cd491258042226c99',
   },
-    'line/sticker.json': row('Just sticker', 1, "a message sticker: the text typed on it"),
+  'line/sticker.json': row('Just sticker', 1, 'a message sticker: the text typed on it'),
   'line/undefined-event.json': kept('an event type no SDK knows yet'),
   'line/unsend.json': { expect: 'delete' },
   'line/video-play-complete.json': nothing('a user finished watching a video the bot sent'),

@@ -137,7 +137,7 @@ function freshTelegram(file: string, parsed: Json): FreshPayload {
     if (key !== 'message_id') return value
     return ids.get(value) ?? ids.set(value, freshNumber()).get(value)
   }) as Json
-    renumbered.update_id = freshNumber()
+  renumbered.update_id = freshNumber()
   // A button press is keyed by its callback query's id.
   const query = renumbered.callback_query as Json | undefined
   if (query) {

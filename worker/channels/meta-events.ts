@@ -252,7 +252,7 @@ function attachmentOf(value: unknown): Attachment[] {
       { kind: 'location', content: { latitude: lat, longitude: long, title: payload?.title } },
     ]
   }
-    // Instagram's heart, sent as a message of its own.
+  // Instagram's heart, sent as a message of its own.
   if (type === 'like_heart') return [{ kind: 'sticker', content: { type } }]
   const title = typeof payload?.title === 'string' ? payload.title : undefined
   // Nothing the person sent to show for it (a template's structure, an empty fallback).

@@ -3,14 +3,9 @@
  * leaves the messages (and a deleted one deleted) and the functions as before it (deletes work, an
  * undelete is no kind the batch knows); up brings undeletes back, ordered by time.
  */
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { migrate } from '../../local/migrate'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
-
-const VERSION = '20261203001001'
-const FILE = join(import.meta.dirname, '..', '..', 'migrations', `${VERSION}_message_undelete.sql`)
 
 let bed: SqlTestbed
 
@@ -22,20 +17,7 @@ afterAll(async () => {
   await bed?.close()
 })
 
-/** The down section, run as dbmate runs it (one transaction, then the version forgotten). */
-async function migrateDown(): Promise<void> {
-  const down = readFileSync(FILE, 'utf8').split(/^-- migrate:down\b.*$/m)[1] ?? ''
-  expect(down.trim()).not.toBe('')
-  await bed.sql.query('BEGIN')
-  try {
-    await bed.sql.query(down)
-    await bed.sql.query('DELETE FROM schema_migrations WHERE version = $1', [VERSION])
-    await bed.sql.query('COMMIT')
-  } catch (err) {
-    await bed.sql.query('ROLLBACK')
-    throw err
-  }
-}
+const migrateDown = () => bed.migrateDown('20261203001001_message_undelete.sql')
 
 /** One event of message `n` through ingest_events(), as the origin sends a batch. */
 async function ingest(kind: string, n: number, second: number) {

@@ -154,7 +154,7 @@ export async function inboundEventOf(event: VendorEvent): Promise<InboundEvent> 
   } else if (event.vendor === 'twilio') {
     delivery = await classifyTwilio(parseTwilio(raw, `${BENCH_SECRETS.publicBaseUrl}${wire.path}`))
   } else {
-    delivery = classifyTelegram(parseTelegram(raw), BENCH_SECRETS.telegramBotId)
+    delivery = await classifyTelegram(parseTelegram(raw), BENCH_SECRETS.telegramBotId)
   }
   if (delivery.action !== 'forward')
     throw new Error(`bench event not forwarded: ${delivery.action}`)

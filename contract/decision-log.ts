@@ -26,6 +26,11 @@ export type GatewayDecision =
   | 'spooled'
   /** The origin refused the event as invalid: acknowledged so the vendor stops, logged loudly. */
   | 'rejected'
+  /**
+   * Verified, but the channel's code could not place it: kept whole as a dead letter
+   * (`unrecognized_event`), replayed once the code knows it. Acknowledged, logged at warn.
+   */
+  | 'unrecognized'
 
 /** The gateway's decisions, and the origin's outcomes (created, duplicate, updated, ignored). */
 export type Decision = GatewayDecision | IngestOutcome
@@ -74,7 +79,12 @@ export interface DecisionLog {
 /** Refusals are errors; retries, the spool and payload mismatches are worth a look. */
 export function decisionLevel(entry: DecisionLog): 'info' | 'warn' | 'error' {
   if (entry.decision === 'rejected') return 'error'
-  if (entry.decision === 'retry' || entry.decision === 'spooled' || entry.payloadMismatch) {
+  if (
+    entry.decision === 'retry' ||
+    entry.decision === 'spooled' ||
+    entry.decision === 'unrecognized' ||
+    entry.payloadMismatch
+  ) {
     return 'warn'
   }
   return 'info'

@@ -19,7 +19,11 @@ import { isStorableTime } from './storable-time'
 export const CHANNEL_NAME = /^[a-z][a-z0-9-]{0,31}$/
 export type Channel = string
 
-export const EVENT_KINDS = ['message', 'edit', 'delete'] as const
+/**
+ * `undelete` restores a deleted message (Teams' undeleteMessage), ordered against the delete it
+ * undoes by its time: the later of the two is the message's state.
+ */
+export const EVENT_KINDS = ['message', 'edit', 'delete', 'undelete'] as const
 export type EventKind = (typeof EVENT_KINDS)[number]
 
 /**

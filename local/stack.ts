@@ -242,6 +242,9 @@ async function build(
     ...(options.originsUseRedis
       ? { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: upstashToken }
       : {}),
+    // Where a replay of an unrecognized event is classified again: the Worker, when its port is
+    // known before the origins start (npm run dev's fixed ports).
+    ...(options.ports?.worker ? { GATEWAY_URL: `http://127.0.0.1:${options.ports.worker}` } : {}),
     ...options.originEnv,
     ORIGIN_SHARED_SECRET: originSecret,
   }

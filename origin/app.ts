@@ -41,6 +41,7 @@ import {
 } from './errors'
 import { failureReplayRoutes } from './failures/http'
 import { recordInboundFailure } from './failures/inbound'
+import type { GatewayReplay } from './failures/unrecognized'
 import { ingestEvent, ingestEvents } from './ingest'
 import type { Logger } from './log'
 import { countGatewayDecisions, createMetrics, type OriginMetrics, seriesOf } from './metrics'
@@ -66,6 +67,8 @@ export interface OriginDeps {
    * `GET /metrics` and the replay route. @default the console's, else 10 per 5 minutes
    */
   signInLimit?: SignInLimit
+  /** The Worker's replay route for unrecognized events (GATEWAY_URL); unset: refused. */
+  gateway?: GatewayReplay | null
 }
 
 /** Set on a request whose signature verified: its answer, error or not, is signed with it. */
@@ -194,7 +197,12 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
   // The operator's replay of a dead inbound event, behind Idempotency-Key (failures/http.ts).
   app.route(
     '/v1/failures',
-    failureReplayRoutes({ db, operatorToken: deps.operatorToken, signInLimit: guesses }),
+    failureReplayRoutes({
+      db,
+      operatorToken: deps.operatorToken,
+      signInLimit: guesses,
+      gateway: deps.gateway ?? null,
+    }),
   )
 
   // /healthz and /metrics; the spool's counters are read through the console's claim store.

@@ -10,7 +10,7 @@ import { secretList } from '../contract/crypto'
 import { LIMITS } from '../contract/event'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
-import { readInt, readText, setting } from '../contract/settings'
+import { readInt, readText, readUrl, setting } from '../contract/settings'
 import { DATABASE_DRIVERS, type DatabaseDriver, driverForUrl, isDatabaseDriver } from './db/driver'
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
 
@@ -60,6 +60,11 @@ export interface OriginConfig extends DatabaseSettings {
   logLevel: LogLevel
   /** `OPERATOR_TOKEN`: bearer token for `GET /metrics`; unset, that route answers 404. */
   operatorToken: string | undefined
+  /**
+   * `GATEWAY_URL`: the Worker's URL, where the HTTP replay of an unrecognized event classifies it
+   * again (origin/failures/unrecognized.ts). Unset: such a replay is refused, saying so.
+   */
+  gatewayUrl: string | null
 }
 
 export type OriginEnv = Record<string, string | undefined>
@@ -159,6 +164,13 @@ export const LOG_LEVEL = setting({
   doc: LOG_LEVELS.join(', '),
 })
 
+export const GATEWAY_URL = setting({
+  name: 'GATEWAY_URL',
+  kind: 'url',
+  secret: false,
+  doc: "the Worker's public URL: a replay of an unrecognized event is classified again there",
+})
+
 /** The serving origin's own rows (origin/settings.ts adds Gmail's, the relay's, the claims'). */
 export const CORE_SETTINGS = [
   DATABASE_URL,
@@ -174,6 +186,7 @@ export const CORE_SETTINGS = [
   MAX_EVENT_BYTES,
   LOG_LEVEL,
   OPERATOR_TOKEN,
+  GATEWAY_URL,
 ] as const
 
 /** MAX_EVENT_BYTES; one below its floor is refused with the reason, not just the range. */
@@ -211,6 +224,7 @@ export function loadConfig(env: OriginEnv = process.env): OriginConfig {
     maxEventBytes: readMaxEventBytes(env, problems),
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
     operatorToken: readText(env, OPERATOR_TOKEN) ?? undefined,
+    gatewayUrl: readUrl(env, GATEWAY_URL, problems),
   }
   const tokenProblem = operatorTokenProblem(config.operatorToken)
   if (tokenProblem) problems.push(tokenProblem)

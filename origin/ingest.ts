@@ -15,15 +15,12 @@ import { sqlState } from './db/errors'
 import { ClientGoneError } from './errors'
 import { ingestAnswered } from './idempotency'
 import {
-  applyDelete,
+  applyDeletion,
   applyEdit,
   type BatchEventRow,
-  findMessage,
   ingestEventsStatement,
   ingestNewMessage,
-  lockMessageKey,
   type NewMessageResult,
-  rememberDelete,
   type StoredMessage,
 } from './store'
 
@@ -105,22 +102,18 @@ async function ingestEdit(db: Database, event: InboundEvent): Promise<IngestResu
   return raced ? resultFor('updated', raced) : resultFor('duplicate', stored)
 }
 
-/** Deletes mark the row; a repeat is a duplicate; a message not stored yet is remembered (ignored). */
-async function ingestDelete(db: Database, event: InboundEvent): Promise<IngestResult> {
-  const deleted = await applyDelete(db, event)
-  if (deleted) return resultFor('updated', deleted)
-  const known = await findMessage(db, event)
-  if (known) return resultFor('duplicate', known)
-  // The delete overtook its message (a queued original, a vendor's own reordering): remember it,
-  // then look once more, for a message that committed in between. Under the key's lock, which an
-  // insert of the message holds until it commits: the insert sees the tombstone, or this look
-  // sees the insert's row.
-  const late = await db.transaction(async (tx) => {
-    await lockMessageKey(tx, event)
-    await rememberDelete(tx, event)
-    return applyDelete(tx, event)
-  })
-  return late ? resultFor('updated', late) : IGNORED
+/**
+ * Deletes and undeletes move the row's deletion state, ordered by their time (the later of the
+ * latest delete and the latest undelete is the state); a replay, or one overtaken by a later
+ * change, is a duplicate; a message not stored yet is remembered in its tombstone (ignored), and
+ * stored in that state when it lands. One statement (`apply_message_deletion()`), under the
+ * message key's lock when the row is not there: a racing insert reads the tombstone, or the
+ * deletion's second look finds the row.
+ */
+async function ingestDeletion(db: Database, event: InboundEvent): Promise<IngestResult> {
+  const { outcome, stored } = await applyDeletion(db, event)
+  if (!stored) return IGNORED
+  return resultFor(outcome === 'updated' ? 'updated' : 'duplicate', stored)
 }
 
 export function ingestEvent(db: Database, event: InboundEvent): Promise<IngestResult> {
@@ -132,7 +125,8 @@ export function ingestEvent(db: Database, event: InboundEvent): Promise<IngestRe
     case 'edit':
       return ingestEdit(db, event)
     case 'delete':
-      return ingestDelete(db, event)
+    case 'undelete':
+      return ingestDeletion(db, event)
   }
 }
 

@@ -9,6 +9,7 @@ import { serve } from '@hono/node-server'
 import { createOriginApp, type OriginDeps } from './app'
 import type { OriginConfig } from './config'
 import { openDatabase } from './db'
+import { gatewayReplay } from './failures/unrecognized'
 import { createLogger, type Logger } from './log'
 import { createMetrics, type OriginMetrics } from './metrics'
 
@@ -50,6 +51,7 @@ export async function startOrigin(
     operatorToken: config.operatorToken,
     logger,
     metrics: options.metrics ?? createMetrics(),
+    gateway: config.gatewayUrl ? gatewayReplay(config.gatewayUrl, config.sharedSecrets) : null,
     ...(options.console ? { console: options.console } : {}),
   })
 

@@ -26,9 +26,6 @@ interface StoredMessageRow {
   edited: boolean
 }
 
-const STORED_MESSAGE_COLUMNS = `m.id, m.conversation_id, c.customer_id, m.payload_hash,
-  m.edited_at IS NOT NULL AS edited`
-
 function toStoredMessage(row: StoredMessageRow | undefined): StoredMessage | null {
   if (!row) return null
   return {
@@ -38,39 +35,6 @@ function toStoredMessage(row: StoredMessageRow | undefined): StoredMessage | nul
     payloadHash: row.payload_hash,
     edited: row.edited,
   }
-}
-
-/** The first stored message matching `condition` (trusted SQL over `m` and `c`). */
-async function selectStoredMessage(
-  db: Queryable,
-  condition: string,
-  values: unknown[],
-): Promise<StoredMessage | null> {
-  const rows = await db.query<StoredMessageRow>(
-    `SELECT ${STORED_MESSAGE_COLUMNS}
-       FROM messages m JOIN conversations c ON c.id = m.conversation_id
-      WHERE ${condition}`,
-    values,
-  )
-  return toStoredMessage(rows[0])
-}
-
-/**
- * The row's tenant is its customer's. Edits, deletes and look-ups match within the event's tenant
- * only (`param`: the tenant's placeholder; SQL over `c`): the Worker vouches for the event's
- * tenant, and a key with that tenant's prefix may still be another tenant's (Telegram: a bot and
- * its business accounts, `{bot}:` and `{bot}:biz:{id}:`).
- */
-const ofTenant = (param: string) =>
-  `EXISTS (SELECT 1 FROM customers cu WHERE cu.id = c.customer_id AND cu.tenant = ${param})`
-
-/** The row that holds this logical message for its tenant, if any (the winner of any race). */
-export function findMessage(db: Queryable, event: InboundEvent): Promise<StoredMessage | null> {
-  return selectStoredMessage(
-    db,
-    `m.channel = $1 AND m.channel_message_id = $2 AND ${ofTenant('$3')}`,
-    [event.channel, event.messageKey, event.tenant],
-  )
 }
 
 /** What `ingest_message()` found or did (migrations/20261201000007_ingest_function.sql). */
@@ -209,34 +173,36 @@ export async function lockMessageKey(tx: Queryable, event: InboundEvent): Promis
   await tx.query('SELECT lock_message_key($1, $2)', [event.channel, event.messageKey])
 }
 
-/**
- * A delete of a message not stored (yet): remembered, so that the message, when it lands after
- * all, is stored deleted (ingest_message() reads the tombstone). The first delete's time is kept.
- */
-export async function rememberDelete(db: Queryable, event: InboundEvent): Promise<void> {
-  await db.query(
-    `INSERT INTO message_tombstones (channel, channel_message_id, deleted_at, delivery_key)
-     VALUES ($1, $2, $3, $4)
-     ON CONFLICT (channel, channel_message_id) DO NOTHING`,
-    [event.channel, event.messageKey, event.occurredAt, event.deliveryKey],
-  )
-}
+/** What `apply_message_deletion()` found or did (migrations/20261203001001_message_undelete.sql). */
+export type DeletionOutcome = 'updated' | 'known' | 'ignored'
 
-/** Marks the message deleted (soft: the row stays for audit); null if unknown or already deleted. */
-export async function applyDelete(
+/**
+ * A delete or an undelete in one statement, `apply_message_deletion()`: the tenant's row (its
+ * customer's tenant is the event's: a key with a tenant's prefix may still be another tenant's,
+ * Telegram's bot and its business accounts, `{bot}:` and `{bot}:biz:{id}:`) moved to
+ * the later of its latest delete and latest undelete (`updated` when that changed what it shows,
+ * `known` for a replay or one overtaken by a later change); no row yet: remembered in its
+ * tombstone (`ignored`), and the message, when it lands, is stored in that state.
+ */
+export async function applyDeletion(
   db: Queryable,
   event: InboundEvent,
-): Promise<StoredMessage | null> {
-  const rows = await db.query<StoredMessageRow>(
-    `UPDATE messages m
-        SET deleted_at = $3, updated_at = now()
-       FROM conversations c
-      WHERE c.id = m.conversation_id AND m.channel = $1 AND m.channel_message_id = $2
-        AND ${ofTenant('$4')} AND m.deleted_at IS NULL
-      RETURNING ${STORED_MESSAGE_COLUMNS}`,
-    [event.channel, event.messageKey, event.occurredAt, event.tenant],
+): Promise<{ outcome: DeletionOutcome; stored: StoredMessage | null }> {
+  const rows = await db.query<StoredMessageRow & { outcome: DeletionOutcome }>(
+    `SELECT outcome, message_id AS id, conversation_id, customer_id, payload_hash, edited
+       FROM apply_message_deletion($1, $2, $3, $4::timestamptz, $5, $6)`,
+    [
+      event.channel,
+      event.messageKey,
+      event.tenant,
+      event.occurredAt,
+      event.kind === 'undelete',
+      event.deliveryKey,
+    ],
   )
-  return toStoredMessage(rows[0])
+  const row = rows[0]
+  if (!row) throw new Error('apply_message_deletion() returned no row')
+  return { outcome: row.outcome, stored: row.id === null ? null : toStoredMessage(row) }
 }
 
 /** What `ingest_events()` answers for one event of a batch (migrations/20261202006001_…). */

@@ -45,7 +45,8 @@ async function deliverItem(
   try {
     return await deliver(ctx, item, rawBody)
   } catch (err) {
-    if (item.action === 'ignore') throw err // nothing to go wrong: a bug, for app.onError
+    // Nothing to go wrong (an unrecognized item answers retry itself): a bug, for app.onError.
+    if (item.action === 'ignore' || item.action === 'unrecognized') throw err
     const deliveryKey = formatDeliveryKey(item.key)
     const channel = item.action === 'forward' ? item.draft.channel : undefined
     if (err instanceof InvalidPayloadError && item.action === 'forward') {

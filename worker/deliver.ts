@@ -11,13 +11,14 @@ import { sha256Hex } from '../contract/crypto'
 import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
-import type { DeliveryContext, Outcome } from './delivery-context'
+import { type DeliveryContext, type Outcome, sendBudgetMs } from './delivery-context'
 import { InvalidPayloadError } from './errors'
 import { describeForward, type ForwardResult, forwardEvent } from './forward'
 import { describeError, logProblem, type WorkerDecisionLog } from './log'
 import type { Admission } from './shed/breaker'
 import { deadMessage } from './spool/message'
 import { enqueueEvent, sendDeadLetter } from './spool/producer'
+import { keepUnrecognized } from './unrecognized'
 
 /** What is known of a forward before the origin answers. */
 type KnownFields = Pick<
@@ -35,8 +36,6 @@ export {
 
 /** Below this much time left, a forward is not worth starting: answer "retry" instead. */
 const MIN_FORWARD_MS = 200
-/** A queue send gets at least this long, even past the vendor's deadline (Slack then retries). */
-const MIN_SEND_MS = 500
 
 export async function deliver(
   ctx: DeliveryContext,
@@ -50,6 +49,8 @@ export async function deliver(
       return { decision: 'ignored', decidedBy: 'gateway', reason: delivery.reason }
     case 'record':
       return record(ctx, delivery.key, delivery.material ?? rawBody)
+    case 'unrecognized':
+      return keepUnrecognized(ctx, delivery)
   }
   const event = await finalizeEvent(delivery.draft)
   const valid = parseInboundEvent(event)
@@ -203,11 +204,6 @@ export async function recordRefused(
     })
     return false
   }
-}
-
-/** A queue send gets what is left of the sender's deadline, but never less than MIN_SEND_MS. */
-function sendBudgetMs(ctx: DeliveryContext): number {
-  return Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
 }
 
 /**

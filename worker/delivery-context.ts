@@ -49,6 +49,35 @@ export interface DeliveryContext {
   deadline: number
   /** How long this front door's `done` / `spooled` claims live (its channel's dedup TTL). */
   dedupTtlSeconds: number
+  /** The webhook request the deliveries came from; absent for email. */
+  received?: ReceivedRequest
+  /** A replay of a kept unrecognized event: one that is still unrecognized is not kept again. */
+  replaying?: boolean
+}
+
+/**
+ * The verified request a webhook's deliveries came from, as an unrecognized one of them is kept
+ * (worker/unrecognized.ts): who verified it, what it vouched for, and what `parse` reads.
+ */
+export interface ReceivedRequest {
+  /** The webhook channel's name. */
+  channel: string
+  tenant: string | null
+  scopes?: ReadonlySet<string>
+  writesFor?: ReadonlySet<string>
+  /** The request's path and query. */
+  path: string
+  contentType: string | null
+  /** The text its `parse` reads (replayText: WeChat's decrypted push). */
+  text: string
+}
+
+/** A queue send gets at least this long, even past the vendor's deadline (Slack then retries). */
+const MIN_SEND_MS = 500
+
+/** A queue send gets what is left of the sender's deadline, but never less than MIN_SEND_MS. */
+export function sendBudgetMs(ctx: DeliveryContext): number {
+  return Math.max(ctx.deadline - Date.now() - ctx.settings.redisTimeoutMs, MIN_SEND_MS)
 }
 
 /** What a front door knows of its delivery: its name, clock, budget and the runtime's waitUntil. */
@@ -60,6 +89,8 @@ export interface FrontDoor {
   waitUntil(promise: Promise<unknown>): void
   /** The channel's own dedup TTL; default DEDUP_TTL_SECONDS. */
   dedupTtlSeconds?: number
+  received?: ReceivedRequest
+  replaying?: boolean
 }
 
 /** The one way a front door builds its context (the origin is required: 503 without it). */
@@ -78,6 +109,8 @@ export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): 
     startedAt: door.startedAt,
     deadline: door.startedAt + door.budgetMs,
     dedupTtlSeconds: door.dedupTtlSeconds ?? settings.dedupTtlSeconds,
+    ...(door.received ? { received: door.received } : {}),
+    ...(door.replaying ? { replaying: true } : {}),
   }
 }
 

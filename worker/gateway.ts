@@ -91,13 +91,15 @@ export async function verifiedRequest<T>(
  */
 export function assertVerifiedTenant(
   channel: string,
-  request: VerifiedRequest<unknown>,
+  request: Pick<VerifiedRequest<unknown>, 'tenant' | 'handshakeOnly' | 'scopes' | 'writesFor'>,
   classified: Classified,
 ): void {
   for (const delivery of deliveriesOf(classified)) {
     // Nothing is claimed or forwarded for these; the handshake names no tenant.
     if (delivery.action === 'ignore' || delivery.action === 'challenge') continue
     if (request.handshakeOnly) throw new UnauthorizedError(`${channel}: no tenant named`)
+    // Kept under the verified tenant, with what it vouched for: checked when a replay places it.
+    if (delivery.action === 'unrecognized') continue
     const scope = delivery.key.scope
     const allowed = request.scopes ? request.scopes.has(scope) : scope === request.tenant
     if (request.tenant !== null && !allowed) {

@@ -2,12 +2,14 @@
  * The edge gateway Worker: vendor webhooks in (verified, keyed, claimed), one normalized event per
  * logical message out to the origin. Routes: POST /webhooks/{slack,twilio,telegram,whatsapp-cloud}
  * (and GET /webhooks/whatsapp-cloud, Meta's handshake), GET /healthz,
- * GET /healthz/deep (operator token); the public API under /v1 (worker/api/routes.ts). `queue()` consumes the spool queue and its dead letters;
+ * GET /healthz/deep (operator token); the public API under /v1 (worker/api/routes.ts); the
+ * origin's signed replay of kept unrecognized events (worker/unrecognized-replay.ts). `queue()` consumes the spool queue and its dead letters;
  * `email()` is the Email Routing relay. Errors become responses in one place, `app.onError`.
  * @module
  */
 import { type Context, Hono } from 'hono'
 import { operatorAccess } from '../contract/operator-token'
+import { UNRECOGNIZED_REPLAY_ROUTE } from '../contract/unrecognized-event'
 import { api } from './api/routes'
 import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
@@ -19,11 +21,13 @@ import { deepHealth, health, type SpoolBindings } from './health'
 import { describeError, logProblem } from './log'
 import { webhooks } from './routes'
 import { consumeQueue } from './spool/consumer'
+import { unrecognizedReplay } from './unrecognized-replay'
 
 const app = new Hono<{ Bindings: Env }>()
 
 app.route('/webhooks', webhooks)
 app.route('/v1', api)
+app.route(UNRECOGNIZED_REPLAY_ROUTE.path, unrecognizedReplay)
 
 app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env), spoolBindings(c.env))))
 

@@ -14,16 +14,19 @@ import type { WebhookChannel } from './channels/types'
 import { settingsFor } from './config'
 import { deliveryContext, logOutcome } from './deliver'
 import { deliverAll } from './deliver-batch'
+import type { ReceivedRequest } from './delivery-context'
 import type { Env } from './env'
 import { ChannelNotConfiguredError, ForbiddenError } from './errors'
 import {
   assertVerifiedTenant,
   claimSignatureOnce,
   type GatewayContext,
+  type VerifiedRequest,
   verifiedRequest,
   waitUntil,
 } from './gateway'
 import { logDecision } from './log'
+import { placeIgnored } from './unrecognized'
 
 export const webhooks = new Hono<{ Bindings: Env }>()
 
@@ -67,7 +70,8 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
     (parts, config) => channel.verify(parts, config, c.req.param()),
     channel.maxBodyBytes,
   )
-  const classified = await channel.classify(channel.parse(request.parts), request.tenant)
+  const parsed = channel.parse(request.parts)
+  const classified = placeIgnored(channel, await channel.classify(parsed, request.tenant))
   assertVerifiedTenant(channel.name, request, classified)
   const ctx = deliveryContext(c.env, request.settings, {
     channel: channel.name,
@@ -75,6 +79,7 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
     budgetMs: channel.budgetMs,
     dedupTtlSeconds: request.settings.dedupTtlByChannel[channel.name],
     waitUntil: (promise) => waitUntil(c, promise),
+    received: receivedRequest(channel, request),
   })
   const outcomes = await deliverAll(ctx, classified, request.parts.body.text)
   const reply = httpReply(channel.replies, outcomes)
@@ -82,4 +87,21 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
   // One line per item of a batch, each with the status the whole request got.
   for (const outcome of outcomes) logOutcome(ctx, outcome, reply.status)
   return reply
+}
+
+/** The verified request, as an unrecognized delivery of it is kept (worker/unrecognized.ts). */
+function receivedRequest(
+  channel: WebhookChannel,
+  request: VerifiedRequest<unknown>,
+): ReceivedRequest {
+  const url = new URL(request.parts.url)
+  return {
+    channel: channel.name,
+    tenant: request.tenant,
+    ...(request.scopes ? { scopes: request.scopes } : {}),
+    ...(request.writesFor ? { writesFor: request.writesFor } : {}),
+    path: `${url.pathname}${url.search}`,
+    contentType: request.parts.headers.get('content-type'),
+    text: channel.replayText?.(request.parts) ?? request.parts.body.text,
+  }
 }

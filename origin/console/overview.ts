@@ -22,6 +22,7 @@ export const CATEGORIES = [
   'spooled',
   'dead_lettered',
   'rejected',
+  'unrecognized',
   'ignored',
   'retry',
 ] as const
@@ -71,6 +72,7 @@ export function categoryOf(decision: string, decidedBy: string, reason: string):
       return decidedBy === 'postgres' ? 'duplicate_postgres' : 'duplicate_redis'
     case 'spooled':
     case 'rejected':
+    case 'unrecognized':
     case 'retry':
       return decision
     case 'ignored':

@@ -2,10 +2,12 @@
  * `npm run failures -- replay <id>` and `replay --all-dead`: one dead row, or every one, taken
  * through the path it failed on. A downstream row goes through the relay's statements with the
  * same `Idempotency-Key: outbox-{id}`; an inbound row through the ingest of a live delivery; a
- * Gmail row is fetched again first (origin/gmail/replay.ts). None can double anything.
+ * Gmail row is fetched again first (origin/gmail/replay.ts); an unrecognized event is classified
+ * again by the Worker (unrecognized.ts). None can double anything.
  * @module
  */
 import type { ClaimStore } from '../../claims'
+import { isUnrecognizedEvent } from '../../contract/unrecognized-event'
 import type { OriginEnv } from '../config'
 import type { Database } from '../db'
 import type { GmailConfig } from '../gmail/config'
@@ -22,6 +24,7 @@ import {
 import type { RetryPolicy } from './policy'
 import { type ReplayOutcome, replayClaimed } from './replay'
 import { claimDeadFailure, deadFailureIds, type Failure, getFailure } from './store'
+import { gatewayReplayOf, NO_GATEWAY, replayUnrecognized } from './unrecognized'
 
 /** A replay's claim lasts past the hand-off's bound; should this process die, it runs out. */
 const REPLAY_LEASE_MARGIN_MS = 30_000
@@ -136,6 +139,7 @@ async function replayInbound(deps: ReplayCliDeps, id: string, io: CliIo): Promis
     return false
   }
   if (failure.source === 'gmail') return replayGmail(deps, failure, io)
+  if (isUnrecognizedEvent(failure.event)) return replayKept(deps, failure, io)
   const replay = await replayInboundEvent(deps.db, failure, deps.claims ?? null)
   if (replay.outcome === 'not_replayable') {
     io.err(`failure ${id}: not replayable: ${replay.reason}`)
@@ -145,6 +149,36 @@ async function replayInbound(deps: ReplayCliDeps, id: string, io: CliIo): Promis
   const lost = replay.outcome === 'claim_lost'
   io.out(`failure ${id}: ${ingestedLine(failure.deliveryKey, outcome, messageId, lost)}`)
   return true
+}
+
+/** An unrecognized event: classified again by the Worker's code (unrecognized.ts). */
+async function replayKept(
+  deps: ReplayCliDeps,
+  failure: DeadInboundFailure,
+  io: CliIo,
+): Promise<boolean> {
+  const line = (text: string) => `failure ${failure.id}: ${text}`
+  const gateway = gatewayReplayOf(deps.env)
+  if (!gateway) {
+    io.err(line(`configuration: ${NO_GATEWAY}`))
+    return false
+  }
+  const replay = await replayUnrecognized(deps.db, gateway, failure)
+  switch (replay.outcome) {
+    case 'resolved':
+    case 'claim_lost': {
+      const lost = replay.outcome === 'claim_lost' ? ' (resolved by another replay)' : ''
+      const decisions = replay.decisions.join(', ')
+      io.out(line(`${failure.deliveryKey} classified again: ${decisions}; resolved${lost}`))
+      return true
+    }
+    case 'still_unrecognized':
+      io.err(line(`still unrecognized (${replay.reason}); the row stays dead`))
+      return false
+    case 'failed':
+      io.err(line(`not replayed now: ${replay.error}; the row stays dead`))
+      return false
+  }
 }
 
 /** A Gmail row: the message fetched again and taken through the poller's path. */

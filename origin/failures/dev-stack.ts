@@ -13,13 +13,21 @@ import { isProcessAlive } from '../process-alive'
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const DEV_STACK_FILE = join(REPO_ROOT, '.data', 'dev-stack.json')
 
-/** What the CLI needs of the dev stack: the origin's database variables. */
+/** What the CLI needs of the dev stack: the origin's database variables, and its Worker's. */
 export interface DevStackInfo {
   pid: number
   env: Record<string, string>
 }
 
-const DATABASE_VARIABLES = ['DATABASE_URL', 'DATABASE_DRIVER', 'NEON_WS_PROXY', 'DB_POOL_MAX']
+/** The database, and what a replay of an unrecognized event needs (the Worker and its secret). */
+const DATABASE_VARIABLES = [
+  'DATABASE_URL',
+  'DATABASE_DRIVER',
+  'NEON_WS_PROXY',
+  'DB_POOL_MAX',
+  'GATEWAY_URL',
+  'ORIGIN_SHARED_SECRET',
+]
 
 export function writeDevStack(
   originEnv: Record<string, string>,

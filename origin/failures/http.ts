@@ -9,15 +9,17 @@
  * runs nothing and is not).
  * @module
  */
-import { Hono } from 'hono'
+import { type Context, Hono } from 'hono'
 import { type ClaimStore, type IdempotencyVariables, idempotency } from '../../claims'
 import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
 import { problemResponse } from '../../contract/problem'
+import { isUnrecognizedEvent } from '../../contract/unrecognized-event'
 import { audit } from '../audit'
 import type { Database } from '../db'
 import { durableAnswers } from '../idempotency'
 import { limitedOperatorAccess, type SignInLimit } from '../sign-in-limit'
-import { getDeadInboundFailure, replayInboundEvent } from './inbound'
+import { type DeadInboundFailure, getDeadInboundFailure, replayInboundEvent } from './inbound'
+import { type GatewayReplay, NO_GATEWAY, replayUnrecognized } from './unrecognized'
 
 export interface FailureReplayDeps {
   db: Database
@@ -28,6 +30,8 @@ export interface FailureReplayDeps {
   claims?: ClaimStore | null
   /** @default IDEMPOTENCY_TTL_SECONDS's default (24 h) */
   idempotencyTtlSeconds?: number
+  /** The Worker's replay route, for unrecognized events (GATEWAY_URL); null: they are refused. */
+  gateway?: GatewayReplay | null
 }
 
 /** Who a replay over HTTP is, in the audit trail: OPERATOR_TOKEN has no other name. */
@@ -67,8 +71,9 @@ export function failureReplayRoutes(deps: FailureReplayDeps): Hono<ReplayEnv> {
       if (!failure || failure.source === 'gmail') {
         return problemResponse('not_found', 'no dead inbound failure of the queue with this id')
       }
-      const replay = await replayInboundEvent(deps.db, failure, deps.claims ?? null)
       const target = `failure ${id}`
+      if (isUnrecognizedEvent(failure.event)) return replayKept(c, deps, failure, target)
+      const replay = await replayInboundEvent(deps.db, failure, deps.claims ?? null)
       if (replay.outcome === 'not_replayable') {
         await audit(deps.db, {
           actor: ACTOR,
@@ -85,4 +90,27 @@ export function failureReplayRoutes(deps: FailureReplayDeps): Hono<ReplayEnv> {
     },
   )
   return routes
+}
+
+/** An unrecognized event, classified again by the Worker: as the CLI does, audited the same. */
+async function replayKept(
+  c: Context<ReplayEnv>,
+  deps: FailureReplayDeps,
+  failure: DeadInboundFailure,
+  target: string,
+): Promise<Response> {
+  if (!deps.gateway) return problemResponse('invalid_request', NO_GATEWAY)
+  const replay = await replayUnrecognized(deps.db, deps.gateway, failure)
+  const result =
+    replay.outcome === 'resolved' || replay.outcome === 'claim_lost'
+      ? `ok: ${replay.outcome}, ${replay.decisions.join(', ')}`
+      : `failed: ${replay.outcome === 'failed' ? replay.error : `still unrecognized (${replay.reason})`}`
+  await audit(deps.db, { actor: ACTOR, action: 'replay', target, result })
+  if (replay.outcome === 'still_unrecognized') {
+    return problemResponse('invalid_request', 'still unrecognized by the gateway')
+  }
+  if (replay.outcome === 'failed')
+    return problemResponse('unavailable', 'the gateway did not take it')
+  const { decisions } = replay
+  return c.json({ failureId: failure.id, replay: replay.outcome, decisions }, 200)
 }

@@ -11,11 +11,13 @@
  *   the message, should it land later, is stored deleted).
  * - `nothing`: acknowledged (200, or the email accepted), nothing written; with `rejected`, the
  *   email is bounced instead.
+ * - `kept`: acknowledged, no row: a dead letter `unrecognized_event` (one `channel_failures` row)
+ *   holds it whole, for a replay once the code knows it.
  * @module
  */
 
 export interface Expectation {
-  expect: 'row' | 'edit' | 'delete' | 'nothing'
+  expect: 'row' | 'edit' | 'delete' | 'nothing' | 'kept'
   /** Contained in the row's body ('' where the body must be empty). */
   body?: string
   attachments?: number
@@ -34,6 +36,7 @@ const row = (body: string, attachments = 0, why?: string): Expectation => ({
   ...(why ? { why } : {}),
 })
 const nothing = (why: string): Expectation => ({ expect: 'nothing', why })
+const kept = (why: string): Expectation => ({ expect: 'kept', why })
 
 export const CORPUS: Record<string, Expectation> = {
   // Slack: Events API bodies.
@@ -73,7 +76,7 @@ export const CORPUS: Record<string, Expectation> = {
 
   // Telegram: Update objects (`msg-*`: Message objects, sent as an update's `message`).
   'telegram/audio-caption.json': row('New Amharic song', 1),
-  'telegram/callback-query.json': nothing('a button press, not a message'),
+  'telegram/callback-query.json': row('My Inline Keyboard', 0, "a button press: the button's text"),
   'telegram/channel-post.json': row('uuuuuu'),
   'telegram/contact-reply.json': row('', 1, 'the contact card is its attachment'),
   'telegram/document-png.json': row('', 1),
@@ -82,7 +85,9 @@ export const CORPUS: Record<string, Expectation> = {
   'telegram/inline-query.json': nothing('an inline query, not a message'),
   'telegram/message-text.json': row('new message haha'),
   'telegram/msg-anonymous-admin-forward.json': row('text'),
-  'telegram/msg-empty.json': row('', 0, 'a message of a kind the Bot API does not describe'),
+  'telegram/msg-empty.json': kept(
+    'a message of a kind the Bot API does not describe: no empty row',
+  ),
   'telegram/msg-forum-topic-closed.json': nothing('a service message'),
   'telegram/msg-forum-topic-created.json': nothing('a service message'),
   'telegram/msg-forum-topic-reply.json': row('blah'),
@@ -113,7 +118,11 @@ export const CORPUS: Record<string, Expectation> = {
   'telegram/update-pinned-message.json': nothing('a service message'),
   'telegram/update-removed-chat-boost.json': nothing('a boost, not a message'),
   'telegram/update-reply-bot-command.json': row('/report'),
-  'telegram/update-story.json': row('', 0, 'a shared story: stored as a message'),
+  'telegram/update-story.json': row(
+    'Story from TON Spin (@TONSpinChannel)',
+    0,
+    'a shared story, written out',
+  ),
   'telegram/update-text-link-preview.json': row('hello there'),
   'telegram/update-text-private.json': row('4'),
   'telegram/voice.json': row('', 1),
@@ -158,6 +167,62 @@ export const CORPUS: Record<string, Expectation> = {
   'whatsapp-cloud/unknown-type-error.json': nothing('type unknown to Meta (error 131051)'),
   'whatsapp-cloud/unsupported.json': nothing('type unsupported'),
   'whatsapp-cloud/video-caption.json': row('Video', 1),
+
+  // LINE: line/line-bot-sdk-python and line-bot-sdk-nodejs webhook test data.
+  'line/file.json': row('', 1),
+  'line/follow.json': nothing('a follow'),
+  'line/group-text.json': row('Hello, world'),
+  'line/location.json': row('', 1),
+  'line/member-joined.json': nothing('members joined a group'),
+  'line/message-edited.json': {
+    expect: 'edit',
+    body: 'Hello, edited world',
+    why: 'messageEdited: an edit of its message (never seen: stored as the message, edited)',
+  },
+  'line/node-message-edited-group.json': { expect: 'edit', body: 'hello edited' },
+  'line/postback-datetime.json': row(
+    'action=buyItem&itemId=123123&color=red\n2017-12-25T01:00',
+    0,
+    'a button press: its data and the picked time',
+  ),
+  'line/room-image-no-user-id.json': {
+    ...row('', 1, 'no source.userId: the room is the sender'),
+    sender: 'room:Ra8dbf4673c4c812cd491258042226c99',
+  },
+  'line/sticker.json': row('Just sticker', 1, 'a message sticker: the text typed on it'),
+  'line/undefined-event.json': kept('an event type no SDK knows yet'),
+  'line/unsend.json': { expect: 'delete' },
+  'line/video-play-complete.json': nothing('a user finished watching a video the bot sent'),
+
+  // Messenger and Instagram: nyaruka/courier's captured payloads, Meta's reference examples.
+  'messenger/courier-dlr.json': nothing('a delivery: recorded'),
+  'messenger/courier-echo.json': nothing("the Page's own message"),
+  'messenger/courier-fallback.json': row('', 1, 'a fallback: a document of its URL and title'),
+  'messenger/courier-hello-msg.json': row('Hello World'),
+  'messenger/courier-mid-dollar.json': row('65863634', 0, 'a mid.$cAA… id'),
+  'messenger/courier-postback-get-started.json': row(
+    'postback title',
+    0,
+    'a button press: its title',
+  ),
+  'messenger/courier-postback.json': row('postback title', 0, 'a button press: its title'),
+  'messenger/courier-reel.json': row('', 1, 'a reel: a video of its URL'),
+  'messenger/courier-unknown-messaging-entry.json': kept('an event of no kind this code knows'),
+  'messenger/meta-docs-message-edit.json': { expect: 'edit', body: '<TEXT>' },
+  'messenger/meta-docs-postback-m-colon.json': {
+    ...row('TITLE-FOR-THE-CTA', 0, 'a postback with an m_…:… mid; the chat plugin sender'),
+    sender: 'USER-REF-ID',
+  },
+  'messenger/meta-docs-text-mid-colon.json': row('hello, world!', 0, 'a mid.<ms>:<hex> id'),
+  'instagram/courier-echo.json': nothing("the account's own message"),
+  'instagram/courier-icebreaker-get-started.json': row(
+    'icebreaker question',
+    0,
+    'an icebreaker: a button press',
+  ),
+  'instagram/courier-like-heart.json': row('', 1, "Instagram's heart: a sticker"),
+  'instagram/courier-story-mention.json': row('', 1, 'a story mention: a document of its URL'),
+  'instagram/courier-unsent-msg.json': { expect: 'delete' },
 
   // Email: raw messages through the Worker's email handler.
   'email/cloudflare-docs-html-only-windows-1252.eml': row('Hi there', 0, 'HTML only: its text'),

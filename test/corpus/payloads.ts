@@ -13,6 +13,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
+  lineEventId,
+  lineRequest,
+  META_TEST_SECRET,
+  metaRequest,
   nowSeconds,
   randomHex,
   slackRequest,
@@ -22,8 +26,25 @@ import {
   waRequest,
 } from '../../local/vendor-deliveries'
 
-export type Vendor = 'slack' | 'telegram' | 'twilio' | 'whatsapp-cloud' | 'email'
-const VENDORS: readonly Vendor[] = ['slack', 'telegram', 'twilio', 'whatsapp-cloud', 'email']
+export type Vendor =
+  | 'slack'
+  | 'telegram'
+  | 'twilio'
+  | 'whatsapp-cloud'
+  | 'line'
+  | 'messenger'
+  | 'instagram'
+  | 'email'
+const VENDORS: readonly Vendor[] = [
+  'slack',
+  'telegram',
+  'twilio',
+  'whatsapp-cloud',
+  'line',
+  'messenger',
+  'instagram',
+  'email',
+]
 
 /**
  * The corpus is kept in the repository (test/corpus/payloads/, a copy of the workplace's
@@ -77,6 +98,11 @@ export function freshPayload(file: string, dir = corpusDir()): FreshPayload {
       return freshTwilio(file, bytes.toString('utf8').trim())
     case 'whatsapp-cloud':
       return freshWhatsApp(file, JSON.parse(bytes.toString('utf8')))
+    case 'line':
+      return freshLine(file, JSON.parse(bytes.toString('utf8')))
+    case 'messenger':
+    case 'instagram':
+      return freshMeta(file, vendor, JSON.parse(bytes.toString('utf8')))
     case 'email':
       return freshEmail(file, bytes)
   }
@@ -112,6 +138,12 @@ function freshTelegram(file: string, parsed: Json): FreshPayload {
     return ids.get(value) ?? ids.set(value, freshNumber()).get(value)
   }) as Json
   renumbered.update_id = freshNumber()
+  // A button press is keyed by its callback query's id.
+  const query = renumbered.callback_query as Json | undefined
+  if (query) {
+    query.id = String(freshNumber())
+    ids.set(-1, Number(query.id))
+  }
   const body = JSON.stringify(renumbered)
   return {
     file,
@@ -154,6 +186,58 @@ function freshWhatsApp(file: string, body: Json): FreshPayload {
     vendor: 'whatsapp-cloud',
     tags: [...wamids.values()],
     request: (base) => waRequest(`${base}/webhooks/whatsapp-cloud`, text),
+  }
+}
+
+/**
+ * Fresh event ids (`webhookEventId`: a postback's key) and message ids (a message's, the one an
+ * unsend or an edit names: the same old id, the same new one); the bot (`destination`) as it is.
+ */
+function freshLine(file: string, body: Json): FreshPayload {
+  const ids = new Map<string, string>()
+  const renew = (value: string, make: () => string) =>
+    ids.get(value) ?? ids.set(value, make()).get(value) ?? value
+  const fresh = mapJson(body, (key, value) => {
+    if (typeof value !== 'string') return value
+    if (key === 'webhookEventId') return renew(value, lineEventId)
+    if (key === 'id' || key === 'messageId') return renew(`m${value}`, () => String(freshNumber()))
+    return value
+  })
+  const text = JSON.stringify(fresh)
+  return {
+    file,
+    vendor: 'line',
+    tags: [...ids.values()],
+    request: (base) => lineRequest(`${base}/webhooks/line`, text),
+  }
+}
+
+/**
+ * Fresh message ids in the form Meta printed them (`mid.…:…`, `m_…`, `mid.$…`: a suffix added),
+ * and fresh senders (a postback without a `mid` is keyed by its sender and time).
+ */
+function freshMeta(file: string, vendor: 'messenger' | 'instagram', body: Json): FreshPayload {
+  const ids = new Map<string, string>()
+  const renew = (value: string, make: () => string) =>
+    ids.get(value) ?? ids.set(value, make()).get(value) ?? value
+  const mid = (value: unknown) =>
+    typeof value === 'string' ? renew(value, () => `${value}${randomHex(6)}`) : value
+  const fresh = mapJson(body, (key, value) => {
+    if (key === 'mid') return mid(value)
+    if (key === 'mids' && Array.isArray(value)) return value.map(mid)
+    if (key === 'sender') {
+      const sender = value as Json
+      const id = typeof sender.id === 'string' ? sender.id : null
+      return id ? { ...sender, id: renew(`s${id}`, () => String(freshNumber())) } : sender
+    }
+    return value
+  })
+  const text = JSON.stringify(fresh)
+  return {
+    file,
+    vendor,
+    tags: [...ids.values()],
+    request: (base) => metaRequest(`${base}/webhooks/${vendor}`, text, META_TEST_SECRET),
   }
 }
 

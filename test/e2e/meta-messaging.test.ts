@@ -104,6 +104,36 @@ describe.each(CHANNELS)('$name through the local stack', ({ name, object }) => {
     expect(await rowsOf(forged)).toEqual([])
   })
 
+  it("the Page editing its own message (an echo's edit) makes no row, and no customer that is the Page", async () => {
+    const mid = metaMid()
+    const echo = messagingEvent(
+      { message: { mid, text: 'our reply', is_echo: true } },
+      { sender: META_PAGE, recipient: META_USER },
+    )
+    const ownEdit = messagingEvent(
+      { message_edit: { mid, text: 'our reply, corrected', num_edit: 1 } },
+      { sender: META_PAGE, recipient: META_USER },
+    )
+    expect(await messaging(echo, ownEdit)).toBe(200)
+    expect(await rowsOf(mid)).toEqual([])
+    const { rows } = await e2e.stack.sql.query(
+      'SELECT 1 FROM customers WHERE channel = $1 AND external_id = $2',
+      [name, META_PAGE],
+    )
+    expect(rows).toEqual([])
+  })
+
+  it("Meta's printed id forms (mid.<ms>:<hex>, m_<ms>:<hex>, mid.$cAA…): each one row, its edit applied", async () => {
+    for (const form of ['mid.1457764197618:', 'm_1457764197618:', 'mid.$cAAD5QiNHkz1m6cyj']) {
+      const mid = `${form}${metaMid().slice(2)}`
+      expect(await messaging(messagingText(mid, 'hello, world!'))).toBe(200)
+      expect(await messaging(messagingText(mid, 'hello, world!'))).toBe(200)
+      const edit = messagingEvent({ message_edit: { mid, text: 'hello, edited', num_edit: 1 } })
+      expect(await messaging(edit)).toBe(200)
+      expect(await rowsOf(mid)).toEqual([{ body: 'hello, edited', edited: true, deleted: false }])
+    }
+  })
+
   it.runIf(name === 'instagram')(
     'is_deleted after its message deletes the row; before it, the message lands deleted',
     async () => {

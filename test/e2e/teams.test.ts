@@ -76,8 +76,11 @@ async function rowsOf(messageKey: string) {
 const freshId = () => String(1_700_000_000_000 + Math.floor(Math.random() * 1e9))
 const edit = (id: string, text: string) =>
   teamsActivity({ id, type: 'messageUpdate', eventType: 'editMessage', text })
-const del = (id: string) =>
-  teamsActivity({ id, type: 'messageDelete', eventType: 'softDeleteMessage' })
+const del = (id: string, timestamp?: string) =>
+  teamsActivity({ id, type: 'messageDelete', eventType: 'softDeleteMessage', timestamp })
+const undelete = (id: string, timestamp: string) =>
+  teamsActivity({ id, type: 'messageUpdate', eventType: 'undeleteMessage', timestamp })
+const at = (second: number) => new Date(Date.UTC(2026, 11, 3, 9, 0, second)).toISOString()
 
 describe('Teams end to end', () => {
   it('send-webhook teams: the same activity twice is new, then a duplicate', async () => {
@@ -147,6 +150,27 @@ describe('Teams end to end', () => {
     const rows = await rowsOf(`${TEAMS_APP}:msteams:${C}:${id}`)
     expect(rows).toHaveLength(1)
     expect(rows[0]?.deleted).toBe(true)
+  })
+
+  // Microsoft's undelete and soft delete activities (MicrosoftDocs/msteams-docs
+  // msteams-platform/bots/how-to/conversations/conversation-messages.md @
+  // bbf096a63707fddbf443b2b735aaccdc20e35f48): undeleteMessage restores the message it names.
+  it('undeleteMessage restores the row; a late undelete does not undo a newer delete', async () => {
+    const id = freshId()
+    const key = `${TEAMS_APP}:msteams:${C}:${id}`
+    expect(await post(teamsActivity({ id, text: 'v1', timestamp: at(0) }))).toBe(200)
+    expect(await post(del(id, at(4)))).toBe(200)
+    expect(await post(undelete(id, at(9)))).toBe(200)
+    expect(await post(undelete(id, at(9)))).toBe(200)
+    expect(await rowsOf(key)).toEqual([
+      { body: 'v1', tenant: TEAMS_APP, edited: false, deleted: false },
+    ])
+    // Deleted again, then an undelete older than that delete arrives late: still deleted.
+    expect(await post(del(id, at(12)))).toBe(200)
+    expect(await post(undelete(id, at(10)))).toBe(200)
+    expect(await rowsOf(key)).toEqual([
+      { body: 'v1', tenant: TEAMS_APP, edited: false, deleted: true },
+    ])
   })
 
   it("two bots with the same activity id: two rows, each its bot's", async () => {

@@ -3,14 +3,9 @@
  * leaves the messages and the functions as 20261202006001 made them (edits and batches work, no
  * history), up brings the history back and it records again.
  */
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { migrate } from '../../local/migrate'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
-
-const VERSION = '20261202008001'
-const FILE = join(import.meta.dirname, '..', '..', 'migrations', `${VERSION}_message_edits.sql`)
 
 let bed: SqlTestbed
 
@@ -22,20 +17,7 @@ afterAll(async () => {
   await bed?.close()
 })
 
-/** The down section, run as dbmate runs it (one transaction, then the version forgotten). */
-async function migrateDown(): Promise<void> {
-  const down = readFileSync(FILE, 'utf8').split(/^-- migrate:down\b.*$/m)[1] ?? ''
-  expect(down.trim()).not.toBe('')
-  await bed.sql.query('BEGIN')
-  try {
-    await bed.sql.query(down)
-    await bed.sql.query('DELETE FROM schema_migrations WHERE version = $1', [VERSION])
-    await bed.sql.query('COMMIT')
-  } catch (err) {
-    await bed.sql.query('ROLLBACK')
-    throw err
-  }
-}
+const migrateDown = () => bed.migrateDown('20261202008001_message_edits.sql')
 
 /** A batch of one event of message `n` (ingest_events(), as the origin sends it). */
 async function ingest(kind: 'message' | 'edit', n: number, body: string, minute: number) {

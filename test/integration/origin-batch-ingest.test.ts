@@ -1,7 +1,7 @@
 /**
  * Batched ingest (`ingest_events()`, origin/ingest.ts ingestEvents) answers every event as single
  * ingest does. Property-style, against real Postgres: the same random event sets (duplicates
- * within one batch, edits and deletes of messages of the same batch, out of order, email replies
+ * within one batch, edits, deletes and undeletes of messages of the same batch, out of order, email replies
  * threading into messages of the batch, old-form email keys) go one by one into one database and
  * as batches into another; each event's answer and the rows left behind must be the same (ids
  * compared by the order in which they first appear).
@@ -69,7 +69,7 @@ function countingStatements(db: Database): { db: Database; statements: number } 
 
 /** One generated step: which message (of a small pool, so they collide), what happens to it. */
 interface Step {
-  kind: 'message' | 'edit' | 'delete'
+  kind: 'message' | 'edit' | 'delete' | 'undelete'
   channel: 'slack' | 'telegram' | 'email'
   message: number
   sender: number
@@ -81,7 +81,7 @@ interface Step {
 }
 
 const stepArb: fc.Arbitrary<Step> = fc.record({
-  kind: fc.constantFrom('message', 'message', 'edit', 'delete'),
+  kind: fc.constantFrom('message', 'message', 'edit', 'delete', 'undelete'),
   channel: fc.constantFrom('slack', 'telegram', 'email'),
   message: fc.integer({ min: 0, max: 5 }),
   sender: fc.integer({ min: 0, max: 2 }),
@@ -162,7 +162,7 @@ function normalizer() {
 async function rowsOf(db: Database, run: string) {
   const rows = await db.query<Record<string, unknown>>(
     `SELECT m.channel, m.channel_message_id, m.body, m.subject, m.edited_at, m.edit_seq,
-            m.deleted_at, m.payload_hash, m.conversation_id::text AS conversation,
+            m.deleted_at, m.restored_at, m.payload_hash, m.conversation_id::text AS conversation,
             c.customer_id::text AS customer, c.subject AS conversation_subject,
             (SELECT count(*)::int FROM outbox o WHERE o.message_id = m.id) AS outbox,
             (SELECT coalesce(jsonb_agg(jsonb_build_array(e.body, e.edited_at, e.edit_seq,
@@ -176,7 +176,7 @@ async function rowsOf(db: Database, run: string) {
     [`T${run}`, `support-${run}@example.com`],
   )
   const tombstones = await db.query<Record<string, unknown>>(
-    `SELECT channel, channel_message_id, deleted_at FROM message_tombstones
+    `SELECT channel, channel_message_id, deleted_at, restored_at FROM message_tombstones
       WHERE channel_message_id LIKE $1 OR channel_message_id LIKE $2
       ORDER BY channel, channel_message_id`,
     [`T${run}:%`, `support-${run}@%`],

@@ -159,6 +159,7 @@ describe('configuration', () => {
       dbConnectTimeoutMs: 1000,
       originTimeoutMs: 2000,
       logLevel: 'info',
+      gatewayUrl: null,
     })
   })
 

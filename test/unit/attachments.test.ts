@@ -53,7 +53,7 @@ describe('Telegram media', () => {
 
   it('a photo: the largest PhotoSize (not the last listed), the caption as body and on the attachment', async () => {
     const update = media.telegramPhotoUpdate({ caption: 'the broken part' })
-    const draft = draftOf(classifyTelegram(update, bot))
+    const draft = draftOf(await classifyTelegram(update, bot))
     expect(draft.body).toBe('the broken part')
     expect(draft.attachments).toEqual([{ ...media.TELEGRAM_PHOTO, caption: 'the broken part' }])
     await expectValid(draft)
@@ -188,19 +188,19 @@ describe('Telegram media', () => {
       },
     ],
   ])('%s without text: forwarded, empty body, one attachment', async (_name, fields, expected) => {
-    const draft = draftOf(classifyTelegram(message(fields), bot))
+    const draft = draftOf(await classifyTelegram(message(fields), bot))
     expect(draft.body).toBe('')
     expect(draft.attachments).toEqual([expected])
     await expectValid(draft)
   })
 
-  it('a text message has no attachments field (its payload hash stays what it was)', () => {
-    expect(draftOf(classifyTelegram(message({ text: 'hi' }), bot))).not.toHaveProperty(
+  it('a text message has no attachments field (its payload hash stays what it was)', async () => {
+    expect(draftOf(await classifyTelegram(message({ text: 'hi' }), bot))).not.toHaveProperty(
       'attachments',
     )
   })
 
-  it('an edited caption carries the media again (the edit replaces the row’s attachments)', () => {
+  it('an edited caption carries the media again (the edit replaces the row’s attachments)', async () => {
     const update = {
       update_id: 10001,
       edited_message: {
@@ -210,18 +210,18 @@ describe('Telegram media', () => {
         document: { file_id: 'BQAC', file_unique_id: 'AgADp', mime_type: 'application/pdf' },
       },
     }
-    const draft = draftOf(classifyTelegram(update, bot))
+    const draft = draftOf(await classifyTelegram(update, bot))
     expect(draft.kind).toBe('edit')
     expect(draft.attachments).toMatchObject([
       { kind: 'document', caption: 'the broken part, again' },
     ])
   })
 
-  it('a new chat photo stays a service message (recorded, no row)', () => {
+  it('a new chat photo stays a service message (recorded, no row)', async () => {
     const update = message({
       new_chat_photo: [{ file_id: 'x', file_unique_id: 'y', width: 1, height: 1 }],
     })
-    expect(classifyTelegram(update, bot).action).toBe('record')
+    expect((await classifyTelegram(update, bot)).action).toBe('record')
   })
 })
 
@@ -373,7 +373,7 @@ describe('Twilio media', () => {
 })
 
 describe('bounds', () => {
-  it('cuts strings to their field’s bound, leaves out a URL too long to be one, and oversized content', () => {
+  it('cuts strings to their field’s bound, leaves out a URL too long to be one, and oversized content', async () => {
     const [kept] =
       boundAttachments([
         {
@@ -392,7 +392,7 @@ describe('bounds', () => {
     })
   })
 
-  it('keeps what fits the metadata budget, in order, and says nothing is left as undefined', () => {
+  it('keeps what fits the metadata budget, in order, and says nothing is left as undefined', async () => {
     const big = Array.from({ length: 50 }, (_, n) => ({
       kind: 'file' as const,
       fileName: `${n}-${'x'.repeat(LIMITS.subject - 4)}`,
@@ -409,7 +409,7 @@ describe('bounds', () => {
 
   it('a full text body plus the most metadata an event keeps still fits one spool message', async () => {
     const draft = draftOf(
-      classifyTelegram(
+      await classifyTelegram(
         {
           update_id: 1,
           message: { message_id: 1, date: 1, chat: { id: 1 }, text: 'x'.repeat(LIMITS.body) },

@@ -112,6 +112,8 @@ describe('reading the counts', () => {
     expect(categoryOf('duplicate', 'postgres', '')).toBe('duplicate_postgres')
     expect(categoryOf('duplicate', 'redis', 'payload_mismatch')).toBe('payload_mismatch')
     expect(categoryOf('recorded', 'redis', '')).toBe('ignored')
+    // Kept as a dead letter: its own column, never counted as ignored.
+    expect(categoryOf('unrecognized', 'gateway', 'line_type_greatNewEvent')).toBe('unrecognized')
     expect(categoryOf('challenge', 'gateway', '')).toBeNull()
   })
 })

@@ -160,7 +160,9 @@ describe('key extraction is stable under serialization', () => {
               ),
             )
             expect(await verifyTelegram(parts, [TEST_SECRETS.telegram])).toEqual({ ok: true })
-            return keysOf(classifyTelegram(parseTelegram(parts.body), TEST_SECRETS.telegramBotId))
+            return keysOf(
+              await classifyTelegram(parseTelegram(parts.body), TEST_SECRETS.telegramBotId),
+            )
           }
           const canonical = await run(update, [])
           expect(await run(reorder(update, s.order), s.upper)).toEqual(canonical)

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { finalizeEvent } from '../../contract/event'
 import {
+  SLACK_APP,
   slackMessageEvent,
   TEST_ACCOUNT_TAG,
   TEST_SECRETS,
@@ -36,6 +37,7 @@ function summary(delivery: Delivery) {
   if (delivery.action === 'record')
     return { action: 'record', deliveryKey: formatDeliveryKey(delivery.key) }
   if (delivery.action === 'ignore') return { action: 'ignore', reason: delivery.reason }
+  if (delivery.action === 'unrecognized') return { action: 'unrecognized', reason: delivery.reason }
   return { action: 'challenge' }
 }
 
@@ -220,21 +222,85 @@ describe('Slack keys', () => {
     expect(summary(a)).not.toEqual(summary(other))
   })
 
-  it('records an interactivity post under its trigger_id, never as a message', async () => {
-    const payload = {
-      type: 'block_actions',
-      api_app_id: 'A1',
-      trigger_id: '398738663015.47445629121.803a',
-      user: { id: 'U1' },
-    }
-    const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`
-    const parsed = parseSlack(
-      { bytes: new Uint8Array() as never, text: body },
+  /** An interactivity post, parsed as the route parses it. */
+  const interaction = (payload: Record<string, unknown>) =>
+    parseSlack(
+      {
+        bytes: new Uint8Array() as never,
+        text: `payload=${encodeURIComponent(JSON.stringify(payload))}`,
+      },
       'application/x-www-form-urlencoded',
     )
-    expect(summary(await classifySlack(parsed))).toEqual({
+
+  // slackapi/bolt-python tests/scenario_tests/test_block_actions.py @
+  // a2f21ae4b1d1d63a6a5dc533aa53a8c4badd103d (its `body`): a button pressed in a message.
+  const boltBlockActions = {
+    type: 'block_actions',
+    user: { id: 'W111', username: 'primary-owner', name: 'primary-owner', team_id: 'T111' },
+    api_app_id: 'A111',
+    token: 'verification_token',
+    container: { type: 'message', message_ts: '111.222', channel_id: 'C111', is_ephemeral: true },
+    trigger_id: '111.222.valid',
+    team: {
+      id: 'T111',
+      domain: 'workspace-domain',
+      enterprise_id: 'E111',
+      enterprise_name: 'Sandbox Org',
+    },
+    channel: { id: 'C111', name: 'test-channel' },
+    response_url: 'https://hooks.slack.com/actions/T111/111/random-value',
+    actions: [
+      {
+        action_id: 'a',
+        block_id: 'b',
+        text: { type: 'plain_text', text: 'Button', emoji: true },
+        value: 'click_me_123',
+        type: 'button',
+        action_ts: '1596530385.194939',
+      },
+    ],
+  }
+
+  it('a button pressed in a message (block_actions) is a row carrying its label, in the channel', async () => {
+    const press = await classifySlack(interaction(boltBlockActions))
+    expect(press).toEqual({
+      action: 'forward',
+      key: { namespace: 'slack-interaction', scope: 'A111', id: '111.222.valid' },
+      draft: {
+        kind: 'message',
+        channel: 'slack',
+        tenant: 'T111',
+        deliveryKey: 'dedup:slack-interaction:A111:111.222.valid',
+        messageKey: 'T111:C111:press:W111:1596530385.194939',
+        sender: { externalId: 'W111' },
+        body: 'Button',
+        occurredAt: '2020-08-04T08:39:45.194Z',
+      },
+    })
+    // A press outside any conversation (a modal, the Home tab): kept, not placed in a thread.
+    const { channel: _c, container: _k, ...inAModal } = boltBlockActions
+    expect(await classifySlack(interaction(inAModal))).toMatchObject({ action: 'unrecognized' })
+  })
+
+  it("the app's own UI is recorded; a form submitted with what a person typed is kept", async () => {
+    const closed = {
+      type: 'view_closed',
+      api_app_id: 'A1',
+      trigger_id: '398738663015.47445629121.803a',
+    }
+    expect(summary(await classifySlack(interaction(closed)))).toEqual({
       action: 'record',
       deliveryKey: 'dedup:slack-interaction:A1:398738663015.47445629121.803a',
+    })
+    const submitted = {
+      type: 'view_submission',
+      api_app_id: 'A1',
+      trigger_id: 't',
+      view: { state: {} },
+    }
+    expect(await classifySlack(interaction(submitted))).toEqual({
+      action: 'unrecognized',
+      reason: 'slack_interaction_view_submission',
     })
   })
 
@@ -252,16 +318,19 @@ describe('Slack keys', () => {
     )
   })
 
-  it('refuses an event_id that cannot be part of a Redis key', async () => {
-    await expect(classifySlack(json(slackMessageEvent({ eventId: 'Ev1:other' })))).rejects.toThrow(
-      InvalidPayloadError,
-    )
-  })
-
-  it('refuses an event_callback without the fields its keys need', async () => {
-    await expect(
-      classifySlack(json({ type: 'event_callback', event: { type: 'message' } })),
-    ).rejects.toThrow(InvalidPayloadError)
+  it('an event_id of any spelling is one key part (`:` written as %3A); an unplaceable callback is kept', async () => {
+    expect(
+      summary(await classifySlack(json(slackMessageEvent({ eventId: 'Ev1:other' })))),
+    ).toMatchObject({
+      action: 'forward',
+      deliveryKey: `dedup:slack:${SLACK_APP}:Ev1%3Aother`,
+    })
+    expect(
+      await classifySlack(json({ type: 'event_callback', event: { type: 'message' } })),
+    ).toEqual({
+      action: 'unrecognized',
+      reason: 'slack_event_callback_unplaced',
+    })
   })
 })
 
@@ -322,10 +391,19 @@ describe('Twilio keys', () => {
       'without MessageSid',
       twilioParams().filter(([n]) => !n.includes('Sid') || n === 'AccountSid'),
     ],
-    ['with a MessageSid that is not an id', twilioParams({ messageSid: 'SM1:x' })],
     ['without From', twilioParams().filter(([n]) => n !== 'From')],
-  ])('refuses a request %s', async (_name, params) => {
-    await expect(classifyTwilio(new Map(params))).rejects.toThrow(InvalidPayloadError)
+  ])('keeps a request %s as unrecognized: not placeable, never dropped', async (_name, params) => {
+    expect((await classifyTwilio(new Map(params))).action).toBe('unrecognized')
+  })
+
+  it('a MessageSid of another spelling is one key part (`:` as %3A), the message key as it is', async () => {
+    expect(
+      summary(await classifyTwilio(new Map(twilioParams({ messageSid: 'SM1:x' })))),
+    ).toMatchObject({
+      action: 'forward',
+      deliveryKey: `dedup:wa:${tag}:SM1%3Ax`,
+      messageKey: `${account}:SM1:x`,
+    })
   })
 
   it('writes SIDs losslessly, and keys of at most 43 characters (88 B in Redis)', async () => {
@@ -399,12 +477,12 @@ describe('Telegram keys', () => {
       forwarded(13, '-1001:5', '-1001'),
     ],
     [
-      'a callback query',
+      'a callback query (a button press): a row of its own, keyed by its id',
       { update_id: 14, callback_query: { id: '4382bfdwdsb323b2d9', from: { id: 7 }, data: 'x' } },
-      { action: 'ignore', reason: 'telegram_not_a_message' },
+      forwarded(14, 'cb:4382bfdwdsb323b2d9', '7'),
     ],
-  ])('%s', (_name, update, expected) => {
-    expect(summary(classifyTelegram(update, bot))).toEqual(expected)
+  ])('%s', async (_name, update, expected) => {
+    expect(summary(await classifyTelegram(update, bot))).toEqual(expected)
   })
 
   it.each([
@@ -415,7 +493,7 @@ describe('Telegram keys', () => {
     ['delete_chat_photo', { delete_chat_photo: true }],
     ['forum_topic_created', { forum_topic_created: { name: 't', icon_color: 1 } }],
     ['video_chat_started', { video_chat_started: {} }],
-  ])('records a service message (%s) without forwarding it', (_name, service) => {
+  ])('records a service message (%s) without forwarding it', async (_name, service) => {
     const message = {
       message_id: 3,
       date: 1700000000,
@@ -423,25 +501,25 @@ describe('Telegram keys', () => {
       from: { id: 7 },
       ...service,
     }
-    expect(summary(classifyTelegram({ update_id: 20, message }, bot))).toEqual({
+    expect(summary(await classifyTelegram({ update_id: 20, message }, bot))).toEqual({
       action: 'record',
       deliveryKey: `dedup:telegram:${bot}:20`,
     })
   })
 
-  it('forwards a media message without text (not a service message)', () => {
+  it('forwards a media message without text (not a service message)', async () => {
     const message = { message_id: 3, date: 1700000000, chat: { id: 7 }, from: { id: 7 } }
     const photo = {
       ...message,
       photo: [{ file_id: 'f', file_unique_id: 'u', width: 1, height: 1 }],
     }
-    expect(summary(classifyTelegram({ update_id: 21, message: photo }, bot))).toMatchObject({
+    expect(summary(await classifyTelegram({ update_id: 21, message: photo }, bot))).toMatchObject({
       action: 'forward',
       messageKey: `${bot}:7:3`,
     })
   })
 
-  it('forwards business messages and their edits, keyed by bot and business connection', () => {
+  it('forwards business messages and their edits, keyed by bot and business connection', async () => {
     const message = (extra: Record<string, unknown>) => ({
       business_connection_id: 'BC1',
       message_id: 4,
@@ -451,8 +529,8 @@ describe('Telegram keys', () => {
       text: 't',
       ...extra,
     })
-    const created = classifyTelegram({ update_id: 30, business_message: message({}) }, bot)
-    const edited = classifyTelegram(
+    const created = await classifyTelegram({ update_id: 30, business_message: message({}) }, bot)
+    const edited = await classifyTelegram(
       { update_id: 31, edited_business_message: message({ edit_date: 1700000001 }) },
       bot,
     )
@@ -464,7 +542,7 @@ describe('Telegram keys', () => {
     expect(created.action === 'forward' && created.draft.tenant).toBe(`${bot}:biz:BC1`)
   })
 
-  it("ignores the business account's own messages in its chats (the owner's, or a bot's for it)", () => {
+  it("ignores the business account's own messages in its chats (the owner's, or a bot's for it)", async () => {
     const outgoing = (extra: Record<string, unknown>) => ({
       update_id: 32,
       business_message: {
@@ -480,23 +558,23 @@ describe('Telegram keys', () => {
       outgoing({ from: { id: 99 } }),
       outgoing({ from: { id: 99 }, sender_business_bot: { id: 1, is_bot: true } }),
     ]) {
-      expect(summary(classifyTelegram(update, bot))).toEqual({
+      expect(summary(await classifyTelegram(update, bot))).toEqual({
         action: 'ignore',
         reason: 'telegram_business_outgoing',
       })
     }
   })
 
-  it('gives an edit its update_id as the sequence that orders edits of the same second', () => {
-    const edit = classifyTelegram(
+  it('gives an edit its update_id as the sequence that orders edits of the same second', async () => {
+    const edit = await classifyTelegram(
       telegramUpdate({ updateId: 77, field: 'edited_message', editDate: 1700000100 }),
       bot,
     )
     expect(edit.action === 'forward' && edit.draft.editSeq).toBe(77)
   })
 
-  it('uses edit_date as the time of an edit', () => {
-    const delivery = classifyTelegram(
+  it('uses edit_date as the time of an edit', async () => {
+    const delivery = await classifyTelegram(
       telegramUpdate({ field: 'edited_message', date: 1700000000, editDate: 1700000100 }),
       bot,
     )
@@ -505,9 +583,11 @@ describe('Telegram keys', () => {
     )
   })
 
-  it('keys a lower update_id after a higher one as its own delivery (ids can restart randomly)', () => {
-    const high = summary(classifyTelegram(telegramUpdate({ updateId: 900, messageId: 1 }), bot))
-    const low = summary(classifyTelegram(telegramUpdate({ updateId: 3, messageId: 2 }), bot))
+  it('keys a lower update_id after a higher one as its own delivery (ids can restart randomly)', async () => {
+    const high = summary(
+      await classifyTelegram(telegramUpdate({ updateId: 900, messageId: 1 }), bot),
+    )
+    const low = summary(await classifyTelegram(telegramUpdate({ updateId: 3, messageId: 2 }), bot))
     expect(low).toMatchObject({ action: 'forward', deliveryKey: `dedup:telegram:${bot}:3` })
     expect(low).not.toEqual(high)
   })
@@ -516,9 +596,12 @@ describe('Telegram keys', () => {
     ['without update_id', { message: telegramUpdate().message }],
     ['with a string update_id', { ...telegramUpdate(), update_id: '10' }],
     ['with a message without chat', { update_id: 1, message: { message_id: 1, date: 1 } }],
-  ])('refuses an update %s', (_name, update) => {
-    expect(() => classifyTelegram(update, bot)).toThrow(InvalidPayloadError)
-  })
+  ])(
+    'keeps an update %s as unrecognized: it cannot be placed, and is not dropped',
+    async (_name, update) => {
+      expect((await classifyTelegram(update, bot)).action).toBe('unrecognized')
+    },
+  )
 })
 
 describe('payload hash', () => {

@@ -137,7 +137,7 @@ describe('Telegram: polls and dice', () => {
     const message = update.message as Record<string, unknown>
     delete message.text
     Object.assign(message, fields)
-    const draft = draftOf(classifyTelegram(update, bot))
+    const draft = draftOf(await classifyTelegram(update, bot))
     await expectValid(draft)
     return draft.body
   }
@@ -185,10 +185,27 @@ describe('Telegram: polls and dice', () => {
     expect(body.endsWith('q')).toBe(true)
   })
 
-  it('options that are not text are skipped; a poll of nothing is an empty body', async () => {
+  it('options that are not text are skipped; a poll of nothing is no row: kept as unrecognized', async () => {
     const odd = { poll: { question: 'Q', options: [{ text: 'yes' }, { voter_count: 1 }, 'no'] } }
     expect(await bodyOf(odd)).toBe('Poll: Q\n- yes')
-    expect(await bodyOf({ poll: { options: [] } })).toBe('')
+    const update = telegramUpdate({ updateId: 78 })
+    const message = update.message as Record<string, unknown>
+    delete message.text
+    message.poll = { options: [] }
+    expect(await classifyTelegram(update, bot)).toEqual({
+      action: 'unrecognized',
+      reason: 'telegram_message_empty',
+    })
+  })
+
+  // teloxide/teloxide crates/teloxide-core/src/types/update.rs @ 08d7d8f6b4195fae8a43414809ce24cf493b4c61
+  // (issue_1107): a forwarded story, which was an empty row.
+  it('a forwarded story: its chat, written out', async () => {
+    const story = {
+      chat: { id: -1002149282975, title: 'TON Spin', type: 'channel', username: 'TONSpinChannel' },
+      id: 2,
+    }
+    expect(await bodyOf({ story })).toBe('Story from TON Spin (@TONSpinChannel)')
   })
 
   it.each([
@@ -207,12 +224,12 @@ describe('Telegram: polls and dice', () => {
   })
 
   it('keys do not depend on the poll', async () => {
-    const plain = draftOf(classifyTelegram(telegramUpdate({ updateId: 77 }), bot))
+    const plain = draftOf(await classifyTelegram(telegramUpdate({ updateId: 77 }), bot))
     const update = telegramUpdate({ updateId: 77 })
     const message = update.message as Record<string, unknown>
     delete message.text
     Object.assign(message, poll('Q', ['a', 'b']))
-    const withPoll = draftOf(classifyTelegram(update, bot))
+    const withPoll = draftOf(await classifyTelegram(update, bot))
     expect(withPoll.body).toBe('Poll: Q\n- a\n- b')
     expect([withPoll.deliveryKey, withPoll.messageKey]).toEqual([
       plain.deliveryKey,

@@ -62,6 +62,105 @@ async function keySite(signers: Awaited<ReturnType<typeof teamsSigner>>[]) {
   }
 }
 
+/**
+ * Microsoft's own examples: MicrosoftDocs/msteams-docs
+ * msteams-platform/bots/how-to/conversations/conversation-messages.md @
+ * bbf096a63707fddbf443b2b735aaccdc20e35f48 ("Update message": the undelete and soft delete
+ * activities, as published) and msteams-platform/task-modules-and-cards/cards/cards-actions.md @
+ * 624b9a1f3eb87f755975bc572a48f1eb8722135f (the inbound activity of a card action: its `value`;
+ * an Action.Submit without a messageBack has no `text`).
+ */
+describe("Microsoft's Teams examples", () => {
+  const person = {
+    id: '29:1BLjP9j3_TM4mubmQZsYEo7jDyLeLf_YVA9sVPVO7KMAFMjJWB_EUGveb9EVDh9LgoNp9qjnzEBy4kgw83Jf1Kg',
+    name: 'Alex Wilber',
+    aadObjectId: '976e4d1e-2108-43ee-a092-46a9507c5606',
+  }
+  const conversation = {
+    conversationType: 'personal',
+    tenantId: '528dbe3f-15e0-4e37-84a1-00cc305847dd',
+    id: 'a:1tewuGJ44RkB90tiJNQ_I4q8vyuN5CYA_f-v6f0Vd-Bs3Ce85C73Ah1y8TvyjESsTHWjjgw-gnsuIuCUOWkfOCq6qaUYsk2_-fj93XXXHUMAUzhFFvTnaCU7V4WiMqXQL',
+  }
+  const docsActivity = (type: string, timestamp: string, eventType: string) => ({
+    type,
+    timestamp,
+    localTimestamp: '2022-10-28T10:19:39.4615413-07:00',
+    id: '1666977568748',
+    channelId: 'msteams',
+    serviceUrl: 'https://canary.botapi.skype.com/amer/',
+    from: person,
+    conversation,
+    recipient: { id: '28:0d469698-ab9d-479a-b0d8-758b6e6b1234', name: 'Testbot' },
+    entities: [
+      {
+        locale: 'en-US',
+        country: 'US',
+        platform: 'Web',
+        timezone: 'America/Los_Angeles',
+        type: 'clientInfo',
+      },
+    ],
+    channelData: { eventType, tenant: { id: '528dbe3f-15e0-4e37-84a1-00cc305847dd' } },
+    locale: 'en-US',
+    localTimezone: 'America/Los_Angeles',
+  })
+
+  it('undeleteMessage restores the message it names: kind undelete, under its message key', async () => {
+    const undelete = docsActivity(
+      'messageUpdate',
+      '2022-10-28T17:19:39.4615413Z',
+      'undeleteMessage',
+    )
+    const del = docsActivity('messageDelete', '2022-10-28T17:19:43.1612052Z', 'softDeleteMessage')
+    const restored = await classifyTeams(undelete, TEAMS_APP)
+    const deleted = await classifyTeams(del, TEAMS_APP)
+    expect(restored).toMatchObject({
+      action: 'forward',
+      draft: { kind: 'undelete', body: '', occurredAt: '2022-10-28T17:19:39.461Z' },
+    })
+    expect(deleted).toMatchObject({ action: 'forward', draft: { kind: 'delete' } })
+    const keyOf = (d: typeof restored) => (d.action === 'forward' ? d.draft : null)
+    expect(keyOf(restored)?.messageKey).toBe(keyOf(deleted)?.messageKey)
+    expect(keyOf(restored)?.deliveryKey).toMatch(/:1666977568748:undelete:[0-9a-f]{16}$/)
+  })
+
+  it('an Adaptive Card Action.Submit (value, no text) is a button press: a row of the card data', async () => {
+    const submit = {
+      value: { property: 'propertyValue' },
+      type: 'message',
+      timestamp: '2017-06-22T22:38:47.407Z',
+      id: 'f:5261769396935243054',
+      channelId: 'msteams',
+      serviceUrl: 'https://smba.trafficmanager.net/amer-client-ss.msg/',
+      from: { id: '29:102jd210jd010icsoaeclaejcoa9ue09u', name: 'John Smith' },
+      conversation: { id: '19:malejcou081i20ojmlcau0@thread.skype;messageid=1498171086622' },
+      recipient: { id: '28:76096e45-119f-4736-859c-6dfff54395f7', name: 'MyBot' },
+      channelData: {
+        channel: { id: '19:malejcou081i20ojmlcau0@thread.skype' },
+        team: { id: '19:12d021jdoijsaeoaue0u@thread.skype' },
+        tenant: { id: 'bec8e231-67ad-484e-87f4-3e5438390a77' },
+      },
+      replyToId: '1575667808184',
+    }
+    const press = await classifyTeams(submit, TEAMS_APP)
+    expect(press).toMatchObject({
+      action: 'forward',
+      draft: {
+        kind: 'message',
+        body: '{"property":"propertyValue"}',
+        messageKey: expect.stringMatching(/:f:5261769396935243054$/),
+        deliveryKey: expect.stringMatching(/:f%3A5261769396935243054$/),
+      },
+    })
+    // The same with nothing at all: no row, kept as unrecognized.
+    const { value: _v, ...empty } = submit
+    expect(await classifyTeams(empty, TEAMS_APP)).toEqual({
+      action: 'unrecognized',
+      reason: 'teams_message_empty',
+    })
+  })
+})
+
 describe('classifyTeams', () => {
   it('a message: delivery key {app}:{channelId}:{conversation tag}:{id}, message key the same, sender and time', async () => {
     const activity = teamsActivity({
@@ -117,25 +216,40 @@ describe('classifyTeams', () => {
     expect(edit.action === 'forward' && edit.key.id).toMatch(
       new RegExp(`^msteams:${C}:1700000000555:edit:[0-9a-f]{16}$`),
     )
-    expect(del.action === 'forward' && del.key.id).toBe(`msteams:${C}:${id}:delete`)
+    expect(del.action === 'forward' && del.key.id).toMatch(
+      new RegExp(`^msteams:${C}:${id}:delete:[0-9a-f]{16}$`),
+    )
+  })
+
+  it('conversationUpdate, typing, an invoke: documented non-message activities, answered with nothing kept', async () => {
+    for (const type of ['conversationUpdate', 'typing', 'messageReaction', 'installationUpdate']) {
+      expect(await classifyTeams(teamsActivity({ type }), TEAMS_APP)).toEqual({
+        action: 'ignore',
+        reason: `teams_type_${type}`,
+      })
+    }
+    expect(await classifyTeams(teamsActivity({ type: 'invoke' }), TEAMS_APP)).toEqual({
+      action: 'ignore',
+      reason: 'teams_invoke',
+    })
   })
 
   it.each([
-    [
-      'undeleteMessage (not an edit of the text)',
-      { type: 'messageUpdate', eventType: 'undeleteMessage' },
-      'teams_messageUpdate_undeleteMessage',
-    ],
-    ['conversationUpdate', { type: 'conversationUpdate' }, 'teams_type_conversationUpdate'],
     [
       'an edit without an id',
       { type: 'messageUpdate', eventType: 'editMessage', id: null },
       'teams_messageUpdate_without_id',
     ],
     ['no channelId', { channelId: '' }, 'teams_without_channel_id'],
-  ] as const)('%s is ignored', async (_name, fields, reason) => {
+    [
+      'a messageUpdate of an unknown eventType',
+      { type: 'messageUpdate', eventType: 'pinMessage' },
+      'teams_messageUpdate_pinMessage',
+    ],
+    ['an unknown activity type', { type: 'meetingNote' }, 'teams_type_meetingNote'],
+  ] as const)('%s is kept as unrecognized, never dropped', async (_name, fields, reason) => {
     expect(await classifyTeams(teamsActivity(fields), TEAMS_APP)).toEqual({
-      action: 'ignore',
+      action: 'unrecognized',
       reason,
     })
   })

@@ -479,17 +479,23 @@ describe('WeChat: what each push becomes', () => {
     expect(key(click)).not.toBe(key(subscribe))
   })
 
-  it('unknown message types are acknowledged and ignored under one reason (no vendor text in log lines); a message without a MsgId is invalid', async () => {
-    for (const type of ['miniprogrampage', 'x\n{"level":"fatal"}']) {
-      expect(await classify({ MsgType: type, MsgId: '6' })).toEqual({
-        action: 'ignore',
-        reason: 'wechat_type_not_supported',
-      })
-    }
-    await expect(classify({ MsgType: 'text', Content: 'x' })).rejects.toThrow(InvalidPayloadError)
-    await expect(classify({ MsgType: 'text', Content: 'x', MsgId: '1e5' })).rejects.toThrow(
-      InvalidPayloadError,
-    )
+  it('unknown message types are kept as unrecognized (the reason has no vendor text); a MsgId of any spelling is kept', async () => {
+    expect(await classify({ MsgType: 'miniprogrampage', MsgId: '6' })).toEqual({
+      action: 'unrecognized',
+      reason: 'wechat_type_miniprogrampage',
+    })
+    expect(await classify({ MsgType: 'x\n{"level":"fatal"}', MsgId: '6' })).toEqual({
+      action: 'unrecognized',
+      reason: 'wechat_type_other',
+    })
+    expect(await classify({ MsgType: 'text', Content: 'x' })).toEqual({
+      action: 'unrecognized',
+      reason: 'wechat_message_without_id',
+    })
+    expect(await classify({ MsgType: 'text', Content: 'x', MsgId: '1e5' })).toMatchObject({
+      action: 'forward',
+      draft: { messageKey: `${WECHAT_ACCOUNT}:1e5` },
+    })
   })
 })
 

@@ -27,8 +27,8 @@ import {
 const URL_ = 'https://gateway.test/webhooks/whatsapp-cloud'
 const items = (classified: Classified): readonly ChannelDelivery[] =>
   Array.isArray(classified) ? classified : [classified as ChannelDelivery]
-const one = (message: Record<string, unknown>, phoneNumberId = '1001') =>
-  items(classifyWhatsAppCloud(waBatch([{ phoneNumberId, messages: [message] }])))[0]
+const one = async (message: Record<string, unknown>, phoneNumberId = '1001') =>
+  items(await classifyWhatsAppCloud(waBatch([{ phoneNumberId, messages: [message] }])))[0]
 
 describe('X-Hub-Signature-256', () => {
   it.each(WA_VECTORS)('vector %s', async (_name, secret, body, expected) => {
@@ -36,7 +36,7 @@ describe('X-Hub-Signature-256', () => {
     expect(await whatsappSignature(secret, utf8(body))).toBe(expected)
   })
 
-  it("vector B's body is Meta's example, 499 bytes", () => {
+  it("vector B's body is Meta's example, 499 bytes", async () => {
     expect(utf8(META_TEXT_EXAMPLE).byteLength).toBe(499)
   })
 
@@ -105,7 +105,7 @@ describe('the GET handshake', () => {
   const query = (mode: string, token: string, challenge = '1158201444') =>
     new URLSearchParams({ 'hub.mode': mode, 'hub.verify_token': token, 'hub.challenge': challenge })
 
-  it('echoes the challenge for subscribe with a configured token, else refuses', () => {
+  it('echoes the challenge for subscribe with a configured token, else refuses', async () => {
     expect(verifyHandshake(query('subscribe', 'b'), ['a', 'b'])).toEqual({
       ok: true,
       challenge: '1158201444',
@@ -122,7 +122,7 @@ describe('the GET handshake', () => {
 describe('settings', () => {
   const base: Env = { ORIGIN_URL: 'http://127.0.0.1:8788', ORIGIN_SHARED_SECRET: 'o' }
 
-  it('needs an app secret and a verify token; by app, also the phone numbers', () => {
+  it('needs an app secret and a verify token; by app, also the phone numbers', async () => {
     expect(parseSettings(base)['whatsapp-cloud']).toEqual({
       ok: false,
       missing: ['WHATSAPP_APP_SECRET (or WHATSAPP_APP_SECRETS_BY_APP)', 'WHATSAPP_VERIFY_TOKEN'],
@@ -136,7 +136,7 @@ describe('settings', () => {
     expect(ready['whatsapp-cloud']).toMatchObject({ ok: true })
   })
 
-  it('warns about a bad phone number list in its own words (phone_number_ids, not secrets)', () => {
+  it('warns about a bad phone number list in its own words (phone_number_ids, not secrets)', async () => {
     const byApp = { ...base, WHATSAPP_APP_SECRETS_BY_APP: '111=s', WHATSAPP_VERIFY_TOKEN: 'v' }
     const s = parseSettings({ ...byApp, WHATSAPP_PHONE_NUMBERS_BY_APP: '1001,111=,111=x1|1002' })
     expect(s.warnings.filter((w) => w.startsWith('WHATSAPP_PHONE_NUMBERS_BY_APP'))).toEqual([
@@ -146,7 +146,7 @@ describe('settings', () => {
     ])
   })
 
-  it("its dedup TTL covers Meta's 7 days of retries, and its own variable overrides it", () => {
+  it("its dedup TTL covers Meta's 7 days of retries, and its own variable overrides it", async () => {
     expect(parseSettings(base).dedupTtlByChannel['whatsapp-cloud']).toBe(8 * 86_400)
     expect(whatsappCloud.dedupTtl.horizonSeconds).toBeGreaterThan(7 * 86_400)
     const own = parseSettings({ ...base, DEDUP_TTL_SECONDS_WHATSAPP_CLOUD: '3600' } as Env)
@@ -156,8 +156,8 @@ describe('settings', () => {
 })
 
 describe('classify', () => {
-  it("Meta's text example: keys scoped by the phone number id, the profile name, the time", () => {
-    expect(items(classifyWhatsAppCloud(JSON.parse(META_TEXT_EXAMPLE)))).toEqual([
+  it("Meta's text example: keys scoped by the phone number id, the profile name, the time", async () => {
+    expect(items(await classifyWhatsAppCloud(JSON.parse(META_TEXT_EXAMPLE)))).toEqual([
       {
         action: 'forward',
         key: {
@@ -181,12 +181,12 @@ describe('classify', () => {
     ])
   })
 
-  it('a batch: 3 messages on 2 numbers are 3 deliveries, each with its own keys', () => {
+  it('a batch: 3 messages on 2 numbers are 3 deliveries, each with its own keys', async () => {
     const batch = waBatch([
       { phoneNumberId: '1001', messages: [waText('wamid.A', 'a'), waText('wamid.B', 'b')] },
       { phoneNumberId: '2002', messages: [waText('wamid.A', 'same wamid, other number')] },
     ])
-    const keys = items(classifyWhatsAppCloud(batch)).map((d) =>
+    const keys = items(await classifyWhatsAppCloud(batch)).map((d) =>
       d.action === 'forward' ? d.draft.deliveryKey : d.action,
     )
     expect(keys).toEqual([
@@ -196,8 +196,8 @@ describe('classify', () => {
     ])
   })
 
-  it("Meta's image example: the caption is the body, the media an attachment", () => {
-    expect(one(META_IMAGE_MESSAGE)).toMatchObject({
+  it("Meta's image example: the caption is the body, the media an attachment", async () => {
+    expect(await one(META_IMAGE_MESSAGE)).toMatchObject({
       draft: {
         body: 'Taj Mahal',
         attachments: [
@@ -235,15 +235,21 @@ describe('classify', () => {
       { id: 'm5', mime_type: 'image/webp', animated: false },
       { kind: 'sticker', mimeType: 'image/webp' },
     ],
-  ])('%s media becomes an attachment', (type, part, attachment) => {
-    const delivery = one({ from: '1', id: `wamid.${type}`, timestamp: '1', type, [type]: part })
+  ])('%s media becomes an attachment', async (type, part, attachment) => {
+    const delivery = await one({
+      from: '1',
+      id: `wamid.${type}`,
+      timestamp: '1',
+      type,
+      [type]: part,
+    })
     expect(delivery).toMatchObject({ action: 'forward', draft: { attachments: [attachment] } })
   })
 
-  it('location and contacts are structured content', () => {
+  it('location and contacts are structured content', async () => {
     const location = { latitude: 48.85, longitude: 2.35, name: 'Paris', address: 'FR' }
     expect(
-      one({ from: '1', id: 'wamid.L', timestamp: '1', type: 'location', location }),
+      await one({ from: '1', id: 'wamid.L', timestamp: '1', type: 'location', location }),
     ).toMatchObject({
       draft: { body: '', attachments: [{ kind: 'location', content: location }] },
     })
@@ -251,13 +257,13 @@ describe('classify', () => {
       { name: { formatted_name: 'Ada' }, phones: [{ phone: '+1555', wa_id: '1555' }] },
     ]
     expect(
-      one({ from: '1', id: 'wamid.C', timestamp: '1', type: 'contacts', contacts }),
+      await one({ from: '1', id: 'wamid.C', timestamp: '1', type: 'contacts', contacts }),
     ).toMatchObject({
       draft: { attachments: [{ kind: 'contacts', content: { contacts } }] },
     })
   })
 
-  it('button and interactive replies are their text; reactions and unsupported are acknowledged', () => {
+  it('button and interactive replies are their text; reactions and unsupported are acknowledged', async () => {
     const m = (type: string, part: unknown) => ({
       from: '1',
       id: `wamid.${type}`,
@@ -265,24 +271,24 @@ describe('classify', () => {
       type,
       [type]: part,
     })
-    expect(one(m('button', { text: 'Yes', payload: 'y' }))).toMatchObject({
+    expect(await one(m('button', { text: 'Yes', payload: 'y' }))).toMatchObject({
       draft: { body: 'Yes' },
     })
     expect(
-      one(m('interactive', { type: 'list_reply', list_reply: { id: '1', title: 'Two' } })),
+      await one(m('interactive', { type: 'list_reply', list_reply: { id: '1', title: 'Two' } })),
     ).toMatchObject({ draft: { body: 'Two' } })
-    expect(one(m('reaction', { message_id: 'wamid.x', emoji: '👍' }))).toEqual({
+    expect(await one(m('reaction', { message_id: 'wamid.x', emoji: '👍' }))).toEqual({
       action: 'ignore',
       reason: 'wa_type_reaction',
     })
-    expect(one(m('unsupported', { type: 'poll' }))).toEqual({
+    expect(await one(m('unsupported', { type: 'poll' }))).toEqual({
       action: 'ignore',
       reason: 'wa_type_unsupported',
     })
   })
 
-  it('edit and revoke (Coexistence) change the original message key', () => {
-    const edit = one({
+  it('edit and revoke (Coexistence) change the original message key', async () => {
+    const edit = await one({
       from: '1',
       id: 'wamid.E',
       timestamp: '2',
@@ -293,7 +299,7 @@ describe('classify', () => {
       key: { id: 'wamid.E' },
       draft: { kind: 'edit', messageKey: '1001:wamid.O', body: 'fixed' },
     })
-    const revoke = one({
+    const revoke = await one({
       from: '1',
       id: 'wamid.R',
       timestamp: '3',
@@ -303,7 +309,7 @@ describe('classify', () => {
     expect(revoke).toMatchObject({ draft: { kind: 'delete', messageKey: '1001:wamid.O' } })
   })
 
-  it('statuses are recorded in their own namespace, hashed by the status itself', () => {
+  it('statuses are recorded in their own namespace, hashed by the status itself', async () => {
     const failed = {
       id: 'wamid.S',
       status: 'failed',
@@ -312,7 +318,7 @@ describe('classify', () => {
       errors: [{ code: 131049 }],
     }
     const batch = waBatch([{ phoneNumberId: '1001', statuses: [META_SENT_STATUS, failed] }])
-    expect(items(classifyWhatsAppCloud(batch))).toEqual([
+    expect(items(await classifyWhatsAppCloud(batch))).toEqual([
       {
         action: 'record',
         key: { namespace: 'wa-cloud-status', scope: '1001', id: `${META_SENT_STATUS.id}:sent` },
@@ -326,7 +332,7 @@ describe('classify', () => {
     ])
   })
 
-  it('no `from` (a username user): the sender is the business-scoped user id, as Meta sends it', () => {
+  it('no `from` (a username user): the sender is the business-scoped user id, as Meta sends it', async () => {
     const body = {
       object: 'whatsapp_business_account',
       entry: [
@@ -361,7 +367,7 @@ describe('classify', () => {
         },
       ],
     }
-    expect(items(classifyWhatsAppCloud(body))[0]).toMatchObject({
+    expect(items(await classifyWhatsAppCloud(body))[0]).toMatchObject({
       action: 'forward',
       draft: {
         messageKey: '1001:wamid.B1',
@@ -371,8 +377,9 @@ describe('classify', () => {
     })
     // With both, the phone number: the id the customer's earlier messages were filed under.
     const both = { ...waText('wamid.B2', 'hi'), from_user_id: 'US.13491208655302741918' }
-    expect(one(both)).toMatchObject({ draft: { sender: { externalId: '16505551234' } } })
-    // Neither a phone number nor a BSUID of Meta's shape: nobody to file it under.
+    expect(await one(both)).toMatchObject({ draft: { sender: { externalId: '16505551234' } } })
+    // Neither a phone number nor a BSUID of Meta's shape: nobody to file it under, so it is kept
+    // whole (its own envelope, to classify again), never dropped.
     for (const from_user_id of [
       undefined,
       '16505551234',
@@ -380,44 +387,91 @@ describe('classify', () => {
       `US.${'1'.repeat(200)}`,
     ]) {
       const message = { ...waText('wamid.B3', 'x'), from: undefined, from_user_id }
-      expect(one(message)).toEqual({ action: 'ignore', reason: 'wa_message_without_sender' })
+      expect(await one(message)).toMatchObject({
+        action: 'unrecognized',
+        reason: 'wa_message_without_sender',
+      })
     }
   })
 
-  it('what cannot be keyed is acknowledged, not guessed at; other objects and fields are ignored', () => {
+  it('a wamid of any spelling is kept (one key part); another object is kept; account notices are ignored', async () => {
     expect(
-      one({
+      await one({
         from: '1',
         id: 'wamid:with:colons',
         timestamp: '1',
         type: 'text',
         text: { body: 'x' },
       }),
-    ).toEqual({ action: 'ignore', reason: 'wa_message_without_id' })
-    expect(classifyWhatsAppCloud({ object: 'page', entry: [] })).toMatchObject({ action: 'ignore' })
-    expect(classifyWhatsAppCloud(waBatch([]))).toEqual({
+    ).toMatchObject({
+      action: 'forward',
+      key: { id: 'wamid%3Awith%3Acolons' },
+      draft: { messageKey: '1001:wamid:with:colons' },
+    })
+    expect(await classifyWhatsAppCloud({ object: 'page', entry: [] })).toEqual({
+      action: 'unrecognized',
+      reason: 'wa_not_whatsapp_business_account',
+    })
+    expect(await classifyWhatsAppCloud(waBatch([]))).toEqual({
       action: 'ignore',
       reason: 'wa_no_messages',
     })
+    const notice = {
+      object: 'whatsapp_business_account',
+      entry: [{ id: '1', changes: [{ field: 'account_update', value: {} }] }],
+    }
+    expect(await classifyWhatsAppCloud(notice)).toEqual([
+      { action: 'ignore', reason: 'wa_field_account_update' },
+    ])
+  })
+
+  it('a message type or change field this code does not know is kept whole, in an envelope of its own', async () => {
+    const order = {
+      from: '1',
+      id: 'wamid.O1',
+      timestamp: '1',
+      type: 'order',
+      order: { catalog_id: '9', product_items: [] },
+    }
+    const [kept] = items(
+      await classifyWhatsAppCloud(
+        waBatch([{ phoneNumberId: '1001', messages: [order, waText('wamid.T1', 'hi')] }]),
+      ),
+    )
+    expect(kept).toMatchObject({ action: 'unrecognized', reason: 'wa_type_order' })
+    const envelope = JSON.parse((kept as { payload: string }).payload)
+    expect(envelope.entry[0].changes[0].value.messages).toEqual([order])
+    // Classified again, the envelope is the same one message.
+    expect(items(await classifyWhatsAppCloud(envelope))).toMatchObject([
+      { action: 'unrecognized', reason: 'wa_type_order' },
+    ])
+    const history = {
+      object: 'whatsapp_business_account',
+      entry: [{ id: '1', changes: [{ field: 'history', value: {} }] }],
+    }
+    // Coexistence's history sync carries past messages: not on the list, so kept.
+    expect(await classifyWhatsAppCloud(history)).toMatchObject([
+      { action: 'unrecognized', reason: 'wa_field_history' },
+    ])
   })
 })
 
 describe('the batch bound', () => {
-  it(`over ${MAX_BATCH_ITEMS} keyed items is no Meta batch (400); ignored changes do not count`, () => {
+  it(`over ${MAX_BATCH_ITEMS} keyed items is no Meta batch (400); ignored changes do not count`, async () => {
     const messages = (n: number) =>
       Array.from({ length: n }, (_, i) => waText(`wamid.bound${i}`, `m${i}`))
-    const full = classifyWhatsAppCloud(
+    const full = await classifyWhatsAppCloud(
       waBatch([{ phoneNumberId: '1001', messages: messages(MAX_BATCH_ITEMS) }]),
     )
     expect(items(full)).toHaveLength(MAX_BATCH_ITEMS)
     const over = waBatch([{ phoneNumberId: '1001', messages: messages(MAX_BATCH_ITEMS + 1) }])
-    expect(() => classifyWhatsAppCloud(over)).toThrow('whatsapp batch too large')
+    await expect(classifyWhatsAppCloud(over)).rejects.toThrow('whatsapp batch too large')
     // A batch of one message and many changes of other fields: one keyed item, not refused.
     const other = { field: 'account_update', value: {} }
     const noisy = waBatch([{ phoneNumberId: '1001', messages: messages(1) }])
     const entry = (noisy.entry as Array<{ changes: unknown[] }>)[0]
     entry?.changes.push(...Array.from({ length: MAX_BATCH_ITEMS + 5 }, () => other))
-    const kept = items(classifyWhatsAppCloud(noisy)).filter((i) => i.action !== 'ignore')
+    const kept = items(await classifyWhatsAppCloud(noisy)).filter((i) => i.action !== 'ignore')
     expect(kept).toHaveLength(1)
   })
 })

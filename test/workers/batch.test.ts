@@ -31,7 +31,9 @@ function setup(overrides: Partial<Env> = {}) {
 const tenant = `T${randomId()}`
 
 const keyOf = (delivery: ChannelDelivery): string =>
-  delivery.action === 'ignore' ? '' : formatDeliveryKey(delivery.key)
+  delivery.action === 'ignore' || delivery.action === 'unrecognized'
+    ? ''
+    : formatDeliveryKey(delivery.key)
 
 /** One message of a batch: its own delivery key and message key. */
 function item(id: string, draft: Partial<InboundEventDraft> = {}): ChannelDelivery {

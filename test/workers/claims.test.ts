@@ -247,11 +247,11 @@ describe('Slack', () => {
     expect(rows).toBe(1)
   })
 
-  it('records an interaction under its trigger_id and acknowledges it', async () => {
+  it("records an interaction of the app's own UI (a shortcut) under its trigger_id and acknowledges it", async () => {
     const h = harness()
     const triggerId = `398738663015.${randomId()}`
     const payload = {
-      type: 'block_actions',
+      type: 'shortcut',
       api_app_id: 'A1',
       trigger_id: triggerId,
       user: { id: 'U1' },

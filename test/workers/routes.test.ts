@@ -17,6 +17,7 @@ import {
 } from '../../local/vendor-deliveries'
 import * as media from '../unit/media-payloads'
 import { GATEWAY, harness, WEBHOOKS } from './support/harness'
+import { withQueues } from './support/queues'
 
 const { slack: slackUrl, twilio: twilioUrl, telegram: telegramUrl } = WEBHOOKS
 
@@ -167,7 +168,6 @@ describe('routes', () => {
   it.each([
     ['slack', () => slackRequest(slackUrl, '{"type":"event_callback",')],
     ['telegram', async () => telegramRequest(telegramUrl, '{"update_id": 1, "message": ')],
-    ['twilio (form without AccountSid)', () => twilioRequest(twilioUrl, [['Body', 'hi']])],
   ])(
     'answers 400 to an unparseable %s body after a valid signature; nothing claimed',
     async (_name, makeRequest) => {
@@ -209,16 +209,32 @@ describe('routes', () => {
     expect((await h.deliver(direct)).status).toBe(401)
   })
 
-  it('acknowledges ignored deliveries (bot echoes, other updates) with 200 and no claim', async () => {
+  it('acknowledges documented non-message deliveries (bot echoes, member updates) with 200 and no claim', async () => {
     const h = harness()
     const bot = {
       ...slackMessageEvent(),
       event: { type: 'message', channel: 'C1', bot_id: 'B1', ts: '1.1', text: 'x' },
     }
     expect((await h.deliver(await slackRequest(slackUrl, bot))).status).toBe(200)
-    const callback = { update_id: 77, callback_query: { id: 'q', from: { id: 1 }, data: 'x' } }
-    expect((await h.deliver(telegramRequest(telegramUrl, callback))).status).toBe(200)
+    const member = { update_id: 77, my_chat_member: { chat: { id: 1 }, from: { id: 1 }, date: 1 } }
+    expect((await h.deliver(telegramRequest(telegramUrl, member))).status).toBe(200)
     expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
+    expect((await h.originCalls()).calls).toHaveLength(0)
+  })
+
+  it('a verified body its channel cannot place is kept as a dead letter, never answered "ignored"', async () => {
+    const { h, dead } = withQueues()
+    const twilio = await h.deliver(await twilioRequest(twilioUrl, [['Body', 'hi']]))
+    const telegram = await h.deliver(
+      telegramRequest(telegramUrl, { update_id: 78, guest_message: { text: 'hello' } }),
+    )
+    expect([twilio.status, telegram.status]).toEqual([200, 200])
+    expect(telegram.headers.get('x-dedup-decision')).toBe('unrecognized')
+    expect(dead.sent.map((m) => (m.event as { reason: string }).reason)).toEqual([
+      'twilio_without_sid',
+      'telegram_update_other',
+    ])
+    expect(dead.sent[1]?.dead.error).toBe('unrecognized_event: telegram_update_other')
     expect((await h.originCalls()).calls).toHaveLength(0)
   })
 })

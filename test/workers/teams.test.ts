@@ -311,7 +311,9 @@ describe('Teams: edits and deletes', () => {
       [
         'delete',
         `${TEAMS_APP}:msteams:${C}:${id}`,
-        `dedup:teams:${TEAMS_APP}:msteams:${C}:${id}:delete`,
+        expect.stringMatching(
+          new RegExp(`^dedup:teams:${TEAMS_APP}:msteams:${C}:${id}:delete:[0-9a-f]{16}$`),
+        ),
       ],
     ])
   })

@@ -6,8 +6,14 @@
  * Keys (docs/keys.md's key table):
  * - delivery: `line:{destination}:{webhookEventId}` (a ULID, one per event);
  * - message: `{destination}:{message.id}`, so a redelivery under another webhookEventId, or a
- *   standby copy of the same message, is still one row; `unsend` deletes under the key of the
- *   message it names.
+ *   standby copy of the same message, is still one row; `unsend` deletes and `messageEdited`
+ *   edits under the key of the message it names; a `postback` (a button press, no message id) is
+ *   a row of its own, `{destination}:postback:{webhookEventId}` (press.ts).
+ * - sender: `source.userId`, else the group or room (`group:{id}`, `room:{id}`): LINE sends a
+ *   userId only from its iOS and Android apps.
+ * Ids are kept whatever their spelling (untrusted.ts `vendorId`), written into delivery keys by
+ * contract/delivery-key.ts `keyPart`. The event types LINE documents as no message are
+ * {@link LINE_IGNORED}; any other is kept as unrecognized (worker/unrecognized.ts).
  * LINE does not say how long it redelivers (its redelivery is opt-in, per channel): the Redis claim
  * keeps the global TTL, and Postgres's message key holds beyond it.
  * @module
@@ -15,6 +21,7 @@
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
 import { type Bytes, equalsAny, hmac, toBase64 } from '../../contract/crypto'
+import { keyPart } from '../../contract/delivery-key'
 import type { Attachment, EventKind } from '../../contract/event'
 import { LIMITS } from '../../contract/event'
 import type { StringEnv } from '../../contract/settings'
@@ -23,10 +30,12 @@ import { InvalidPayloadError } from '../errors'
 import { logLine } from '../log'
 import type { TenantSecrets, TenantVerdict } from '../tenants'
 import { matchingTenant, sharedSecretRow, tenantSecrets, tenantSecretsRow } from '../tenants'
+import { lineContent } from './line-content'
+import { pressBody } from './press'
 import { plainReplies } from './replies'
 import type { ChannelDelivery, Classified, RequestParts, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, isoFromUnixSeconds, list, obj, parseJsonObject, str } from './untrusted'
+import { isoFromUnixSeconds, list, obj, parseJsonObject, str, vendorId } from './untrusted'
 
 export interface LineConfig {
   /** Shared (LINE_CHANNEL_SECRET: any bot), or by bot user id (LINE_CHANNEL_SECRETS_BY_DESTINATION). */
@@ -45,6 +54,30 @@ const [CHANNEL_SECRET, SECRETS_BY_DESTINATION, DEDUP_TTL] = LINE_VARIABLES
 export const LINE_SIGNATURE_HEADER = 'x-line-signature'
 
 /**
+ * The event types LINE documents that carry no message (the SDKs' webhook models): answered "ok",
+ * nothing kept. Any other type is kept as an unrecognized event.
+ */
+export const LINE_IGNORED: Readonly<Record<string, string>> = {
+  line_no_events: "the console's Verify, or a POST without events",
+  line_type_follow: 'a user added the bot as a friend (or unblocked it)',
+  line_type_unfollow: 'a user blocked the bot',
+  line_type_join: 'the bot joined a group or room',
+  line_type_leave: 'the bot was removed from a group or room',
+  line_type_memberJoined: 'users joined a group or room the bot is in',
+  line_type_memberLeft: 'users left a group or room the bot is in',
+  line_type_beacon: "a user came into a LINE Beacon's range",
+  line_type_accountLink: 'a user linked their LINE account to the provider’s service',
+  line_type_videoPlayComplete: 'a user finished watching a video the bot sent',
+  line_type_membership: "a change of a user's membership (subscription)",
+  line_type_activated: 'a module channel was activated',
+  line_type_deactivated: 'a module channel was deactivated',
+  line_type_botSuspended: 'a module channel was suspended',
+  line_type_botResumed: 'a module channel was resumed',
+  line_type_delivery: 'a LINE notification message (PNP) was delivered',
+  line_type_module: 'a module channel notice',
+}
+
+/**
  * LINE documents neither a response timeout nor a largest body: the budget is Meta's (the
  * shortest of the batched vendors), and a POST may carry many events, so the body bound is 1 MiB.
  */
@@ -61,6 +94,7 @@ export const line: WebhookChannel<'line', LineConfig, Json, typeof LINE_VARIABLE
   verify: (parts, config) => verifyLine(parts, config.channelSecrets),
   parse: (parts) => parseJsonObject(parts.body.text, 'line body'),
   classify: (payload) => classifyLine(payload),
+  ignored: LINE_IGNORED,
   replies: plainReplies,
 }
 
@@ -101,32 +135,47 @@ export async function verifyLine(
 export const MAX_LINE_EVENTS = 1_000
 
 /** Every event of the POST, each its own delivery. */
-export function classifyLine(body: Json): Classified {
+export async function classifyLine(body: Json): Promise<Classified> {
   const events = list(body.events)
   if (events.length === 0) return { action: 'ignore', reason: 'line_no_events' }
   if (events.length > MAX_LINE_EVENTS) throw new InvalidPayloadError('line batch too large')
-  const destination = str(body.destination)
-  // Unkeyable (LINE always sends it): acknowledged and logged, never guessed at.
-  if (destination === null || !USER_ID.test(destination)) {
-    return { action: 'ignore', reason: 'line_without_destination' }
-  }
-  return events.map((event) => eventDelivery(destination, obj(event)))
+  const destination = vendorId(body.destination, 256)
+  // Unkeyable (LINE always sends it): kept whole, never guessed at.
+  if (destination === null) return { action: 'unrecognized', reason: 'line_without_destination' }
+  const bot = { destination, tenant: await keyPart(destination) }
+  return Promise.all(events.map((event) => eventDelivery(bot, obj(event))))
 }
 
-/** LINE's message ids are decimal numbers. */
-const MESSAGE_ID = /^\d{1,32}$/
-const isMessageId = (id: string | null): id is string => id !== null && MESSAGE_ID.test(id)
+/** The bot of a POST: its `destination`, and how its keys and rows name it. */
+interface Bot {
+  destination: string
+  /** The destination as one key part (a bot user id, `U` and 32 hex digits, as it is). */
+  tenant: string
+}
 
-function eventDelivery(destination: string, event: Json | null): ChannelDelivery {
-  const eventId = str(event?.webhookEventId)
-  if (!event || !isKeyPart(eventId)) return { action: 'ignore', reason: 'line_event_without_id' }
-  const key = { namespace: 'line', scope: destination, id: eventId }
+async function eventDelivery(bot: Bot, event: Json | null): Promise<ChannelDelivery> {
+  const kept = (reason: string): ChannelDelivery => ({
+    action: 'unrecognized',
+    reason,
+    payload: JSON.stringify({ destination: bot.destination, events: [event] }),
+  })
+  if (!event) return kept('line_event_not_an_object')
+  const eventId = vendorId(event.webhookEventId)
+  if (eventId === null) return kept('line_event_without_id')
   const type = str(event.type) ?? 'none'
-  const what = whatItIs(type, event)
-  if ('ignore' in what) return { action: 'ignore', reason: what.ignore }
-  const userId = str(obj(event.source)?.userId)
-  if (userId === null || !USER_ID.test(userId)) {
-    return { action: 'ignore', reason: 'line_message_without_sender' }
+  const what = whatItIs(type, event, eventId)
+  if ('ignore' in what) {
+    const reason = `line_type_${type.slice(0, 32)}`
+    return Object.hasOwn(LINE_IGNORED, reason) ? { action: 'ignore', reason } : kept(reason)
+  }
+  if ('unrecognized' in what) return kept(what.unrecognized)
+  const sender = senderOf(obj(event.source))
+  if (sender === null) return kept('line_event_without_sender')
+  const key = {
+    namespace: 'line',
+    scope: bot.destination,
+    ...(bot.tenant === bot.destination ? {} : { scopeTag: bot.tenant }),
+    id: await keyPart(eventId),
   }
   if (obj(event.deliveryContext)?.isRedelivery === true) {
     // LINE's redelivery after our earlier failure: worth seeing next to the decision line.
@@ -139,10 +188,10 @@ function eventDelivery(destination: string, event: Json | null): ChannelDelivery
     draft: {
       kind: what.kind,
       channel: 'line',
-      tenant: destination,
+      tenant: bot.tenant,
       deliveryKey: formatDeliveryKey(key),
-      messageKey: `${destination}:${what.messageId}`,
-      sender: { externalId: userId },
+      messageKey: `${bot.tenant}:${what.messageId}`,
+      sender: { externalId: sender },
       body: what.body.slice(0, LIMITS.body),
       occurredAt: isoFromMillis(event.timestamp) ?? new Date().toISOString(),
       ...(attachments ? { attachments } : {}),
@@ -150,70 +199,58 @@ function eventDelivery(destination: string, event: Json | null): ChannelDelivery
   }
 }
 
+/**
+ * Who sent it: the user (`source.userId`), else, for a group or room message from a client that
+ * sends no userId (LINE includes it only for LINE for iOS and Android), the group or room itself,
+ * `group:{groupId}` / `room:{roomId}`: the sender unknown, the row in that group's conversation.
+ */
+function senderOf(source: Json | null): string | null {
+  const user = vendorId(source?.userId)
+  if (user !== null) return user
+  const group = vendorId(source?.groupId)
+  if (source?.type === 'group' && group !== null) return `group:${group}`
+  const room = vendorId(source?.roomId)
+  if (source?.type === 'room' && room !== null) return `room:${room}`
+  return null
+}
+
 const isoFromMillis = (value: unknown) =>
   typeof value === 'number' ? isoFromUnixSeconds(value / 1000) : null
 
-/** What an event is: a message, the delete of one, or why it is not one we store. */
+/**
+ * What an event is: a message, an edit or the delete of one, a button press; an event LINE
+ * documents as no message (`ignore`: checked against {@link LINE_IGNORED}); or content this code
+ * cannot place.
+ */
 type What =
   | { kind: EventKind; messageId: string; body: string; attachments: Attachment[] }
-  | { ignore: string }
+  | { ignore: true }
+  | { unrecognized: string }
 
-function whatItIs(type: string, event: Json): What {
-  const name = (prefix: string, value: string) =>
-    `${prefix}_${isKeyPart(value) ? value.slice(0, 32) : 'other'}`
+function whatItIs(type: string, event: Json, eventId: string): What {
   if (type === 'unsend') {
-    const messageId = str(obj(event.unsend)?.messageId)
-    if (!isMessageId(messageId)) return { ignore: 'line_message_without_id' }
+    const messageId = vendorId(obj(event.unsend)?.messageId)
+    if (messageId === null) return { unrecognized: 'line_unsend_without_id' }
     return { kind: 'delete', messageId, body: '', attachments: [] }
   }
-  // follow, join, postback, beacon, memberJoined, ...: acknowledged, not stored.
-  if (type !== 'message') return { ignore: name('line_type', type) }
+  if (type === 'postback') {
+    const postback = obj(event.postback)
+    const picked = Object.values(obj(postback?.params) ?? {}).filter(
+      (value): value is string => typeof value === 'string',
+    )
+    const body = pressBody(undefined, postback?.data, picked)
+    if (body === '') return { unrecognized: 'line_postback_empty' }
+    // A postback has no message id: the event is the press.
+    return { kind: 'message', messageId: `postback:${eventId}`, body, attachments: [] }
+  }
+  if (type !== 'message' && type !== 'messageEdited') return { ignore: true }
   const message = obj(event.message)
-  const messageId = str(message?.id)
-  if (!message || !isMessageId(messageId)) return { ignore: 'line_message_without_id' }
-  const content = contentOf(message, messageId)
-  if (!content) return { ignore: name('line_message_type', str(message.type) ?? 'none') }
-  return { kind: 'message', messageId, ...content }
-}
-
-const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
-const MEDIA = new Set(['image', 'video', 'audio', 'file'])
-
-/**
- * A message's text and attachments, by its type (the webhook OpenAPI's MessageContent). LINE
- * serves a media message's content by the message id (GET /v2/bot/message/{id}/content, with the
- * channel's token): that is its `mediaId`; `external` content has its own URL too.
- */
-function contentOf(message: Json, id: string): { body: string; attachments: Attachment[] } | null {
-  const type = str(message.type)
-  if (type === 'text') return { body: text(message.text) ?? '', attachments: [] }
-  if (type !== null && MEDIA.has(type)) {
-    const provider = obj(message.contentProvider)
-    const { fileName, fileSize, duration, imageSet } = message
-    const media: Attachment = {
-      kind: type as Attachment['kind'],
-      mediaId: id,
-      url: provider?.type === 'external' ? text(provider.originalContentUrl) : undefined,
-      fileName: text(fileName),
-      size: typeof fileSize === 'number' ? fileSize : undefined,
-      content: { ...(obj(imageSet) ? { imageSet } : {}), ...(duration ? { duration } : {}) },
-    }
-    return { body: '', attachments: [media] }
-  }
-  if (type === 'location') {
-    const { title, address, latitude, longitude } = message
-    const content = { title, address, latitude, longitude }
-    return { body: '', attachments: [{ kind: 'location', content }] }
-  }
-  if (type === 'sticker') {
-    const { packageId, stickerResourceType, keywords } = message
-    const sticker: Attachment = {
-      kind: 'sticker',
-      mediaId: text(message.stickerId),
-      content: { packageId, stickerResourceType, keywords },
-    }
-    // A message sticker carries the text the user typed on it.
-    return { body: text(message.text) ?? '', attachments: [sticker] }
-  }
-  return null
+  const messageId = vendorId(message?.id)
+  if (!message || messageId === null) return { unrecognized: `line_${type}_without_id` }
+  const content = lineContent(message, messageId)
+  if (!content)
+    return { unrecognized: `line_message_type_${str(message.type)?.slice(0, 32) ?? 'none'}` }
+  // "The event with the largest timestamp represents the latest edit state": an edit of the
+  // message it names, ordered by its time like every channel's edits.
+  return { kind: type === 'messageEdited' ? 'edit' : 'message', messageId, ...content }
 }

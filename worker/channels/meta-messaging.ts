@@ -11,19 +11,23 @@
  * tenant): a message `{ns}:{account}:{mid}`, stored under `{account}:{mid}`, so its `standby` copy
  * and Meta's retries are one row; an edit `{ns}-edit:{account}:{mid}:{num_edit}` and a delete
  * (Instagram's `is_deleted`) `{ns}-delete:{account}:{mid}`, both under the message's key; reads,
- * deliveries and reactions recorded under `{ns}-status:…`, never rows. The Page's own messages
- * (`is_echo`) are no inbound message.
+ * deliveries and reactions recorded under `{ns}-status:…`, never rows; a postback (a button
+ * press) a row of its own under its `mid`. One event: meta-events.ts. The Page's own messages and
+ * edits are no inbound message; what Meta documents as no message is this channel's `ignored`.
  * @module
  */
 import { channelTtlSetting } from '../../claims'
-import { boundAttachments } from '../../contract/attachments'
-import type { Attachment, InboundEventDraft } from '../../contract/event'
-import { LIMITS } from '../../contract/event'
+import { keyPart } from '../../contract/delivery-key'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
 import { sharedSecretRow, tenantSecretsRow } from '../tenants'
 import {
-  isMetaId,
+  eventDelivery,
+  type META_NON_MESSAGE_FIELDS,
+  type MetaMessagingChannel,
+  Scope,
+} from './meta-events'
+import {
   META_MAX_BODY_BYTES,
   type MetaAppConfig,
   metaAppConfig,
@@ -31,205 +35,71 @@ import {
   verifyMetaSignature,
 } from './meta-webhook'
 import { plainReplies } from './replies'
-import type { ChannelDelivery, Classified, DeliveryKey, WebhookChannel } from './types'
-import { formatDeliveryKey } from './types'
-import { isKeyPart, isoFromUnixSeconds, list, obj, parseJsonObject, str } from './untrusted'
+import type { ChannelDelivery, Classified, WebhookChannel } from './types'
+import { list, obj, parseJsonObject, vendorId } from './untrusted'
+
+export type { MetaMessagingChannel } from './meta-events'
 
 type Json = Record<string, unknown>
-
-/** What tells the channels sharing this parser apart. */
-export interface MetaMessagingChannel {
-  /** The body's `object`: `page` (Messenger), `instagram`. */
-  object: string
-  /** The event channel of its rows. */
-  channel: string
-  /** Its Redis key namespace, and the prefix of its `ignore` reasons. */
-  namespace: string
-}
 
 /** Meta batches at most 1,000 updates in one POST. */
 export const MAX_MESSAGING_ITEMS = 1_000
 
+/**
+ * What Meta documents as no message, by `ignore` reason (`{namespace}_…`): answered "ok", nothing
+ * kept. Reads, deliveries and reactions are recorded instead (never rows); anything else is kept.
+ */
+function ignoredOf(ns: string): Record<string, string> {
+  const fields: Record<(typeof META_NON_MESSAGE_FIELDS)[number], string> = {
+    optin: 'a person opted in (a plugin, a notification request, a marketing opt-in)',
+    referral: 'a person came into an existing thread through a link, an ad or a plugin',
+    account_linking: 'a person linked or unlinked their account',
+    pass_thread_control: 'the handover protocol passed the thread to an app',
+    take_thread_control: 'the handover protocol took the thread from an app',
+    request_thread_control: 'an app asked for the thread (handover protocol)',
+    app_roles: "the Page's apps' roles changed (handover protocol)",
+    policy_enforcement: 'Meta warned, blocked or unblocked the app',
+    game_play: 'a person played a round of an Instant Game',
+  }
+  return {
+    [`${ns}_no_events`]: 'a POST without messaging events',
+    [`${ns}_echo`]: "the Page's or account's own message (its echo): no customer's",
+    [`${ns}_echo_edit`]: "the Page's or account's own message edited",
+    [`${ns}_message_unsupported`]: 'a message of a media type Meta does not carry (is_unsupported)',
+    ...Object.fromEntries(Object.entries(fields).map(([field, what]) => [`${ns}_${field}`, what])),
+  }
+}
+
 /** Every messaging event (and standby copy) of every entry, each its own delivery. */
-export function classifyMetaMessaging(body: Json, channel: MetaMessagingChannel): Classified {
+export async function classifyMetaMessaging(
+  body: Json,
+  channel: MetaMessagingChannel,
+): Promise<Classified> {
   const ns = channel.namespace
-  if (body.object !== channel.object) return { action: 'ignore', reason: `${ns}_other_object` }
-  const items = list(body.entry).flatMap((entry) => entryDeliveries(obj(entry), channel))
+  if (body.object !== channel.object)
+    return { action: 'unrecognized', reason: `${ns}_other_object` }
+  const perEntry = await Promise.all(
+    list(body.entry).map((entry) => entryDeliveries(obj(entry), channel)),
+  )
+  const items = perEntry.flat()
   const keyed = items.filter((item) => item.action !== 'ignore').length
   if (keyed > MAX_MESSAGING_ITEMS) throw new InvalidPayloadError(`${ns} batch too large`)
   return items.length > 0 ? items : { action: 'ignore', reason: `${ns}_no_events` }
 }
 
-function entryDeliveries(entry: Json | null, channel: MetaMessagingChannel): ChannelDelivery[] {
-  const account = str(entry?.id)
-  // Unkeyable (Meta documents it always present): acknowledged and logged, never guessed at.
-  if (!entry || account === null || !isMetaId(account)) {
-    return [{ action: 'ignore', reason: `${channel.namespace}_entry_without_id` }]
+async function entryDeliveries(
+  entry: Json | null,
+  channel: MetaMessagingChannel,
+): Promise<ChannelDelivery[]> {
+  const account = vendorId(entry?.id, 64)
+  // Unkeyable (Meta documents it always present): kept whole, never guessed at.
+  if (!entry || account === null) {
+    const payload = JSON.stringify({ object: channel.object, entry: [entry] })
+    return [{ action: 'unrecognized', reason: `${channel.namespace}_entry_without_id`, payload }]
   }
+  const scope = new Scope(channel, account, await keyPart(account))
   const events = [...list(entry.messaging), ...list(entry.standby)]
-  return events.map((event) => eventDelivery(new Scope(channel, account), obj(event)))
-}
-
-/** One entry's account, and the keys and drafts of its channel. */
-class Scope {
-  constructor(
-    readonly channel: MetaMessagingChannel,
-    readonly account: string,
-  ) {}
-
-  key(kind: '' | '-edit' | '-delete' | '-status', id: string): DeliveryKey {
-    return { namespace: `${this.channel.namespace}${kind}`, scope: this.account, id }
-  }
-
-  ignore(why: string): ChannelDelivery {
-    return { action: 'ignore', reason: `${this.channel.namespace}_${why}` }
-  }
-
-  forward(
-    key: DeliveryKey,
-    mid: string,
-    fields: Pick<InboundEventDraft, 'kind' | 'body' | 'occurredAt' | 'attachments' | 'editSeq'>,
-    sender: string,
-  ): ChannelDelivery {
-    const draft: InboundEventDraft = {
-      ...fields,
-      channel: this.channel.channel,
-      tenant: this.account,
-      deliveryKey: formatDeliveryKey(key),
-      messageKey: `${this.account}:${mid}`,
-      sender: { externalId: sender },
-    }
-    return { action: 'forward', key, draft }
-  }
-}
-
-/** A message id goes into Redis keys: base64-like (`m_AG5H…`, Instagram's `aWdf…`), no `:`. */
-const MID = /^[A-Za-z0-9._+/=-]{1,400}$/
-const isMid = (id: string | null): id is string => id !== null && MID.test(id)
-
-function eventDelivery(scope: Scope, event: Json | null): ChannelDelivery {
-  if (!event) return scope.ignore('event_not_an_object')
-  const sender = str(obj(event.sender)?.id)
-  if (sender === null || !isMetaId(sender)) return scope.ignore('event_without_sender')
-  const occurredAt = isoFromMillis(event.timestamp) ?? new Date().toISOString()
-  const message = obj(event.message)
-  if (message) return messageDelivery(scope, message, sender, occurredAt)
-  const edit = obj(event.message_edit)
-  if (edit) return editDelivery(scope, edit, sender, occurredAt)
-  for (const kind of ['read', 'delivery', 'reaction'] as const) {
-    const status = obj(event[kind])
-    if (status) return statusDelivery(scope, kind, status, sender)
-  }
-  // postback, optin, referral, the handover's pass_thread_control, ...: acknowledged, not stored.
-  return scope.ignore('event_other')
-}
-
-const isoFromMillis = (value: unknown) =>
-  typeof value === 'number' ? isoFromUnixSeconds(value / 1000) : null
-
-function messageDelivery(
-  scope: Scope,
-  message: Json,
-  sender: string,
-  occurredAt: string,
-): ChannelDelivery {
-  const mid = str(message.mid)
-  if (!isMid(mid)) return scope.ignore('message_without_id')
-  // What the Page itself sent (its app's replies, an agent in the inbox): no inbound message.
-  if (message.is_echo === true) return scope.ignore('echo')
-  if (message.is_deleted === true) {
-    const kind = 'delete' as const
-    return scope.forward(scope.key('-delete', mid), mid, { kind, body: '', occurredAt }, sender)
-  }
-  const text = typeof message.text === 'string' ? message.text : ''
-  const attachments = boundAttachments(list(message.attachments).flatMap(attachmentOf))
-  if (text === '' && !attachments) return scope.ignore('message_empty')
-  const body = text.slice(0, LIMITS.body)
-  const fields = {
-    kind: 'message' as const,
-    body,
-    occurredAt,
-    ...(attachments ? { attachments } : {}),
-  }
-  return scope.forward(scope.key('', mid), mid, fields, sender)
-}
-
-/** `message_edit`: the new text of `mid`, its `num_edit`th edit (the larger one wins). */
-function editDelivery(
-  scope: Scope,
-  edit: Json,
-  sender: string,
-  occurredAt: string,
-): ChannelDelivery {
-  const mid = str(edit.mid)
-  if (!isMid(mid)) return scope.ignore('edit_without_id')
-  const count = edit.num_edit
-  const seq = typeof count === 'number' && Number.isSafeInteger(count) && count >= 0 ? count : null
-  const id = `${mid}:${seq ?? Date.parse(occurredAt)}`
-  const text = typeof edit.text === 'string' ? edit.text : ''
-  const fields = {
-    kind: 'edit' as const,
-    body: text.slice(0, LIMITS.body),
-    occurredAt,
-    ...(seq === null ? {} : { editSeq: seq }),
-  }
-  return scope.forward(scope.key('-edit', id), mid, fields, sender)
-}
-
-/**
- * Reads (a `watermark`, or Instagram's seen `mid`), deliveries (a `watermark`) and reactions (to a
- * `mid`): recorded, as WhatsApp Cloud's statuses are, so a replay is a duplicate; never a row.
- */
-function statusDelivery(
-  scope: Scope,
-  kind: 'read' | 'delivery' | 'reaction',
-  status: Json,
-  sender: string,
-): ChannelDelivery {
-  const part = (value: unknown) =>
-    typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : str(value)
-  const what =
-    kind === 'reaction'
-      ? [status.mid, status.action, status.reaction ?? 'none'].map(part)
-      : [part(status.watermark) ?? part(status.mid)]
-  if (!what.every((p): p is string => p !== null && (isKeyPart(p) || isMid(p)))) {
-    return scope.ignore(`${kind}_without_id`)
-  }
-  const key = scope.key('-status', [kind, sender, ...what].join(':'))
-  return { action: 'record', key, material: JSON.stringify(status) }
-}
-
-const MEDIA: Record<string, Attachment['kind']> = {
-  image: 'image',
-  video: 'video',
-  audio: 'audio',
-  file: 'file',
-}
-
-/**
- * A message attachment (`{type, payload}`): media by its URL (Meta's CDN, expiring), a sticker by
- * its `sticker_id`, a location by its coordinates. Shares, reels, story mentions, templates and
- * fallbacks carry no media of the user's: left out.
- */
-function attachmentOf(value: unknown): Attachment[] {
-  const attachment = obj(value)
-  const type = str(attachment?.type) ?? ''
-  const payload = obj(attachment?.payload)
-  const url = typeof payload?.url === 'string' ? payload.url : undefined
-  const sticker = payload?.sticker_id
-  if (typeof sticker === 'number' || typeof sticker === 'string') {
-    return [{ kind: 'sticker', mediaId: String(sticker), url }]
-  }
-  const kind = MEDIA[type]
-  if (kind) return [{ kind, url }]
-  const coordinates = obj(payload?.coordinates)
-  if (type === 'location' && coordinates) {
-    const { lat, long } = coordinates
-    return [
-      { kind: 'location', content: { latitude: lat, longitude: long, title: payload?.title } },
-    ]
-  }
-  return []
+  return Promise.all(events.map((event) => eventDelivery(scope, obj(event))))
 }
 
 /**
@@ -289,6 +159,7 @@ export function metaMessagingChannel<
     verify: (parts, config) => verifyMetaSignature(parts, config.appSecrets, config.idsByApp),
     parse: (parts) => parseJsonObject(parts.body.text, `${spec.name} body`),
     classify: (payload) => classifyMetaMessaging(payload, channel),
+    ignored: ignoredOf(channel.namespace),
     replies: plainReplies,
   }
   return webhook

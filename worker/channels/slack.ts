@@ -7,7 +7,10 @@
  * - message: `{team_id}:{channel}:{ts}` (`message.ts` for edits, `deleted_ts` for deletes): Slack
  *   may send one message under several event ids (`message` + `app_mention`, incidents), which
  *   Postgres catches on this key.
- * - interactions: `dedup:slack-interaction:{api_app_id}:{trigger_id}`, recorded, never a message.
+ * - interactions: `dedup:slack-interaction:{api_app_id}:{trigger_id}`: a button press in a message
+ *   is a row of its own, the app's own UI is recorded (slack-interactions.ts).
+ * What Slack documents as no message is this channel's `ignored` (slack-ignored.ts); anything
+ * else is kept as unrecognized.
  * A message's `files[]` (subtype `file_share`) become its attachments (slack-files.ts); its body is
  * its text, then the messages it forwards, quoted (slack-body.ts).
  * @module
@@ -16,6 +19,7 @@
 import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { sha256Hex } from '../../contract/crypto'
+import { keyPart } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
@@ -32,10 +36,20 @@ import {
 import { plainReplies } from './replies'
 import { slackBody } from './slack-body'
 import { slackFiles } from './slack-files'
+import { SLACK_IGNORED } from './slack-ignored'
+import { classifyInteraction } from './slack-interactions'
 import { verifySlack } from './slack-signature'
 import type { Delivery, DeliveryKey, RequestParts, VerifyOptions, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, isoFromUnixSeconds, obj, parseJsonObject, str } from './untrusted'
+import {
+  isKeyPart,
+  isoFromUnixSeconds,
+  obj,
+  parseJsonObject,
+  reasonPart,
+  str,
+  vendorId,
+} from './untrusted'
 
 export interface SlackConfig {
   /** By `api_app_id` (SLACK_SIGNING_SECRETS_BY_APP), or shared (SLACK_SIGNING_SECRET). */
@@ -76,6 +90,7 @@ export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload, typeof SL
   verify: (parts, config) => verifySlackTenant(parts, config.signingSecrets, {}, config.teams),
   parse: (parts) => parseSlack(parts.body, parts.headers.get('content-type')),
   classify: (payload) => classifySlack(payload),
+  ignored: SLACK_IGNORED,
   replies: plainReplies,
 }
 
@@ -168,7 +183,8 @@ export function parseSlack(body: RawBody, contentType: string | null): SlackPayl
 const USER_MESSAGE_SUBTYPES = new Set(['file_share', 'thread_broadcast', 'me_message'])
 
 export async function classifySlack(payload: SlackPayload): Promise<Delivery> {
-  if (payload.kind === 'form') return { action: 'ignore', reason: 'slack_form_post' }
+  // A slash command (its text is the person's): not served here, so kept, never dropped.
+  if (payload.kind === 'form') return { action: 'unrecognized', reason: 'slack_form_post' }
   if (payload.kind === 'interaction') return classifyInteraction(payload.payload)
 
   const body = payload.body
@@ -179,32 +195,34 @@ export async function classifySlack(payload: SlackPayload): Promise<Delivery> {
     return { action: 'challenge', challenge }
   }
   if (type === 'app_rate_limited') return { action: 'ignore', reason: 'app_rate_limited' }
-  if (type !== 'event_callback') return { action: 'ignore', reason: `slack_type_${type ?? 'none'}` }
+  if (type !== 'event_callback') {
+    return { action: 'unrecognized', reason: `slack_type_${reasonPart(type)}` }
+  }
 
   const event = obj(body.event)
-  const appId = str(body.api_app_id)
-  const teamId = str(body.team_id)
-  if (!event || !isKeyPart(appId) || !teamId) {
-    throw new InvalidPayloadError('event_callback without event, a valid api_app_id or team_id')
+  const appId = vendorId(body.api_app_id, 64)
+  const teamId = vendorId(body.team_id, 64)
+  if (!event || !appId || !teamId) {
+    return { action: 'unrecognized', reason: 'slack_event_callback_unplaced' }
   }
   const eventType = str(event.type)
   if (eventType !== 'message' && eventType !== 'app_mention') {
-    return { action: 'ignore', reason: `slack_event_${eventType ?? 'none'}` }
+    return { action: 'ignore', reason: `slack_event_${reasonPart(eventType)}` }
   }
 
   const draft = messageDraft(teamId, event)
   if ('ignore' in draft) return { action: 'ignore', reason: draft.ignore }
 
-  const eventId = str(body.event_id)
-  if (eventId !== null && !isKeyPart(eventId)) throw new InvalidPayloadError('invalid event_id')
+  const eventId = vendorId(body.event_id)
+  const appTag = await keyPart(appId)
+  const scope = {
+    namespace: 'slack',
+    scope: appId,
+    ...(appTag === appId ? {} : { scopeTag: appTag }),
+  }
   const key: DeliveryKey = eventId
-    ? { namespace: 'slack', scope: appId, id: eventId }
-    : {
-        namespace: 'slack',
-        scope: appId,
-        id: `h${await fallbackId(teamId, event)}`,
-        fallback: true,
-      }
+    ? { ...scope, id: await keyPart(eventId) }
+    : { ...scope, id: `h${await fallbackId(teamId, event)}`, fallback: true }
   return {
     action: 'forward',
     key,
@@ -260,7 +278,9 @@ function messageDraft(
       occurredAt: isoFromUnixSeconds(event.event_ts ?? event.ts) ?? '',
     }
   }
-  if (subtype && !USER_MESSAGE_SUBTYPES.has(subtype)) return { ignore: `slack_subtype_${subtype}` }
+  if (subtype && !USER_MESSAGE_SUBTYPES.has(subtype)) {
+    return { ignore: `slack_subtype_${reasonPart(subtype)}` }
+  }
 
   const ts = str(event.ts)
   const user = str(event.user)
@@ -294,17 +314,6 @@ async function fallbackId(teamId: string, event: Record<string, unknown>): Promi
     typeof p === 'string' ? p : '',
   )
   return (await sha256Hex(parts.join('|'))).slice(0, 32)
-}
-
-function classifyInteraction(payload: Record<string, unknown>): Delivery {
-  const triggerId = str(payload.trigger_id)
-  const appId = str(payload.api_app_id) ?? str(obj(payload.team)?.id) ?? 'unknown'
-  // Some interactions (view_closed, block_suggestion) carry no trigger_id: acknowledge only.
-  if (!triggerId) return { action: 'ignore', reason: 'slack_interaction_without_trigger_id' }
-  if (!isKeyPart(triggerId) || !isKeyPart(appId)) {
-    throw new InvalidPayloadError('slack interaction with an invalid trigger_id / api_app_id')
-  }
-  return { action: 'record', key: { namespace: 'slack-interaction', scope: appId, id: triggerId } }
 }
 
 export { SLACK_TOLERANCE_SECONDS, slackSignature, verifySlack } from './slack-signature'

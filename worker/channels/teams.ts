@@ -9,26 +9,35 @@
  * Keys (docs/keys.md's key table): the message key is `{app id}:{channelId}:{conversation
  * tag}:{activity.id}`. The schema says an id is unique "on the channel", but Teams' message ids
  * are the times they were posted in ms, and Graph addresses a message within its chat or channel:
- * two chats' messages of one millisecond must not be one row. `messageUpdate` (editMessage) and `messageDelete`
- * (softDeleteMessage) carry the id of the message they change: the same message key, their own
- * delivery keys. Only message activities become rows; an activity without an id is keyed by a hash
- * of what it says (logged as a fallback key), so Postgres decides on a copy.
+ * two chats' messages of one millisecond must not be one row. `messageUpdate` (editMessage,
+ * undeleteMessage) and `messageDelete` (softDeleteMessage) carry the id of the message they
+ * change: the same message key, their own delivery keys. A card's submit or Universal Action is a
+ * button press (press.ts), a row of its own. Only message activities become rows; an activity
+ * without an id is keyed by a hash of what it says (logged as a fallback key), so Postgres decides
+ * on a copy. The activity types documented as no message are {@link TEAMS_IGNORED}; anything
+ * else is kept as unrecognized.
  * @module
  */
 import { decodeProtectedHeader, jwtVerify } from 'jose'
 import { channelTtlSetting } from '../../claims'
-import { boundAttachments, kindOfMimeType } from '../../contract/attachments'
+import { boundAttachments } from '../../contract/attachments'
 import { sha256Hex } from '../../contract/crypto'
-import { type Attachment, type InboundEventDraft, LIMITS } from '../../contract/event'
+import { keyPart } from '../../contract/delivery-key'
+import { type InboundEventDraft, LIMITS } from '../../contract/event'
 import { readUrl, type StringEnv, setting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { ForbiddenError, UnauthorizedError } from '../errors'
 import type { TenantVerdict } from '../tenants'
+import { pressBody } from './press'
 import { plainReplies } from './replies'
+import { teamsAttachments } from './teams-attachments'
 import { type BotKeyCache, botKeysFor } from './teams-keys'
 import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, list, obj, parseJsonObject, str } from './untrusted'
+
+export { teamsAttachments } from './teams-attachments'
+
+import { obj, parseJsonObject, reasonPart, str, vendorId } from './untrusted'
 
 export interface TeamsConfig {
   /** The bots' Microsoft App IDs: each one a tenant, the audience its tokens must name. */
@@ -64,6 +73,30 @@ const [APP_IDS, METADATA_URL, DEDUP_TTL] = TEAMS_VARIABLES
 
 type Activity = Record<string, unknown>
 
+/** Activity types the Bot Framework and Teams document as no message: answered "ok", nothing kept. */
+const NON_MESSAGE_TYPES = [
+  'conversationUpdate',
+  'installationUpdate',
+  'messageReaction',
+  'typing',
+  'endOfConversation',
+  'event',
+  'contactRelationUpdate',
+  'deleteUserData',
+  'trace',
+  'handoff',
+  'suggestion',
+  'command',
+  'commandResult',
+] as const
+
+export const TEAMS_IGNORED: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(
+    NON_MESSAGE_TYPES.map((type) => [`teams_type_${type}`, `the ${type} activity`]),
+  ),
+  teams_invoke: "an invoke (a task module, a message extension, sign-in): the bot's own request",
+}
+
 /**
  * Teams resends an activity it got no answer for within ~15 s: 5 s leaves the queue (and the
  * claim's release) room, so a slow origin is spooled and answered long before Teams gives up.
@@ -86,6 +119,7 @@ export const teams: WebhookChannel<'teams', TeamsConfig, Activity, typeof TEAMS_
     if (tenant === null) throw new UnauthorizedError('teams: no bot')
     return classifyTeams(activity, tenant)
   },
+  ignored: TEAMS_IGNORED,
   replies: plainReplies,
 }
 
@@ -153,64 +187,81 @@ export async function verifyTeams(
 }
 
 /** What the activity's type and Teams' `channelData.eventType` make of the message it names. */
-const CHANGES: Record<string, { kind: 'edit' | 'delete'; events: readonly (string | null)[] }> = {
-  // Other channels send messageUpdate without an eventType; Teams says `editMessage`.
-  messageUpdate: { kind: 'edit', events: ['editMessage', null] },
-  messageDelete: { kind: 'delete', events: ['softDeleteMessage', null] },
+const CHANGES: Record<string, Record<string, 'edit' | 'undelete' | 'delete'>> = {
+  // Other channels send messageUpdate without an eventType (`none`); Teams says `editMessage`.
+  messageUpdate: { editMessage: 'edit', undeleteMessage: 'undelete', none: 'edit' },
+  messageDelete: { softDeleteMessage: 'delete', none: 'delete' },
 }
 
-/** An activity id goes into Redis keys: printable, no spaces, bounded (Direct Line's hold `|`). */
-const ACTIVITY_ID = /^[\x21-\x7e]{1,256}$/
+/** An Adaptive Card's Universal Action (Action.Execute): a button press, as a submit is. */
+const CARD_ACTION = 'adaptiveCard/action'
 
 export async function classifyTeams(activity: Activity, appId: string): Promise<ChannelDelivery> {
   const type = str(activity.type) ?? 'none'
-  const channelId = str(activity.channelId)
-  if (!isKeyPart(channelId)) return { action: 'ignore', reason: 'teams_without_channel_id' }
-  const change = CHANGES[type]
-  if (type !== 'message' && !change) {
-    return {
-      action: 'ignore',
-      reason: `teams_type_${isKeyPart(type) ? type.slice(0, 32) : 'other'}`,
-    }
+  const kept = (reason: string): ChannelDelivery => ({ action: 'unrecognized', reason })
+  const press = type === 'invoke' && activity.name === CARD_ACTION
+  if (type === 'invoke' && !press) return { action: 'ignore', reason: 'teams_invoke' }
+  const eventType = str(obj(activity.channelData)?.eventType) ?? 'none'
+  const kind = press || type === 'message' ? 'message' : CHANGES[type]?.[eventType]
+  if (!kind) {
+    if (CHANGES[type]) return kept(`teams_${type}_${reasonPart(eventType)}`)
+    const reason = `teams_type_${reasonPart(type)}`
+    return Object.hasOwn(TEAMS_IGNORED, reason) ? { action: 'ignore', reason } : kept(reason)
   }
-  const eventType = str(obj(activity.channelData)?.eventType)
-  if (change && !change.events.includes(eventType)) {
-    return { action: 'ignore', reason: `teams_${type}_${eventType?.slice(0, 32) ?? 'other'}` }
-  }
+  const channelId = vendorId(activity.channelId, 64)
+  if (!channelId) return kept('teams_without_channel_id')
   const from = obj(activity.from)
-  const sender = str(from?.id)
-  if (!sender) return { action: 'ignore', reason: 'teams_without_sender' }
+  const sender = vendorId(from?.id, LIMITS.key)
+  if (!sender) return kept('teams_without_sender')
   const conversation = await conversationTag(activity)
-  if (!conversation) return { action: 'ignore', reason: 'teams_without_conversation' }
+  if (!conversation) return kept('teams_without_conversation')
+  const body = bodyOf(kind, activity, press)
+  const attachments =
+    kind === 'message' || kind === 'edit' ? boundAttachments(teamsAttachments(activity)) : undefined
+  // No text, no card value, no attachment of its own: nothing a row could show.
+  if (kind === 'message' && body === '' && !attachments) return kept('teams_message_empty')
 
-  const activityId = str(activity.id)
-  const id = activityId !== null && ACTIVITY_ID.test(activityId) ? activityId : null
-  if (id === null && change) return { action: 'ignore', reason: `teams_${type}_without_id` }
+  const id = vendorId(activity.id, 256)
+  if (id === null && kind !== 'message') return kept(`teams_${type}_without_id`)
   const messageId = `${conversation}:${id ?? `h${await contentHash(activity)}`}`
-  const kind = change?.kind ?? 'message'
+  const idPart = id === null ? `h${await contentHash(activity)}` : await keyPart(id)
+  const suffix = kind === 'message' ? '' : await changeSuffix(kind, activity)
   const key: DeliveryKey = {
     namespace: 'teams',
     scope: appId,
-    id: `${channelId}:${messageId}${kind === 'message' ? '' : await changeSuffix(kind, activity)}`,
+    id: `${await keyPart(channelId)}:${conversation}:${idPart}${suffix}`,
     ...(id === null ? { fallback: true } : {}),
   }
   const name = str(from?.name)
-  const attachments = kind === 'delete' ? undefined : boundAttachments(teamsAttachments(activity))
   const draft: InboundEventDraft = {
     kind,
     channel: 'teams',
     tenant: appId,
     deliveryKey: formatDeliveryKey(key),
     messageKey: `${appId}:${channelId}:${messageId}`,
-    sender: {
-      externalId: sender.slice(0, LIMITS.key),
-      ...(name ? { displayName: name.slice(0, LIMITS.name) } : {}),
-    },
-    body: kind === 'delete' ? '' : (str(activity.text) ?? '').slice(0, LIMITS.body),
+    sender: { externalId: sender, ...(name ? { displayName: name.slice(0, LIMITS.name) } : {}) },
+    body,
     occurredAt: isoTime(activity.timestamp) ?? new Date().toISOString(),
     ...(attachments ? { attachments } : {}),
   }
   return { action: 'forward', key, draft }
+}
+
+/**
+ * The row's text: the activity's; a card's submit (`Action.Submit`: a message with `value`, no
+ * text) or Universal Action (`Action.Execute`: an invoke) is a press (press.ts), its title where
+ * Teams sends it, else the card's data and inputs; a delete or an undelete sets no text.
+ */
+function bodyOf(kind: string, activity: Activity, press: boolean): string {
+  if (kind === 'delete' || kind === 'undelete') return ''
+  const text = (str(activity.text) ?? '').trim()
+  if (text !== '') return text.slice(0, LIMITS.body)
+  const value = obj(activity.value)
+  if (press) {
+    const action = obj(value?.action)
+    return pressBody(action?.title, action?.data ?? action?.verb)
+  }
+  return kind === 'message' ? pressBody(undefined, activity.value) : ''
 }
 
 /**
@@ -224,13 +275,15 @@ async function conversationTag(activity: Activity): Promise<string | null> {
 }
 
 /**
- * An edit's own delivery: each edit of one message is another (its time and text tell them apart,
- * a resend of one edit is the same); a delete happens once.
+ * A change's own delivery: each edit of one message is another (its time and text tell them
+ * apart, a resend of one edit is the same); so is each delete and undelete (a message deleted,
+ * restored and deleted again: its time tells the two deletes apart).
  */
-async function changeSuffix(kind: 'edit' | 'delete', activity: Activity): Promise<string> {
-  if (kind === 'delete') return ':delete'
-  const material = [activity.timestamp, activity.text].map((p) => (typeof p === 'string' ? p : ''))
-  return `:edit:${(await sha256Hex(material.join('|'))).slice(0, 16)}`
+async function changeSuffix(kind: 'edit' | 'delete' | 'undelete', activity: Activity) {
+  const material = [activity.timestamp, kind === 'edit' ? activity.text : ''].map((p) =>
+    typeof p === 'string' ? p : '',
+  )
+  return `:${kind}:${(await sha256Hex(material.join('|'))).slice(0, 16)}`
 }
 
 /** Stands in for a missing id: what tells one message from another (as Slack's fallback does). */
@@ -248,45 +301,4 @@ function isoTime(value: unknown): string | null {
   if (typeof value !== 'string') return null
   const date = new Date(value)
   return Number.isNaN(date.getTime()) ? null : date.toISOString()
-}
-
-/** Teams' rendering of the text itself, not an attachment. */
-const HTML_TEXT = 'text/html'
-const FILE_DOWNLOAD = 'application/vnd.microsoft.teams.file.download.info'
-
-/** `activity.attachments[]`: files, inline images, cards (docs/keys.md's attachments table). */
-export function teamsAttachments(activity: Activity): Attachment[] {
-  return list(activity.attachments).flatMap((entry): Attachment[] => {
-    const attachment = obj(entry)
-    const contentType = str(attachment?.contentType)
-    if (!attachment || !contentType || contentType === HTML_TEXT) return []
-    const content = obj(attachment.content)
-    const fileName = str(attachment.name) ?? undefined
-    if (contentType === FILE_DOWNLOAD) {
-      const fileType = str(content?.fileType)
-      return [
-        {
-          kind: 'file',
-          ...optional('mediaId', str(content?.uniqueId)),
-          ...optional('url', str(content?.downloadUrl)),
-          ...optional('fileName', fileName ?? null),
-          ...(fileType ? { content: { fileType } } : {}),
-        },
-      ]
-    }
-    return [
-      {
-        kind: kindOfMimeType(contentType),
-        mimeType: contentType,
-        ...optional('url', str(attachment.contentUrl)),
-        ...optional('fileName', fileName ?? null),
-        // A card (adaptive, hero, ...) is its JSON; boundAttachments drops one over 16 KiB.
-        ...(content ? { content } : {}),
-      },
-    ]
-  })
-}
-
-function optional<K extends string>(name: K, value: string | null): Partial<Record<K, string>> {
-  return value === null ? {} : ({ [name]: value } as Partial<Record<K, string>>)
 }

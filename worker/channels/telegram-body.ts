@@ -8,7 +8,8 @@
  *
  * A poll is `Quiz:` when its `type` is `quiz`, else `Poll:`; then its question and one option a
  * line (Bot API Poll: `question`, `options[].text`, `type` regular|quiz). A dice is its `emoji`
- * and `value` (Bot API Dice; the emoji defaults to 🎲 as sendDice's does).
+ * and `value` (Bot API Dice; the emoji defaults to 🎲 as sendDice's does). A forwarded story is
+ * `Story from {its chat's title} (@{username})`.
  * @module
  */
 import { bounded } from '../../contract/email-text'
@@ -22,6 +23,7 @@ export function telegramBody(message: Record<string, unknown>): string {
     str(message.caption) ??
     pollText(obj(message.poll)) ??
     diceText(obj(message.dice)) ??
+    storyText(obj(message.story)) ??
     ''
   return bounded(text, LIMITS.body)
 }
@@ -41,4 +43,14 @@ function diceText(dice: Record<string, unknown> | null): string | null {
   if (!dice) return null
   const emoji = str(dice.emoji) ?? '🎲'
   return Number.isSafeInteger(dice.value) ? `${emoji} ${dice.value}` : emoji
+}
+
+/** A forwarded story: whose it is (its chat's title, and @username when it has one). */
+function storyText(story: Record<string, unknown> | null): string | null {
+  if (!story) return null
+  const chat = obj(story.chat)
+  const title = str(chat?.title) ?? str(chat?.first_name)
+  const username = str(chat?.username)
+  const whose = [title, username ? `(@${username})` : null].filter(Boolean).join(' ')
+  return whose ? `Story from ${whose}` : 'Story'
 }

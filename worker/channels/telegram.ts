@@ -12,25 +12,31 @@
  *   the text, or the caption; a poll or a dice throw is written out as text (telegram-body.ts).
  * - service messages (members joined, title changed, pinned, ...) are recorded, never forwarded;
  *   the business account's own messages in its chats are ignored (like a bot's echoes).
+ * - a `callback_query` (an inline keyboard's button pressed) is a row of its own
+ *   (telegram-callback.ts); the other update fields Telegram documents as no message are
+ *   {@link TELEGRAM_IGNORED}; anything else, or a message of no content this code knows, is kept
+ *   as unrecognized.
  * @module
  */
 
 import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { equalsAny, secretList } from '../../contract/crypto'
+import { keyPart } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
 import { present, rawValue, type StringEnv, setting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
-import { InvalidPayloadError, UnauthorizedError } from '../errors'
+import { UnauthorizedError } from '../errors'
 import type { TenantSecrets, TenantVerdict } from '../tenants'
 import { parseTenantSecrets, sharedSecretRow, tenantSecretsRow, verifyForTenant } from '../tenants'
 import { plainReplies } from './replies'
 import { telegramBody } from './telegram-body'
+import { callbackDraft } from './telegram-callback'
 import { telegramAttachments } from './telegram-media'
 import { isServiceMessage } from './telegram-service'
 import type { ChannelDelivery, DeliveryKey, RequestParts, Verdict, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, isoFromUnixSeconds, obj, parseJsonObject, str } from './untrusted'
+import { isoFromUnixSeconds, obj, parseJsonObject, str, vendorId } from './untrusted'
 
 export interface TelegramConfig {
   /** `secret_token`s by bot id (the path `/webhooks/telegram/{botId}`); always per bot. */
@@ -51,6 +57,35 @@ const TELEGRAM_VARIABLES = [
   channelTtlSetting('DEDUP_TTL_SECONDS_TELEGRAM'),
 ] as const
 const [SECRET_TOKEN, BOT_ID, TOKENS_BY_BOT] = TELEGRAM_VARIABLES
+
+/**
+ * The update fields Telegram documents that carry no message a person wrote (the Bot API's
+ * Update): answered "ok", nothing kept. A `callback_query` is a button press: a row.
+ */
+const NON_MESSAGE_FIELDS = [
+  'inline_query',
+  'chosen_inline_result',
+  'shipping_query',
+  'pre_checkout_query',
+  'purchased_paid_media',
+  'poll',
+  'poll_answer',
+  'my_chat_member',
+  'chat_member',
+  'chat_join_request',
+  'message_reaction',
+  'message_reaction_count',
+  'chat_boost',
+  'removed_chat_boost',
+  'business_connection',
+] as const
+
+export const TELEGRAM_IGNORED: Readonly<Record<string, string>> = {
+  telegram_business_outgoing: "the business account's own message in its chat (its echo)",
+  ...Object.fromEntries(
+    NON_MESSAGE_FIELDS.map((field) => [`telegram_${field}`, `the update field ${field}`]),
+  ),
+}
 
 /**
  * Telegram waits up to 60 s; 10 s is plenty. One bot per path (`/telegram/{botId}`, its own
@@ -78,6 +113,7 @@ export const telegram: WebhookChannel<
     if (tenant === null) throw new UnauthorizedError('telegram: no bot')
     return classifyTelegram(update, tenant)
   },
+  ignored: TELEGRAM_IGNORED,
   replies: plainReplies,
 }
 
@@ -175,47 +211,63 @@ const MESSAGE_FIELDS = {
   edited_business_message: 'edit',
 } as const
 
-export function classifyTelegram(update: TelegramUpdate, botId: string): ChannelDelivery {
+export async function classifyTelegram(
+  update: TelegramUpdate,
+  botId: string,
+): Promise<ChannelDelivery> {
+  const kept = (reason: string): ChannelDelivery => ({ action: 'unrecognized', reason })
   const updateId = update.update_id
   if (typeof updateId !== 'number' || !Number.isSafeInteger(updateId) || updateId < 0) {
-    throw new InvalidPayloadError('telegram update without a valid update_id')
+    return kept('telegram_update_without_id')
+  }
+  const key: DeliveryKey = { namespace: 'telegram', scope: botId, id: String(updateId) }
+  const query = obj(update.callback_query)
+  if (query) {
+    const press = callbackDraft(query, botId)
+    if (!press) return kept('telegram_callback_query_unplaced')
+    return { action: 'forward', key, draft: { ...press, deliveryKey: formatDeliveryKey(key) } }
   }
   const field = (Object.keys(MESSAGE_FIELDS) as Array<keyof typeof MESSAGE_FIELDS>).find(
     (name) => update[name] !== undefined,
   )
-  // callback_query, my_chat_member, polls, ...: verified, acknowledged, not messages.
-  if (!field) return { action: 'ignore', reason: 'telegram_not_a_message' }
+  if (!field) {
+    const other = NON_MESSAGE_FIELDS.find((name) => update[name] !== undefined)
+    return other ? { action: 'ignore', reason: `telegram_${other}` } : kept('telegram_update_other')
+  }
 
   const message = obj(update[field])
   const chat = obj(message?.chat)
   const chatId = chat?.id
   const messageId = message?.message_id
-  if (!message || !isId(chatId) || !isId(messageId)) {
-    throw new InvalidPayloadError(`telegram ${field} without chat.id / message_id`)
-  }
-  const key: DeliveryKey = { namespace: 'telegram', scope: botId, id: String(updateId) }
+  if (!message || !isId(chatId) || !isId(messageId)) return kept(`telegram_${field}_without_ids`)
   // Acknowledged and remembered (a replay is a duplicate), but no row: nobody wrote it.
   if (isServiceMessage(message)) return { action: 'record', key }
 
   const senderId = obj(message.from)?.id ?? obj(message.sender_chat)?.id ?? chatId
-  if (!isId(senderId)) throw new InvalidPayloadError(`telegram ${field} without a sender id`)
-  const business = message.business_connection_id
-  if (business !== undefined && !isKeyPart(str(business))) {
-    throw new InvalidPayloadError(`telegram ${field} with an invalid business_connection_id`)
+  if (!isId(senderId)) return kept(`telegram_${field}_without_sender`)
+  const business =
+    message.business_connection_id === undefined ? null : vendorId(message.business_connection_id)
+  if (message.business_connection_id !== undefined && business === null) {
+    return kept(`telegram_${field}_business_unplaced`)
   }
-  if (business !== undefined && isBusinessOutgoing(message, chatId)) {
+  if (business !== null && isBusinessOutgoing(message, chatId)) {
     return { action: 'ignore', reason: 'telegram_business_outgoing' }
   }
   // A business account is its own inbox: its chats, and its customers, are not the bot's.
-  const tenant = business === undefined ? botId : `${botId}:biz:${business}`
+  const tenant = business === null ? botId : `${botId}:biz:${await keyPart(business)}`
 
   const kind = MESSAGE_FIELDS[field]
   const occurredAt = isoFromUnixSeconds(
     kind === 'edit' ? (message.edit_date ?? message.date) : message.date,
   )
-  if (!occurredAt) throw new InvalidPayloadError(`telegram ${field} without a date`)
+  if (!occurredAt) return kept(`telegram_${field}_without_date`)
 
   const attachments = telegramAttachments(message)
+  const body = telegramBody(message)
+  // Content of a kind this code does not know (a new Bot API field): kept, never an empty row.
+  if (kind === 'message' && body.trim() === '' && !attachments) {
+    return kept(`telegram_${field}_empty`)
+  }
   const draft: InboundEventDraft = {
     kind,
     channel: 'telegram',
@@ -223,7 +275,7 @@ export function classifyTelegram(update: TelegramUpdate, botId: string): Channel
     deliveryKey: formatDeliveryKey(key),
     messageKey: `${tenant}:${chatId}:${messageId}`,
     sender: { externalId: String(senderId), ...displayName(message) },
-    body: telegramBody(message),
+    body,
     occurredAt,
     // update_id grows with each update of one bot: the later of two same-second edits wins.
     ...(kind === 'edit' ? { editSeq: updateId } : {}),

@@ -16,8 +16,8 @@
 
 import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
+import { keyPart } from '../../contract/delivery-key'
 import { readUrl, setting } from '../../contract/settings'
-import { InvalidPayloadError } from '../errors'
 import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
 import { sharedSecretRow, tenantSecrets, tenantSecretsRow, verifyForTenant } from '../tenants'
 import { retryLaterResponse } from './replies'
@@ -26,7 +26,7 @@ import { twilioAttachments } from './twilio-media'
 import { type TwilioVerifyOptions, verifyTwilio, withinParameterBound } from './twilio-signature'
 import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, parseJsonObject, str, systemClock } from './untrusted'
+import { parseJsonObject, str, systemClock, vendorId } from './untrusted'
 
 export {
   MAX_TWILIO_PARAMETERS,
@@ -87,6 +87,8 @@ export const twilio: WebhookChannel<
     verifyTwilioTenant(parts, config.authTokens, { publicBaseUrl: config.publicBaseUrl }),
   parse: (parts) => parseTwilio(parts.body, parts.url),
   classify: (payload) => classifyTwilio(payload),
+  // Every inbound message and status callback is a row or recorded: none is merely ignored.
+  ignored: {},
   replies: {
     ok: () =>
       new Response('<?xml version="1.0" encoding="UTF-8"?><Response/>', {
@@ -152,35 +154,41 @@ export async function classifyTwilio(
   params: TwilioPayload,
   options: TwilioClassifyOptions = {},
 ): Promise<ChannelDelivery> {
-  const accountSid = str(params.get('AccountSid'))
-  const messageSid = str(params.get('MessageSid')) ?? str(params.get('SmsSid'))
-  if (!isKeyPart(accountSid) || !isKeyPart(messageSid)) {
-    throw new InvalidPayloadError('twilio request without a valid AccountSid / MessageSid')
-  }
+  const accountSid = vendorId(params.get('AccountSid'), 64)
+  const messageSid = vendorId(params.get('MessageSid')) ?? vendorId(params.get('SmsSid'))
+  if (!accountSid || !messageSid) return { action: 'unrecognized', reason: 'twilio_without_sid' }
+  const sidPart = await keyPart(compactSid(messageSid))
 
-  const status = str(params.get('MessageStatus'))
-  if (status !== null) {
-    const errorCode = str(params.get('ErrorCode'))
-    if (!isKeyPart(status) || (errorCode !== null && !isKeyPart(errorCode))) {
-      throw new InvalidPayloadError('twilio status callback with an invalid status / error code')
+  const status = params.get('MessageStatus')
+  if (status !== undefined) {
+    const state = vendorId(status, 64)
+    const errorCode = params.get('ErrorCode') ? vendorId(params.get('ErrorCode'), 64) : null
+    if (!state || (params.get('ErrorCode') && !errorCode)) {
+      return { action: 'unrecognized', reason: 'twilio_status_unplaced' }
     }
-    const id = [compactSid(messageSid), status, ...(errorCode ? [errorCode] : [])].join(':')
+    const parts = await Promise.all([state, ...(errorCode ? [errorCode] : [])].map(keyPart))
+    const id = [sidPart, ...parts].join(':')
     const scopeTag = await accountTag(accountSid)
     return { action: 'record', key: { namespace: 'tw-status', scope: accountSid, scopeTag, id } }
   }
 
   const from = str(params.get('From'))
-  if (!from) throw new InvalidPayloadError('twilio message without From')
+  if (!from) return { action: 'unrecognized', reason: 'twilio_message_without_from' }
   const channel = from.startsWith('whatsapp:') ? 'whatsapp' : 'sms'
   const key: DeliveryKey = {
     namespace: channel === 'whatsapp' ? 'wa' : 'sms',
     scope: accountSid,
     scopeTag: await accountTag(accountSid),
-    id: compactSid(messageSid),
+    id: sidPart,
   }
   const now = (options.nowSeconds ?? systemClock)()
   const profileName = str(params.get('ProfileName'))
   const attachments = twilioAttachments(params)
+  const body = params.get('Body') ?? ''
+  // Nothing a row could show (a new kind of message with its content in other parameters): kept.
+  if (body.trim() === '' && !attachments) {
+    return { action: 'unrecognized', reason: 'twilio_message_empty' }
+  }
   return {
     action: 'forward',
     key,
@@ -191,7 +199,7 @@ export async function classifyTwilio(
       deliveryKey: formatDeliveryKey(key),
       messageKey: `${accountSid}:${messageSid}`,
       sender: { externalId: from, ...(profileName ? { displayName: profileName } : {}) },
-      body: params.get('Body') ?? '',
+      body,
       occurredAt: new Date(now * 1000).toISOString(),
       ...(attachments ? { attachments } : {}),
     },

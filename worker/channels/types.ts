@@ -71,6 +71,14 @@ export interface WebhookChannel<
    * that carries several messages: each item is claimed, forwarded and queued on its own).
    */
   classify(payload: Payload, tenant: string | null): Classified | Promise<Classified>
+  /**
+   * The documented non-message events it answers "ok" for and keeps nothing of, by the `ignore`
+   * reason its classifier gives each, with what it is (docs/keys.md lists them). An `ignore` with
+   * any other reason is kept as an unrecognized event instead: "ignored" is this list, nothing else.
+   */
+  readonly ignored: Readonly<Record<string, string>>
+  /** The text `parse` reads, as kept for a replay (WeChat: the decrypted push); default the body. */
+  replayText?(parts: RequestParts): string
   /** What "got it" and "send it again" look like to this vendor. */
   readonly replies: ChannelReplies
   /**
@@ -117,8 +125,19 @@ export type Delivery =
    * `material` is what its hash covers (a batch item's own JSON); default the raw body.
    */
   | { action: 'record'; key: DeliveryKey; material?: string }
-  /** Verified but nothing to do (bot echoes, other event types): 200, nothing claimed. */
+  /**
+   * A documented non-message event (a read, a typing notice, a follow, a bot's own echo): 200,
+   * nothing kept. Its reason must be one of the channel's `ignored` (else it is kept as
+   * unrecognized: worker/unrecognized.ts).
+   */
   | { action: 'ignore'; reason: string }
+  /**
+   * Verified content the classifier cannot place (an unfamiliar event, a message of an unknown
+   * shape): kept whole as a dead letter `unrecognized_event`, replayed through the channel's code
+   * once it knows it. `payload`: the text to parse again for this item alone (a batch item in an
+   * envelope of its own); default the request's body.
+   */
+  | { action: 'unrecognized'; reason: string; payload?: string }
   /** Slack's url_verification handshake: answer the challenge. */
   | { action: 'challenge'; challenge: string }
 

@@ -49,9 +49,27 @@ export function obj(value: unknown): Record<string, unknown> | null {
 const KEY_PART = /^[A-Za-z0-9._+-]{1,128}$/
 
 /**
- * A vendor id that goes into a Redis key: no separators, bounded length. Vendors document these
- * as short alphanumeric ids; anything else is not a delivery we can key, so the caller answers 400.
+ * A short plain token (an event type, a status name) fit to be part of a log reason or a key as it
+ * is. Never the test of whether a vendor id is kept: that is {@link vendorId}'s.
  */
 export function isKeyPart(value: string | null): value is string {
   return value !== null && KEY_PART.test(value)
+}
+
+/** The longest vendor id kept, in UTF-8 bytes: Meta's message ids run to about 150 characters. */
+export const MAX_VENDOR_ID_BYTES = 400
+
+/**
+ * A vendor's id (a message, event, user or chat id) as it is, whatever its spelling: a non-empty
+ * string of at most `maxBytes` UTF-8 bytes, else null. Its spelling decides nothing: a delivery
+ * key writes it through contract/delivery-key.ts `keyPart`, a message key holds it as it is.
+ */
+export function vendorId(value: unknown, maxBytes = MAX_VENDOR_ID_BYTES): string | null {
+  if (typeof value !== 'string' || value.length === 0 || value.length > maxBytes) return null
+  return new TextEncoder().encode(value).byteLength <= maxBytes ? value : null
+}
+
+/** A vendor's type name as part of a reason code (`line_type_follow`); `other` when it is no token. */
+export function reasonPart(value: string | null): string {
+  return value !== null && isKeyPart(value) ? value.slice(0, 48) : 'other'
 }

@@ -27,6 +27,7 @@ import { XMLParser } from 'fast-xml-parser'
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
 import { sha256Hex } from '../../contract/crypto'
+import { keyPart } from '../../contract/delivery-key'
 import { type Attachment, type InboundEventDraft, LIMITS } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
@@ -35,7 +36,7 @@ import { parseTenantSecrets, tenantSecretsRow } from '../tenants'
 import { type ChannelReplies, retryLaterResponse } from './replies'
 import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, isoFromUnixSeconds, obj, str } from './untrusted'
+import { isKeyPart, isoFromUnixSeconds, obj, reasonPart, str, vendorId } from './untrusted'
 import { isEncodingAesKey } from './wechat-crypto'
 import {
   ACCOUNT,
@@ -85,6 +86,10 @@ export const wechat: WebhookChannel<'wechat', WeChatConfig, WeChatPush, typeof W
     if (tenant === null) throw new UnauthorizedError('wechat: no account')
     return classifyWeChat(push)
   },
+  // Every message is a row and every event recorded: none is merely ignored.
+  ignored: {},
+  // What a replay parses: the decrypted push (the encrypted body's keys are the verifier's).
+  replayText: (parts) => decryptedMessage(parts) ?? parts.body.text,
   replies: wechatReplies,
 }
 
@@ -162,21 +167,17 @@ export function parseWeChat(parts: RequestParts): WeChatPush {
   return xmlRoot(decryptedMessage(parts) ?? parts.body.text)
 }
 
-const MSG_ID = /^\d{1,20}$/
-
 /**
  * The delivery of one push. Its keys are scoped by `ToUserName`, which the gateway checks is the
  * account of the path whose secrets verified it (another account's push: 401, nothing written).
  */
 export async function classifyWeChat(push: WeChatPush): Promise<ChannelDelivery> {
   const to = str(push.ToUserName)
-  const from = str(push.FromUserName)
+  const from = vendorId(push.FromUserName)
   const type = str(push.MsgType)
   const occurredAt = isoFromUnixSeconds(str(push.CreateTime))
-  if (!isKeyPart(to) || !isKeyPart(from) || !type || !occurredAt) {
-    throw new InvalidPayloadError(
-      'wechat push without ToUserName / FromUserName / MsgType / CreateTime',
-    )
+  if (!isKeyPart(to) || !from || !type || !occurredAt) {
+    return { action: 'unrecognized', reason: 'wechat_push_unplaced' }
   }
   if (type === 'event') {
     // Events carry no MsgId: WeChat's FAQ keys them by FromUserName + CreateTime; Event, EventKey
@@ -194,10 +195,11 @@ export async function classifyWeChat(push: WeChatPush): Promise<ChannelDelivery>
     return { action: 'record', key: { namespace: 'wechat-event', scope: to, id }, material }
   }
   const content = messageContent(push, type)
-  if (!content) return { action: 'ignore', reason: 'wechat_type_not_supported' }
-  const msgId = str(push.MsgId)
-  if (!msgId || !MSG_ID.test(msgId)) throw new InvalidPayloadError('wechat message without a MsgId')
-  const key: DeliveryKey = { namespace: 'wechat', scope: to, id: msgId }
+  // A message type this code does not know (file, miniprogrampage, ...): kept, never dropped.
+  if (!content) return { action: 'unrecognized', reason: `wechat_type_${reasonPart(type)}` }
+  const msgId = vendorId(push.MsgId, 64)
+  if (!msgId) return { action: 'unrecognized', reason: 'wechat_message_without_id' }
+  const key: DeliveryKey = { namespace: 'wechat', scope: to, id: await keyPart(msgId) }
   const attachments = boundAttachments(content.attachments)
   const draft: InboundEventDraft = {
     kind: 'message',

@@ -8,14 +8,14 @@
  */
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
-import { type Attachment, type EventKind, jsonBytes, LIMITS } from '../../contract/event'
+import { keyPart } from '../../contract/delivery-key'
+import { LIMITS } from '../../contract/event'
 import type { StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
 import type { TenantSecrets, TenantVerdict } from '../tenants'
 import { sharedSecretRow, tenantSecretsRow } from '../tenants'
 import {
-  isMetaId,
   META_MAX_BODY_BYTES,
   type MetaAppVariables,
   metaAppConfig,
@@ -26,7 +26,16 @@ import {
 import { plainReplies } from './replies'
 import type { ChannelDelivery, Classified, RequestParts, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import { isKeyPart, isoFromUnixSeconds, list, obj, parseJsonObject, str } from './untrusted'
+import {
+  isoFromUnixSeconds,
+  list,
+  obj,
+  parseJsonObject,
+  reasonPart,
+  str,
+  vendorId,
+} from './untrusted'
+import { WHATSAPP_CLOUD_IGNORED, whatsappContent } from './whatsapp-cloud-content'
 
 export interface WhatsAppCloudConfig {
   /** Shared (WHATSAPP_APP_SECRET: any number), or by app id (WHATSAPP_APP_SECRETS_BY_APP). */
@@ -70,6 +79,7 @@ export const whatsappCloud: WebhookChannel<
   verify: (parts, config) => verifyWhatsAppCloud(parts, config),
   parse: (parts) => parseJsonObject(parts.body.text, 'whatsapp cloud body'),
   classify: (payload) => classifyWhatsAppCloud(payload),
+  ignored: WHATSAPP_CLOUD_IGNORED,
   replies: plainReplies,
 }
 
@@ -106,27 +116,51 @@ export function verifyWhatsAppCloud(
 }
 
 export const MAX_BATCH_ITEMS = 1_000
+
 /** Every message and status of every change of every entry (Meta batches at most 1,000). */
-export function classifyWhatsAppCloud(body: Json): Classified {
+export async function classifyWhatsAppCloud(body: Json): Promise<Classified> {
   if (body.object !== 'whatsapp_business_account') {
-    return { action: 'ignore', reason: 'wa_not_whatsapp_business_account' }
+    return { action: 'unrecognized', reason: 'wa_not_whatsapp_business_account' }
   }
-  const changes = list(obj(body)?.entry).flatMap((entry) => list(obj(entry)?.changes))
-  const items = changes.flatMap((change) => changeDeliveries(obj(change)))
+  const changes = list(obj(body)?.entry).flatMap((entry) =>
+    list(obj(entry)?.changes).map((change) => ({ entry: obj(entry), change: obj(change) })),
+  )
+  const items = (await Promise.all(changes.map(changeDeliveries))).flat()
   // Only what is claimed counts (an ignored change costs no subrequest): more is no Meta batch.
   const keyed = items.filter((item) => item.action !== 'ignore').length
   if (keyed > MAX_BATCH_ITEMS) throw new InvalidPayloadError('whatsapp batch too large')
   return items.length > 0 ? items : { action: 'ignore', reason: 'wa_no_messages' }
 }
 
-function changeDeliveries(change: Json | null): ChannelDelivery[] {
-  if (change?.field !== 'messages') return [{ action: 'ignore', reason: 'wa_other_field' }]
-  const value = obj(change.value)
-  const phoneNumberId = str(obj(value?.metadata)?.phone_number_id)
-  // Unkeyable (Meta documents both always present): acknowledged and logged, never guessed at.
-  if (!value || phoneNumberId === null || !isMetaId(phoneNumberId)) {
-    return [{ action: 'ignore', reason: 'wa_change_without_phone_number_id' }]
+/** One change's items; what cannot be placed is kept in an envelope of its own. */
+async function changeDeliveries({
+  entry,
+  change,
+}: {
+  entry: Json | null
+  change: Json | null
+}): Promise<ChannelDelivery[]> {
+  const value = obj(change?.value)
+  const envelope = (item: Json): string =>
+    JSON.stringify({
+      object: 'whatsapp_business_account',
+      entry: [{ id: entry?.id, changes: [{ field: change?.field, value: { ...value, ...item } }] }],
+    })
+  const kept = (reason: string, item: Json = {}): ChannelDelivery => ({
+    action: 'unrecognized',
+    reason,
+    payload: envelope(item),
+  })
+  const field = str(change?.field) ?? 'none'
+  if (field !== 'messages') {
+    const reason = `wa_field_${reasonPart(field)}`
+    return [
+      Object.hasOwn(WHATSAPP_CLOUD_IGNORED, reason) ? { action: 'ignore', reason } : kept(reason),
+    ]
   }
+  const numberId = vendorId(obj(value?.metadata)?.phone_number_id, 64)
+  // Unkeyable (Meta documents both always present): kept whole, never guessed at.
+  if (!value || numberId === null) return [kept('wa_change_without_phone_number_id')]
   const names = new Map<string, string>()
   for (const contact of list(value.contacts)) {
     const name = str(obj(obj(contact)?.profile)?.name)
@@ -134,26 +168,60 @@ function changeDeliveries(change: Json | null): ChannelDelivery[] {
       if (id && name) names.set(id, name.slice(0, LIMITS.name))
     }
   }
-  return [
-    ...list(value.messages).map((m) => messageDelivery(phoneNumberId, obj(m), names)),
-    ...list(value.statuses).map((s) => statusDelivery(phoneNumberId, obj(s))),
-    ...(list(value.errors).length > 0 ? [{ action: 'ignore', reason: 'wa_errors' } as const] : []),
-  ]
+  const number = { id: numberId, tenant: await keyPart(numberId) }
+  const items: ChannelDelivery[] = await Promise.all([
+    ...list(value.messages).map(async (m): Promise<ChannelDelivery> => {
+      const delivery = await messageDelivery(number, obj(m), names)
+      return typeof delivery === 'string'
+        ? kept(delivery, { messages: [m], statuses: [] })
+        : delivery
+    }),
+    ...list(value.statuses).map(
+      async (s): Promise<ChannelDelivery> =>
+        (await statusDelivery(number, obj(s))) ??
+        kept('wa_status_without_id', { messages: [], statuses: [s] }),
+    ),
+  ])
+  return list(value.errors).length > 0
+    ? [...items, { action: 'ignore', reason: 'wa_errors' }]
+    : items
 }
 
-/** A wamid goes into Redis keys: base64-like (`wamid.HBgL…RgA=`), bounded, no `:`. */
-const WAMID = /^[A-Za-z0-9._+/=-]{1,256}$/
-const isWamid = (id: string | null): id is string => id !== null && WAMID.test(id)
+/** The business number of a change: its id as Meta sends it (the verified scope), and as a tenant. */
+interface BusinessNumber {
+  id: string
+  /** The id as one key part and a row's tenant (a numeric id as it is). */
+  tenant: string
+}
+
 type Names = ReadonlyMap<string, string>
 
-function messageDelivery(numberId: string, message: Json | null, names: Names): ChannelDelivery {
-  const wamid = str(message?.id)
-  if (!message || !isWamid(wamid)) return { action: 'ignore', reason: 'wa_message_without_id' }
+/**
+ * A message's delivery; why not when it cannot be placed (no id, no sender, content of a shape
+ * this code does not know: the caller keeps it as unrecognized). A documented non-message type
+ * (reaction, system, unsupported) is `ignore`.
+ */
+async function messageDelivery(
+  number: BusinessNumber,
+  message: Json | null,
+  names: Names,
+): Promise<ChannelDelivery | string> {
+  const wamid = vendorId(message?.id)
+  if (!message || wamid === null) return 'wa_message_without_id'
   const from = senderOf(message)
-  if (!from) return { action: 'ignore', reason: 'wa_message_without_sender' }
-  const content = contentOf(message)
+  if (!from) return 'wa_message_without_sender'
+  const content = whatsappContent(message)
+  const type = `wa_type_${reasonPart(str(message.type))}`
+  if (content === null) return type
   if ('ignore' in content) return { action: 'ignore', reason: content.ignore }
-  const key = { namespace: 'wa-cloud', scope: numberId, id: wamid }
+  const empty = content.body.trim() === '' && content.attachments.length === 0
+  if (content.kind === 'message' && empty) return `${type}_empty`
+  const key = {
+    namespace: 'wa-cloud',
+    scope: number.id,
+    ...(number.tenant === number.id ? {} : { scopeTag: number.tenant }),
+    id: await keyPart(wamid),
+  }
   const name = names.get(from)
   const attachments = boundAttachments(content.attachments)
   return {
@@ -162,9 +230,9 @@ function messageDelivery(numberId: string, message: Json | null, names: Names): 
     draft: {
       kind: content.kind,
       channel: 'whatsapp',
-      tenant: numberId,
+      tenant: number.tenant,
       deliveryKey: formatDeliveryKey(key),
-      messageKey: `${numberId}:${content.target ?? wamid}`,
+      messageKey: `${number.tenant}:${content.target ?? wamid}`,
       sender: { externalId: from.slice(0, LIMITS.key), ...(name ? { displayName: name } : {}) },
       body: content.body.slice(0, LIMITS.body),
       occurredAt: isoFromUnixSeconds(message.timestamp) ?? new Date().toISOString(),
@@ -186,73 +254,19 @@ function senderOf(message: Json): string | null {
   return str(message.from) ?? (bsuid !== null && BSUID.test(bsuid) ? bsuid : null)
 }
 
-/** What a message says; `target`: the wamid an edit or a revoke is about. */
-type Content = { kind: EventKind; body: string; attachments: Attachment[]; target?: string }
-
-const MEDIA = new Set(['image', 'video', 'audio', 'document', 'sticker'])
-
-/** What a message says, by its type (vendor-protocols-2 §1.4), or why it is not one we store. */
-function contentOf(message: Json, nested = false): Content | { ignore: string } {
-  const type = str(message.type) ?? 'none'
-  const part = obj(message[type])
-  const plain = (body: unknown, attachments: Attachment[] = []): Content => ({
-    kind: 'message',
-    body: typeof body === 'string' ? body : '',
-    attachments,
-  })
-  if (type === 'text') return plain(part?.text ?? part?.body)
-  if (type === 'button') return plain(part?.text)
-  if (type === 'interactive') {
-    const reply = obj(part?.button_reply) ?? obj(part?.list_reply) ?? obj(part?.nfm_reply)
-    return plain(reply?.title ?? reply?.body)
-  }
-  if (MEDIA.has(type) && part) return plain(part.caption, [media(type, part)])
-  if (type === 'location' && part) {
-    const { latitude, longitude, name, address, url } = part
-    return plain('', [{ kind: 'location', content: { latitude, longitude, name, address, url } }])
-  }
-  if (type === 'contacts') {
-    return plain('', [{ kind: 'contacts', content: boundedContacts(list(message.contacts)) }])
-  }
-  const original = str(part?.original_message_id)
-  if (!nested && (type === 'edit' || type === 'revoke') && isWamid(original)) {
-    if (type === 'revoke') return { kind: 'delete', body: '', attachments: [], target: original }
-    const edited = contentOf(obj(part?.message) ?? {}, true)
-    return 'ignore' in edited ? edited : { ...edited, kind: 'edit', target: original }
-  }
-  // reaction, unsupported, system, order, ...: acknowledged, not stored.
-  return { ignore: `wa_type_${isKeyPart(type) ? type.slice(0, 32) : 'other'}` }
-}
-
-function media(type: string, part: Json): Attachment {
-  const kind = type === 'audio' && part.voice === true ? 'voice' : (type as Attachment['kind'])
-  const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
-  const { id, url, mime_type, filename, caption } = part
-  return {
-    kind,
-    ...{ mediaId: text(id), url: text(url), mimeType: text(mime_type) },
-    ...{ fileName: text(filename), caption: text(caption) },
-  }
-}
-
-/** Contact cards within the contract's 16 KiB: at most 20, whole, else names and phones only. */
-function boundedContacts(contacts: unknown[]): Json {
-  const whole = contacts.slice(0, 20)
-  if (jsonBytes(whole) < LIMITS.content - 16) return { contacts: whole }
-  const slim = (c: unknown) => ({ name: obj(obj(c)?.name)?.formatted_name, phones: obj(c)?.phones })
-  return { contacts: whole.map(slim) }
-}
-
-function statusDelivery(phoneNumberId: string, status: Json | null): ChannelDelivery {
-  const wamid = str(status?.id)
-  const state = str(status?.status)
-  if (!status || !isWamid(wamid) || !isKeyPart(state)) {
-    return { action: 'ignore', reason: 'wa_status_without_id' }
-  }
+/** A status, recorded in its own namespace (never a row); null when it names no message. */
+async function statusDelivery(
+  number: BusinessNumber,
+  status: Json | null,
+): Promise<ChannelDelivery | null> {
+  const wamid = vendorId(status?.id)
+  const state = vendorId(status?.status, 64)
+  if (!status || wamid === null || state === null) return null
   const code = obj(list(status.errors)[0])?.code
   const errorCode = typeof code === 'number' && Number.isSafeInteger(code) ? [String(code)] : []
-  const id = [wamid, state, ...errorCode].join(':')
+  const id = (await Promise.all([wamid, state, ...errorCode].map(keyPart))).join(':')
   // Its hash covers the status itself, not the batch it came in.
-  const key = { namespace: 'wa-cloud-status', scope: phoneNumberId, id }
+  const tag = number.tenant === number.id ? {} : { scopeTag: number.tenant }
+  const key = { namespace: 'wa-cloud-status', scope: number.id, ...tag, id }
   return { action: 'record', key, material: JSON.stringify(status) }
 }

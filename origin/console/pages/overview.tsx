@@ -19,6 +19,7 @@ const LABELS: Record<Category, string> = {
   spooled: 'spooled',
   dead_lettered: 'dead-lettered',
   rejected: 'rejected',
+  unrecognized: 'kept unrecognized',
   ignored: 'ignored',
   retry: 'asked to retry',
 }
@@ -36,6 +37,7 @@ const LAYER: Record<Category, string> = {
   spooled: 'gateway',
   dead_lettered: 'spool queue',
   rejected: 'gateway',
+  unrecognized: 'gateway (dead letter)',
   ignored: 'gateway',
   retry: 'gateway / Redis',
 }

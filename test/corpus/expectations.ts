@@ -165,7 +165,7 @@ export const CORPUS: Record<string, Expectation> = {
   },
   'whatsapp-cloud/text.json': row('Test'),
   'whatsapp-cloud/unknown-type-error.json': nothing('type unknown to Meta (error 131051)'),
-  'whatsapp-cloud/unsupported.json': nothing('type unsupported'),
+  'whatsapp-cloud/unsupported.json': kept('a customer message of a type the Cloud API does not carry'),
   'whatsapp-cloud/video-caption.json': row('Video', 1),
 
   // LINE: line/line-bot-sdk-python and line-bot-sdk-nodejs webhook test data.

@@ -263,7 +263,7 @@ describe('classify', () => {
     })
   })
 
-  it('button and interactive replies are their text; reactions and unsupported are acknowledged', async () => {
+  it('button and interactive replies are their text; reactions are acknowledged; an unsupported message is kept', async () => {
     const m = (type: string, part: unknown) => ({
       from: '1',
       id: `wamid.${type}`,
@@ -281,9 +281,14 @@ describe('classify', () => {
       action: 'ignore',
       reason: 'wa_type_reaction',
     })
-    expect(await one(m('unsupported', { type: 'poll' }))).toEqual({
-      action: 'ignore',
+    // A customer wrote something the Cloud API does not carry: a message, never merely ignored.
+    expect(await one(m('unsupported', { type: 'poll' }))).toMatchObject({
+      action: 'unrecognized',
       reason: 'wa_type_unsupported',
+    })
+    expect(await one(m('unknown', {}))).toMatchObject({
+      action: 'unrecognized',
+      reason: 'wa_type_unknown',
     })
   })
 

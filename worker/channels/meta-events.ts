@@ -141,8 +141,8 @@ async function messageDelivery(
   const text = typeof message.text === 'string' ? message.text : ''
   const attachments = boundAttachments(list(message.attachments).flatMap(attachmentOf))
   if (text === '' && !attachments) {
-    // Instagram says so of media its API does not carry: nothing to show of it.
-    if (message.is_unsupported === true) return scope.ignore('message_unsupported')
+    // Media its API does not carry (is_unsupported) is still a customer's message: kept whole.
+    if (message.is_unsupported === true) return scope.kept('message_unsupported', event)
     return scope.kept('message_empty', event)
   }
   const fields = {

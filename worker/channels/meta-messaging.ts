@@ -65,7 +65,6 @@ function ignoredOf(ns: string): Record<string, string> {
     [`${ns}_no_events`]: 'a POST without messaging events',
     [`${ns}_echo`]: "the Page's or account's own message (its echo): no customer's",
     [`${ns}_echo_edit`]: "the Page's or account's own message edited",
-    [`${ns}_message_unsupported`]: 'a message of a media type Meta does not carry (is_unsupported)',
     ...Object.fromEntries(Object.entries(fields).map(([field, what]) => [`${ns}_${field}`, what])),
   }
 }

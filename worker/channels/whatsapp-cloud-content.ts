@@ -16,8 +16,12 @@ type Json = Record<string, unknown>
 export type Content = { kind: EventKind; body: string; attachments: Attachment[]; target?: string }
 
 const MEDIA = new Set(['image', 'video', 'audio', 'document', 'sticker'])
-/** The types Meta documents as no message, or as a message it sends no content of. */
-const NOTHING_TO_SHOW = new Set(['reaction', 'system', 'request_welcome', 'unsupported', 'unknown'])
+/**
+ * The types Meta documents as no message. A message it sends no content of (`unsupported`,
+ * `unknown`: a customer wrote something the Cloud API does not carry) is not among them: it is a
+ * customer's message, kept as unrecognized (its sender and time are in the payload kept).
+ */
+const NOTHING_TO_SHOW = new Set(['reaction', 'system', 'request_welcome'])
 
 /**
  * The change fields of a WhatsApp Business Account Meta documents as no customer message
@@ -53,8 +57,6 @@ export const WHATSAPP_CLOUD_IGNORED: Readonly<Record<string, string>> = {
   wa_type_reaction: 'a reaction to a message',
   wa_type_system: 'a system notice (a user changed their number)',
   wa_type_request_welcome: 'a user opened the chat for the first time (no message yet)',
-  wa_type_unsupported: 'a message of a type the Cloud API does not carry: Meta sends no content',
-  wa_type_unknown: 'a message of a type unknown to Meta (error 131051): Meta sends no content',
 }
 
 export function whatsappContent(

@@ -199,7 +199,7 @@ type Names = ReadonlyMap<string, string>
 /**
  * A message's delivery; why not when it cannot be placed (no id, no sender, content of a shape
  * this code does not know: the caller keeps it as unrecognized). A documented non-message type
- * (reaction, system, unsupported) is `ignore`.
+ * (reaction, system, request_welcome) is `ignore`.
  */
 async function messageDelivery(
   number: BusinessNumber,

@@ -4,9 +4,10 @@
  * the JSON text it is sent as. The Worker counts a forward as taken only on an answer signed
  * here: a login page, a proxy's page or a redirect's target is not the origin's answer.
  *
- * The answer is built as a string, signed, and handed to `@hono/node-server` as that string: it
- * writes a string body straight to the socket. Reading a finished Response back (`clone().text()`)
- * would make it build a web stream and tee it for every answer.
+ * The answer is built as a string, signed, and handed to `@hono/node-server` as that string with
+ * its headers as a plain object: it writes both straight to the socket. Reading a finished
+ * Response back (`clone().text()`) would make it build a web stream and tee it for every answer,
+ * and a `Headers` object is read back entry by entry.
  * @module
  */
 import type { Context, HonoRequest } from 'hono'
@@ -75,14 +76,19 @@ export async function answerJson(
   value: unknown,
   status: ContentfulStatusCode,
 ): Promise<Response> {
-  const text = JSON.stringify(value)
   const verified = c.get('verified')
-  if (!verified) return c.body(text, status, JSON_TYPE)
+  // Any other request (an operator's, the console's) answers through the context, with whatever
+  // headers its route set on it.
+  if (!verified) return c.json(value, status)
+  const text = JSON.stringify(value)
   const signature = await signAnswer(verified.secret, verified.requestSignature, status, text)
-  return c.body(text, status, { ...JSON_TYPE, [ANSWER_SIGNATURE_HEADER]: signature })
+  // Not c.body(): with two headers it builds a Headers object. The Worker's routes set no header
+  // on the context for this answer to carry.
+  return new Response(text, {
+    status,
+    headers: { 'content-type': 'application/json', [ANSWER_SIGNATURE_HEADER]: signature },
+  })
 }
-
-const JSON_TYPE = { 'content-type': 'application/json' } as const
 
 /** The body as text, at most `maxBytes` (contract/body.ts); over it, a 413. */
 async function boundedText(req: HonoRequest, maxBytes: number): Promise<string> {

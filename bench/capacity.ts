@@ -1,9 +1,11 @@
 /**
- * What the Worker alone sustains here on the queue path (issue 23: "find it first"): an open-loop
+ * What the Worker alone sustains here on the queue path, measured first in a run: an open-loop
  * Slack backfill at rising rates against a gateway whose first-seen events are all shed to the
- * spool queue (bench/queue-path-worker.ts). Per rate: p50 / p99 from each request's scheduled
- * time, the share answered 2xx, workerd CPU per answered event. It stops at the first rate whose
- * p99 is over 1 s or whose 2xx share is under 99 %; the capacity is the highest rate that passed.
+ * spool queue (bench/queue-path-worker.ts). Every open-loop rate of the run after it is a share of
+ * this capacity (bench/capacity-figures.ts): the backfill, the overload, the queue drain's fill.
+ * Per rate: p50 / p99 from each request's scheduled time, the share answered 2xx, workerd CPU per
+ * answered event. It stops at the first rate whose p99 is over 1 s or whose 2xx share is under
+ * 99 %; the capacity is the highest rate that passed.
  *
  * What the path includes: signature check, the claim (Upstash stand-in → Redis), the queue send
  * (Miniflare's queue broker, a Durable Object in the same workerd), the answer; the load generator
@@ -13,9 +15,10 @@
  * @module
  */
 import type { WorkerRun } from '../local/stack'
+import { type CapacityReport, type CapacityStep, capacityLines } from './capacity-figures'
 import { cpuMsOf, isOk, sendSlackBackfill } from './landed'
-import type { RunState } from './phases'
 import { startQueuePathWorker } from './queue-path-worker'
+import type { RunDeps } from './run-deps'
 import { startSlowProxy } from './slow-proxy'
 import { summarize } from './stats'
 import { fmt, round, say, sleep } from './util'
@@ -32,25 +35,6 @@ const MIN_OK_SHARE = 0.99
 /** Between two rates: the last one's stragglers answered, the isolate idle again. */
 const PAUSE_MS = 1_000
 
-export interface CapacityStep {
-  ratePerS: number
-  offered: number
-  okShare: number
-  p50Ms: number
-  p99Ms: number
-  workerdCpuMsPerEvent: number
-  passed: boolean
-}
-
-export interface CapacityReport {
-  /** The highest rate that passed; 0 when none did. */
-  capacityPerS: number
-  steps: CapacityStep[]
-  /** Whether the last rate tried passed too (then the capacity is at least that, not at most). */
-  ceilingFound: boolean
-  loadAverage1m: number
-}
-
 function listFromEnv(name: string, fallback: number[]): number[] {
   const raw = process.env[name]?.trim()
   if (!raw) return fallback
@@ -61,7 +45,17 @@ function listFromEnv(name: string, fallback: number[]): number[] {
   return values
 }
 
-export async function findQueuePathCapacity(state: RunState): Promise<CapacityReport> {
+/** Measures the capacity once for the run (state.capacity), its lines in the progress and notes. */
+export async function measureCapacity(state: RunDeps): Promise<CapacityReport> {
+  const capacity = await findQueuePathCapacity(state)
+  state.capacity = capacity
+  const lines = capacityLines(capacity)
+  for (const line of lines.slice(-1)) say(line)
+  state.notes.push(...lines)
+  return capacity
+}
+
+async function findQueuePathCapacity(state: RunDeps): Promise<CapacityReport> {
   const loadAverage1m = round((await import('node:os')).loadavg()[0] ?? 0, 2)
   const proxy = await startSlowProxy(state.stack.origin.url, { concurrency: 1, delayMs: 0 })
   const steps: CapacityStep[] = []
@@ -95,7 +89,7 @@ export async function findQueuePathCapacity(state: RunState): Promise<CapacityRe
 }
 
 async function measureRate(
-  state: RunState,
+  state: RunDeps,
   worker: WorkerRun,
   ratePerS: number,
 ): Promise<CapacityStep> {

@@ -6,13 +6,13 @@
  */
 import { readStat } from '../local/proc'
 import type { LoadResult } from './load'
-import type { RunState } from './phases'
 import { signVendorRequests, type VendorEvent } from './requests'
+import type { RunDeps } from './run-deps'
 import { sleep } from './util'
 
 /** `count` new Slack events sent to `url` at `ratePerS` whatever the answers (bench/open-loop.ts). */
 export async function sendSlackBackfill(
-  state: RunState,
+  state: RunDeps,
   url: string,
   load: { ratePerS: number; count: number; timeoutS: number },
 ): Promise<{ events: VendorEvent[]; result: LoadResult }> {
@@ -39,7 +39,7 @@ export function cpuMsOf(pids: readonly number[]): number {
 }
 
 /** Rows holding these events' keys. */
-export async function rowCount(state: RunState, events: readonly VendorEvent[]): Promise<number> {
+export async function rowCount(state: RunDeps, events: readonly VendorEvent[]): Promise<number> {
   if (events.length === 0) return 0
   const { rows } = await state.stack.local.sql.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM messages
@@ -51,7 +51,7 @@ export async function rowCount(state: RunState, events: readonly VendorEvent[]):
 
 /** Waits until every event is a row (or `maxS`), polling every `pollMs`; returns how many are. */
 export async function waitForRows(
-  state: RunState,
+  state: RunDeps,
   events: readonly VendorEvent[],
   maxS: number,
   pollMs = 250,

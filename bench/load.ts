@@ -27,6 +27,15 @@ export interface LoadJob {
   openLoop?: { ratePerS: number }
 }
 
+/**
+ * How long an open loop waits for its last answer, from its first send: three times its sending
+ * time (a target at a third of the offered rate answers its last request after three durations)
+ * plus one request timeout. Past it the step ends unfinished, with what it measured.
+ */
+export function openLoopDeadlineS(job: Pick<LoadJob, 'durationS' | 'timeoutS'>): number {
+  return 3 * job.durationS + job.timeoutS
+}
+
 /** What an open-loop step measured beyond a closed loop's figures. */
 export interface OpenLoopStats {
   ratePerS: number
@@ -38,6 +47,11 @@ export interface OpenLoopStats {
   achievedRatePerS: number
   /** Most requests sent and not answered at once. */
   maxBacklog: number
+  /**
+   * Requests still unanswered when the loop stopped waiting ({@link openLoopDeadlineS}): the step
+   * did not finish. 0 when every request was answered or failed.
+   */
+  unansweredAtDeadline: number
   /** Requests sent and not answered, once a second while sending. */
   backlogEverySecond: number[]
   /** Seconds from the last scheduled send to the last answer. */
@@ -133,13 +147,14 @@ export class LoadGenerator {
   }
 
   /**
-   * Runs one job; rejects if it has not finished within its duration + timeout + 30 s (an open
-   * loop: four times its duration, as a target slower than the offered rate answers its last
-   * request long after the last send: at a quarter of the rate, after four durations).
+   * Runs one job; rejects if it has not finished 30 s past its own bound (a closed loop: its
+   * duration and one request timeout; an open loop: {@link openLoopDeadlineS}, where it stops by
+   * itself): only a load generator that no longer answers gets there.
    */
   run(job: Omit<LoadJob, 'id'>): Promise<LoadResult> {
     const id = this.nextId++
-    const boundMs = (job.durationS * (job.openLoop ? 4 : 1) + job.timeoutS + 30) * 1000
+    const ownS = job.openLoop ? openLoopDeadlineS(job) : job.durationS + job.timeoutS
+    const boundMs = (ownS + 30) * 1000
     return new Promise<LoadResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id)

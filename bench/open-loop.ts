@@ -6,11 +6,13 @@
  * scheduled time, so a send delayed by a busy client counts against the target too.
  *
  * Backlog = requests scheduled but not answered yet. Connections are opened as needed (up to
- * {@link MAX_SOCKETS}), kept alive and reused.
+ * {@link MAX_SOCKETS}), kept alive and reused. A target that falls too far behind does not hold
+ * the run: at {@link openLoopDeadlineS} the loop stops waiting, cuts what is still in flight and
+ * reports what it measured, the unanswered requests counted as such.
  * @module
  */
 import { Agent, request } from 'node:http'
-import type { LoadJob, LoadResult, OpenLoopStats } from './load'
+import { type LoadJob, type LoadResult, type OpenLoopStats, openLoopDeadlineS } from './load'
 import { summarize } from './stats'
 
 const MAX_SOCKETS = 1_024
@@ -37,7 +39,13 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
 
   return new Promise((resolve) => {
     let lastAnswerAt = t0
+    let finished = false
+    let deadline: NodeJS.Timeout | undefined
     const finish = () => {
+      if (finished) return
+      finished = true
+      clearTimeout(deadline)
+      const unansweredAtDeadline = sent - answered - errors
       agent.destroy()
       const elapsedS = (Math.max(lastAnswerAt, t0) - t0) / 1000
       const stats: OpenLoopStats = {
@@ -47,6 +55,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
         sendDurationS: round3(total / ratePerS),
         achievedRatePerS: Math.round(answered / Math.max(elapsedS, 1e-9)),
         maxBacklog,
+        unansweredAtDeadline,
         backlogEverySecond,
         drainS: round3(Math.max(0, elapsedS - total / ratePerS)),
         maxSendLagMs: round3(maxSendLagMs),
@@ -68,6 +77,10 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
     const settle = () => {
       if (sent === total && answered + errors === total) finish()
     }
+    deadline = setTimeout(
+      finish,
+      Math.max(0, t0 - performance.now()) + openLoopDeadlineS(job) * 1000,
+    )
     const send = (index: number, scheduledAt: number) => {
       const next = pool[index]
       if (!next) return
@@ -84,6 +97,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
         (res) => {
           res.resume()
           res.on('end', () => {
+            if (finished) return
             const now = performance.now()
             const status = res.statusCode ?? 0
             statuses[index] = status
@@ -101,6 +115,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
         req.destroy(new Error('timeout'))
       })
       req.on('error', () => {
+        if (finished) return
         errors++
         lastAnswerAt = performance.now()
         settle()
@@ -116,6 +131,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
         send(sent, scheduledAt)
         sent++
       }
+      if (finished) return
       const backlog = sent - answered - errors
       maxBacklog = Math.max(maxBacklog, backlog)
       const second = Math.floor((now - t0) / 1000)

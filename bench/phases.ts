@@ -1,25 +1,25 @@
 /**
- * Runs the scenario table (bench/scenarios.ts) on a started run: each phase at its
- * concurrencies, with what it needs around it (the Upstash stand-in stopped and restarted for
- * Redis down, the workerd profile taken after the direct baselines, `wrangler dev` started and
- * stopped, or skipped when the time budget is short), each scenario turned into a step.
+ * What the phases of a run share (RunState: the stack, the traffic sources, the steps so far, the
+ * figures of the measurements), and how a scenario of the table (bench/scenarios.ts) becomes a
+ * step: its target's URL, its requests, which of them are new events. bench/phase-run.ts runs
+ * the phases.
  * @module
  */
-import { join } from 'node:path'
 import type { Redis } from 'ioredis'
+import type pg from 'pg'
 import type { WorkerDevHandle } from '../local/worker-runtime'
+import { type CapacityReport, rateFromCapacity } from './capacity-figures'
 import type { Cleanup } from './cleanup'
-import { type BenchConfig, vendorVars, WORKERD_PROFILE } from './config'
-import { type DecisionCountersCost, measureDecisionCounters } from './decision-counters-phase'
+import type { BenchConfig } from './config'
+import type { CostReport } from './cost'
+import type { DecisionCountersCost } from './decision-counters-phase'
+import type { InsertRatio } from './insert-ratio'
+import type { LateRows } from './late-rows'
 import type { LoadGenerator } from './load'
 import type { LogTally } from './logs'
-import { type OverloadReport, runOverload, writeOverloadJson } from './overload'
-import {
-  describePreVerification,
-  measurePreVerification,
-  type PreVerificationCost,
-} from './pre-verification-phase'
-import { drainLines, measureQueueDrain, type QueueDrainReport } from './queue-drain'
+import type { OverloadReport } from './overload'
+import type { PreVerificationCost } from './pre-verification-phase'
+import type { QueueDrainReport } from './queue-drain'
 import type { MachineInfo } from './report'
 import {
   type EventFactory,
@@ -31,11 +31,10 @@ import {
   type VendorEvent,
   type WireRequest,
 } from './requests'
+import type { RunDeps } from './run-deps'
 import {
   baselineId,
   MIXED_REPLAYS,
-  type Phase,
-  type PhaseName,
   type Scenario,
   stepId,
   TARGET_LABELS,
@@ -43,12 +42,9 @@ import {
 } from './scenarios'
 import type { CountersAb, Stack } from './stack'
 import type { StepOutcome, StepResult, StepSpec } from './steps'
-import { fmt, say, startedAt } from './util'
 import type { WorkerProfiler } from './worker-profiler'
 
 const WARMUP_S = 2
-/** What the `wrangler dev` section needs beyond its steps (start-up, warm-up), seconds. */
-const WRANGLER_DEV_OVERHEAD_S = 20
 
 export interface BenchRun {
   config: BenchConfig
@@ -62,7 +58,7 @@ export interface BenchRun {
 }
 
 /** What the phases share: the stack, the traffic sources, the steps measured so far. */
-export interface RunState {
+export interface RunState extends RunDeps {
   run: BenchRun
   prefix: string
   /** The headline concurrency. */
@@ -75,10 +71,24 @@ export interface RunState {
   factory: EventFactory
   steps: StepResult[]
   notes: string[]
+  /** Steps whose rows were late for their check, checked again at the run's end. */
+  lateRows: LateRows
+  /** The bench's own pool on the run's database. */
+  sql: pg.Pool
+  /** Runs a step of the results table. */
   step(spec: StepSpec): Promise<StepOutcome>
   dev: WorkerDevHandle | undefined
   profileDir: string | null
   workerProfiler: WorkerProfiler | undefined
+  /**
+   * What the Worker alone sustains on the queue path (bench/capacity.ts), measured before the
+   * first phase whose open-loop rates are set from it.
+   */
+  capacity?: CapacityReport
+  /** The origin against the raw INSERT in alternated slices (phase `direct`). */
+  insertRatio?: InsertRatio
+  /** What an event costs the platforms (phase `cost`). */
+  cost?: CostReport
   /** The overload phase's figures (bench/overload.ts), when it ran. */
   overload?: OverloadReport
   /** The queue phase's (bench/queue-drain.ts), when it ran. */
@@ -100,117 +110,7 @@ export async function warmUp(
   await load.run({ url, requests, connections: 10, durationS: WARMUP_S, timeoutS: 10 })
 }
 
-/** What a phase needs around its steps; `before` answering false skips the phase. */
-interface PhaseHooks {
-  /** `seen`: the replay set (acknowledged seed events). */
-  before?(state: RunState, seen: VendorEvent[]): Promise<boolean>
-  after?(state: RunState): Promise<void>
-}
-
-const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
-  'redis-down': {
-    async before(state) {
-      say('stopping the Upstash stand-in: Redis down')
-      await state.stack.redisLayer.stop()
-      return true
-    },
-    async after(state) {
-      // Back on the same port (the Worker's UPSTASH_REDIS_REST_URL), for what follows.
-      await state.stack.redisLayer.start()
-    },
-  },
-  direct: {
-    async after(state) {
-      if (state.workerProfiler && state.profileDir) {
-        await state.workerProfiler.stop(join(state.profileDir, WORKERD_PROFILE))
-        state.workerProfiler = undefined
-      }
-    },
-  },
-  'decision-counters': {
-    async before(state, seen) {
-      state.decisionCounters = await measureDecisionCounters(state.stack.verifyOnlyUrl)
-      say('starting two gateways for the counters A/B: counters on, DECISION_FLUSH_SECONDS=0')
-      const ab = await state.stack.startCountersAb()
-      state.countersAb = ab
-      // Warmed on the storm's own traffic, so the first round is not the JIT's.
-      const warm = await signVendorRequests(replays(seen, state.run.config.warmupRequests))
-      for (const url of [ab.onUrl, ab.offUrl]) await warmUp(state.load, url, warm)
-      return true
-    },
-    async after(state) {
-      await state.countersAb?.stop()
-      state.countersAb = undefined
-    },
-  },
-  overload: {
-    async before(state) {
-      await runOverload(state)
-      return false
-    },
-  },
-  'pre-verification': {
-    async before(state) {
-      const { local } = state.stack
-      state.preVerification = await measurePreVerification(
-        (vars) => local.startWorker({ vars }),
-        vendorVars(),
-      )
-      const lines = state.preVerification.map(describePreVerification)
-      state.notes.push(...lines.map((line) => `before the signature: ${line}`))
-      return false
-    },
-  },
-  queue: {
-    async before(state) {
-      state.queueDrain = await measureQueueDrain(state)
-      writeOverloadJson(state)
-      state.notes.push(...drainLines(state.queueDrain))
-      return false
-    },
-  },
-  'wrangler-dev': {
-    async before(state) {
-      const { config, tally } = state.run
-      if (!config.wranglerDev) return false
-      const devNeedsS = WRANGLER_DEV_OVERHEAD_S + 2 * (config.durationS + 4)
-      const leftS = config.budgetS - (Date.now() - startedAt) / 1000
-      if (leftS < devNeedsS) {
-        const note =
-          `wrangler dev steps skipped: ${fmt(leftS)} s left of the ${config.budgetS} s budget, they need ` +
-          `about ${devNeedsS} s (BENCH_BUDGET_S raises it)`
-        state.notes.push(note)
-        say(note)
-        return false
-      }
-      say('starting wrangler dev (its dev proxy caps throughput; labelled as such)')
-      // Stopped after its steps, or with the stack.
-      const dev = await state.stack.startWorkerDev((line) => tally.observe(line))
-      state.dev = dev
-      const warm = await signVendorRequests(state.factory.fresh(config.warmupRequests / 2))
-      await warmUp(state.load, dev.url, warm)
-      return true
-    },
-    async after(state) {
-      await state.dev?.stop()
-      state.dev = undefined
-    },
-  },
-}
-
-export async function runPhase(state: RunState, phase: Phase, seen: VendorEvent[]): Promise<void> {
-  const hooks = PHASE_HOOKS[phase.name]
-  if (hooks?.before && !(await hooks.before(state, seen))) return
-  const concurrencies = phase.at === 'sweep' ? state.run.config.sweep : [state.c50]
-  for (const c of concurrencies) {
-    for (const scenario of phase.scenarios) {
-      await state.step(await stepSpec(state, scenario, c, seen))
-    }
-  }
-  await hooks?.after?.(state)
-}
-
-async function stepSpec(
+export async function stepSpec(
   state: RunState,
   scenario: Scenario,
   c: number,
@@ -218,13 +118,13 @@ async function stepSpec(
 ): Promise<StepSpec> {
   const traffic = await trafficOf(state, scenario, seen)
   const noRows = scenario.touchesDatabase === false
-  const { backfillRatePerS, backfillDurationS } = state.run.config
+  const ratePerS = backfillRate(state)
   const open = scenario.openLoop
-    ? { openLoop: { ratePerS: backfillRatePerS }, durationS: backfillDurationS }
+    ? { openLoop: { ratePerS }, durationS: state.run.config.backfillDurationS }
     : {}
   return {
     // An open loop has a rate, not a concurrency.
-    id: scenario.openLoop ? `${scenario.name}@${backfillRatePerS}/s` : stepId(scenario.name, c),
+    id: scenario.openLoop ? `${scenario.name}@${ratePerS}/s` : stepId(scenario.name, c),
     scenario: scenario.label,
     kind: scenario.kind,
     target: TARGET_LABELS[scenario.target],
@@ -239,6 +139,17 @@ async function stepSpec(
     ...(noRows ? { events: [], touchesDatabase: false } : {}),
     baselineId: baselineId(scenario, c, state.c50),
   }
+}
+
+/** The slowest backfill worth sending; also what it runs at when no capacity was measured. */
+const MIN_BACKFILL_RATE = 20
+
+/** The backfill's rate: BENCH_BACKFILL_RATE, else the capacity the run measured first. */
+export function backfillRate(state: RunState): number {
+  return (
+    state.run.config.backfillRatePerS ??
+    rateFromCapacity(state.capacity, 1, { min: MIN_BACKFILL_RATE })
+  )
 }
 
 function urlOf(state: RunState, target: Target): string {
@@ -281,8 +192,7 @@ async function trafficOf(
       return { requests: await sign(events), events, fresh: 'all' }
     }
     case 'newSlack': {
-      const { backfillRatePerS, backfillDurationS } = state.run.config
-      const events = factory.freshSlack(backfillRatePerS * backfillDurationS)
+      const events = factory.freshSlack(backfillRate(state) * state.run.config.backfillDurationS)
       return { requests: await sign(events), events, fresh: 'all' }
     }
     case 'replays': {

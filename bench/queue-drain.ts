@@ -1,9 +1,9 @@
 /**
- * The spool consumer's drain against its batch size (issue 23: "queue settings chosen from
- * measurements"). For each `max_batch_size` (BENCH_QUEUE_BATCH_SIZES, default 10, 25, 50, 100) a
- * gateway Worker of its own (bench/queue-path-worker.ts: every first-seen event shed to the queue,
+ * The spool consumer's drain against its batch size (the queue settings are chosen from it). For
+ * each `max_batch_size` (BENCH_QUEUE_BATCH_SIZES, default 10, 25, 50, 100) a gateway Worker of its own (bench/queue-path-worker.ts: every first-seen event shed to the queue,
  * the consumer parked at a held gate), then twice:
- *   1. a backlog: BENCH_QUEUE_BACKLOG Slack events (default 1,000) sent open loop, all queued;
+ *   1. a backlog: BENCH_QUEUE_BACKLOG Slack events (default 1,000) sent open loop (at half the
+ *      capacity the run measured first), all queued;
  *   2. the gate released: the consumer drains into the origin, through the proxy either as a plain
  *      pass-through ("origin": its own pace, this machine's CPU) or one request at a time, each held
  *      {@link SLOW_DELAY_MS} ("slow origin": a limit in requests/s, as the overload phase's);
@@ -17,18 +17,22 @@
  */
 import { groupPids } from '../local/proc'
 import type { WorkerRun } from '../local/stack'
+import { rateFromCapacity } from './capacity-figures'
 import { cpuMsOf, isOk, sendSlackBackfill, waitForRows } from './landed'
 import { batchRequests } from './overload'
-import type { RunState } from './phases'
 import { startQueuePathWorker } from './queue-path-worker'
 import type { VendorEvent } from './requests'
+import type { RunDeps } from './run-deps'
 import { type ProxyLimits, type SlowProxy, startSlowProxy } from './slow-proxy'
 import { fmt, round, say } from './util'
 
 const BATCH_SIZES = sizesFromEnv()
 const BACKLOG = Number(process.env.BENCH_QUEUE_BACKLOG ?? 1_000)
-/** The backlog is sent at this rate (well inside the queue path's capacity here). */
-const FILL_RATE_PER_S = 400
+/**
+ * The backlog is sent at half the queue path's capacity measured first in the run (well inside it),
+ * at most this, and at least the capacity sweep's lowest rate.
+ */
+const FILL = { share: 0.5, min: 50, max: 400 }
 /** The slow origin: one request at a time, each held this long (≤ 20 requests/s). */
 const SLOW_DELAY_MS = 50
 const DRAIN_MAX_S = 60
@@ -76,15 +80,14 @@ function sizesFromEnv(): number[] {
   return values
 }
 
-export async function measureQueueDrain(state: RunState): Promise<QueueDrainReport> {
+export async function measureQueueDrain(state: RunDeps): Promise<QueueDrainReport> {
   const loadAverage1m = round((await import('node:os')).loadavg()[0] ?? 0, 2)
   const proxy = await startSlowProxy(state.stack.origin.url, ORIGIN_OWN_PACE)
   const results: DrainResult[] = []
   try {
     for (const size of BATCH_SIZES) {
       const { worker, warmQueued } = await startQueuePathWorker(state, proxy, {
-        max_batch_size: size,
-        max_batch_timeout: 0,
+        queueConsumers: { max_batch_size: size, max_batch_timeout: 0 },
       })
       try {
         results.push(await fillAndDrain(state, proxy, worker, size, 'own pace', warmQueued))
@@ -111,7 +114,7 @@ export async function measureQueueDrain(state: RunState): Promise<QueueDrainRepo
 }
 
 /** The origin alone (closed loop) taking CONCURRENCY_BATCH-event batches from `concurrency` callers. */
-async function originBatchedAt(state: RunState, concurrency: number) {
+async function originBatchedAt(state: RunDeps, concurrency: number) {
   // Enough batches for the step at a few thousand events/s; the loop stops at its duration.
   const events = state.factory.freshSlack(CONCURRENCY_BATCH * 40 * concurrency)
   const result = await state.load.run({
@@ -132,7 +135,7 @@ async function originBatchedAt(state: RunState, concurrency: number) {
 }
 
 async function fillAndDrain(
-  state: RunState,
+  state: RunDeps,
   proxy: SlowProxy,
   worker: WorkerRun,
   maxBatchSize: number,
@@ -142,7 +145,7 @@ async function fillAndDrain(
   proxy.hold()
   proxy.setLimits(origin === 'slow' ? SLOW_ORIGIN : ORIGIN_OWN_PACE)
   const { events: backlog, result: sent } = await sendSlackBackfill(state, worker.url, {
-    ratePerS: FILL_RATE_PER_S,
+    ratePerS: rateFromCapacity(state.capacity, FILL.share, FILL),
     count: BACKLOG,
     timeoutS: 10,
   })

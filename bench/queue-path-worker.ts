@@ -18,8 +18,8 @@ import type { WorkerRun } from '../local/stack'
 import type { QueueConsumerOverrides } from '../local/wrangler-config'
 import { vendorVars } from './config'
 import { isOk, sendSlackBackfill } from './landed'
-import type { RunState } from './phases'
 import type { VendorEvent } from './requests'
+import type { RunDeps } from './run-deps'
 import type { SlowProxy } from './slow-proxy'
 
 /** The Worker's vars on top of the bench's: see the module comment. */
@@ -30,9 +30,12 @@ const QUEUE_PATH_VARS = {
   ORIGIN_TIMEOUT_MS: '60000',
 }
 
-/** Unmeasured events that open the breaker (and warm the isolate) before anything is measured. */
+/**
+ * Unmeasured events that open the breaker (and warm the isolate) before anything is measured, at
+ * the capacity sweep's lowest rate: this Worker also serves that sweep, before any capacity is known.
+ */
 const WARM_EVENTS = 100
-const WARM_RATE_PER_S = 100
+const WARM_RATE_PER_S = 50
 
 export interface QueuePathWorker {
   worker: WorkerRun
@@ -42,22 +45,23 @@ export interface QueuePathWorker {
 
 /**
  * Starts the Worker in front of `proxy` (held here), and opens its breaker with a short warm-up;
- * the caller stops it.
+ * the caller stops it. `entrySource`: the bundle behind another entry (the cost phase's counting
+ * one, bench/cost-entry.ts).
  */
 export async function startQueuePathWorker(
-  state: RunState,
+  state: RunDeps,
   proxy: SlowProxy,
-  queueConsumers?: QueueConsumerOverrides,
+  options: { queueConsumers?: QueueConsumerOverrides; entrySource?: string } = {},
 ): Promise<QueuePathWorker> {
   proxy.hold()
   const worker = await state.stack.local.startWorker({
     originUrl: proxy.url,
     vars: { ...vendorVars(), ...QUEUE_PATH_VARS },
-    ...(queueConsumers ? { queueConsumers } : {}),
+    ...options,
   })
   try {
     // The first few forward and wait at the gate until the sender's budget runs out (then they are
-    // queued too); every one after SHED_SLOW_MS is shed. Waits for all: ~2.5 s.
+    // queued too); every one after SHED_SLOW_MS is shed. Waits for all: ~2 s.
     const { events, result } = await sendSlackBackfill(state, worker.url, {
       ratePerS: WARM_RATE_PER_S,
       count: WARM_EVENTS,

@@ -11,37 +11,35 @@ import { Redis } from 'ioredis'
 import { childrenOf, groupPids, readStat } from '../local/proc'
 import { assertServicesUp, createTestDatabase, databasePool, REDIS_URL } from '../local/services'
 import { REPO_ROOT } from '../local/stack'
+import { measureCapacity } from './capacity'
 import { claimSignals } from './cleanup'
 import { RESULTS_DIR, WORKERD_PROFILE } from './config'
 import { CpuSampler } from './cpu'
+import type { InsertRatio } from './insert-ratio'
+import { LateRows } from './late-rows'
 import { LoadGenerator } from './load'
-import { type BenchRun, type RunState, runPhase, warmUp } from './phases'
-import {
-  countDedupKeys,
-  redisBenchmark,
-  sampleKeyMemory,
-  usedMemory,
-  waitForSettledKeys,
-} from './redis'
-import type { BenchReport, MemoryReport } from './report'
+import { runPhase } from './phase-run'
+import type { BenchRun, RunState } from './phases'
+import type { BenchReport } from './report'
 import { judgeOverloadTargets, judgeTargets } from './report'
-import { EventFactory, signOriginRequests, signVendorRequests, type VendorEvent } from './requests'
-import { PHASES, type Phase, stepId, TARGET_LABELS } from './scenarios'
+import { EventFactory } from './requests'
+import { PHASES, type Phase } from './scenarios'
+import { redisAlone, seedReplaySet, warmUpAll } from './seed'
 import { startBenchStack } from './stack'
 import { runStep, type StepContext, type StepResult } from './steps'
 import { fmt, round, say } from './util'
 import { WorkerProfiler } from './worker-profiler'
-
-/** The seed step sends its events, or stops after this long (a busy machine is slow). */
-const SEED_MAX_S = 8
 
 export async function bench(run: BenchRun): Promise<BenchReport> {
   const state = await openRun(run)
   await warmUpAll(state)
   const redisBaseline = await redisAlone(state)
   const { seen, memory } = await seedReplaySet(state)
-  for (const phase of phasesToRun(state)) await runPhase(state, phase, seen)
+  const phases = phasesToRun(state)
+  if (phases.some((p) => p.ratesFromCapacity)) await capacityFirst(state)
+  for (const phase of phases) await runPhase(state, phase, seen)
   await stopWholeRunProfile(state)
+  for (const line of await state.lateRows.recheck(state.sql)) say(line)
   const steps = withRatios(state.steps)
   const { config, machine, problems } = run
   return {
@@ -50,7 +48,7 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
       durationS: config.durationS,
       sweep: config.sweep,
       headlineConcurrency: state.c50,
-      backfillRatePerS: config.backfillRatePerS,
+      backfillRatePerS: config.backfillRatePerS ?? 'the capacity measured first',
       backfillDurationS: config.backfillDurationS,
       maxRequestsPerStep: state.pool,
       seedEvents: config.seedEvents,
@@ -60,13 +58,23 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
     steps,
     redisBenchmark: redisBaseline,
     memory,
-    targets: judgeTargets(steps, memory, state.c50),
+    targets: judgeTargets(steps, memory, state.c50, state.insertRatio),
     overloadTargets: judgeOverloadTargets(state.overload),
+    ...(state.capacity ? { capacity: state.capacity } : {}),
+    ...(state.insertRatio ? { insertRatio: withoutSlices(state.insertRatio) } : {}),
+    ...(state.cost ? { cost: state.cost } : {}),
     ...(state.overload ? { overload: state.overload } : {}),
     ...(state.queueDrain ? { queueDrain: state.queueDrain } : {}),
     ...(state.decisionCounters ? { decisionCounters: state.decisionCounters } : {}),
     ...(state.preVerification ? { preVerification: state.preVerification } : {}),
-    checks: steps.flatMap((s) => s.checks.map((c) => ({ ...c, step: s.id }))),
+    checks: [
+      ...[...steps, ...(state.insertRatio?.slices ?? [])].flatMap((s) =>
+        s.checks.map((c) => ({ ...c, step: s.id })),
+      ),
+      ...(state.cost?.windows ?? []).flatMap((w) =>
+        w.checks.map((c) => ({ ...c, step: `cost: ${w.name}` })),
+      ),
+    ],
     elapsedS: 0,
     problems,
     notes: state.notes,
@@ -163,14 +171,24 @@ async function openRun(run: BenchRun): Promise<RunState> {
     load,
     redis,
     factory: new EventFactory(tag),
+    config,
     steps: [],
     notes: [],
+    lateRows: new LateRows(),
+    sql,
     async step(spec) {
       const profiled = profileDir && config.profileStep === spec.id && stack.gatewayInspectorUrl
       const profiler = profiled ? await WorkerProfiler.start(profiled) : undefined
       const outcome = await runStep(ctx, spec)
       if (profiler && profileDir) await profiler.stop(join(profileDir, WORKERD_PROFILE))
+      state.lateRows.add(outcome)
       state.steps.push(outcome.result)
+      sayStep(outcome.result)
+      return outcome
+    },
+    async measure(spec) {
+      const outcome = await runStep(ctx, spec)
+      state.lateRows.add(outcome)
       sayStep(outcome.result)
       return outcome
     },
@@ -188,7 +206,8 @@ function sayStep(step: StepResult): void {
     `${step.id.padEnd(34)} ${fmt(step.eventsPerS).padStart(6)} events/s  p50 ${fmt(step.latency.p50, 1)}  ` +
       `p95 ${fmt(step.latency.p95, 1)}  p99 ${fmt(step.latency.p99, 1)} ms  non-2xx ${step.non2xx}  ` +
       `errors ${step.errors}${step.rowsCreated === null ? '' : `  rows ${step.rowsCreated}`}` +
-      `${failed.length ? `  CHECK FAILED: ${failed.map((c) => c.name).join('; ')}` : ''}`,
+      `${failed.length ? `  CHECK FAILED: ${failed.map((c) => c.name).join('; ')}` : ''}` +
+      `${step.unfinished ? `  DID NOT FINISH: ${step.unfinished}` : ''}`,
   )
 }
 
@@ -201,20 +220,20 @@ function packageVersion(name: string): string | undefined {
   }
 }
 
-async function warmUpAll(state: RunState): Promise<void> {
-  const { load, stack, factory } = state
-  const { warmupRequests } = state.run.config
-  say('warming up the gateway, verify-only worker and origin')
-  await warmUp(load, stack.gatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
-  await warmUp(load, stack.verifyOnlyUrl, await signVendorRequests(factory.fresh(warmupRequests)))
-  await warmUp(load, stack.memoGatewayUrl, await signVendorRequests(factory.fresh(warmupRequests)))
-  await warmUp(load, stack.origin.url, await signOriginRequests(factory.fresh(warmupRequests / 2)))
-  await waitForSettledKeys(state.redis, state.prefix, 10_000)
-  // One step's profile (BENCH_PROFILE_STEP) is taken around that step alone (openRun's step).
-  state.workerProfiler =
-    stack.gatewayInspectorUrl && !state.run.config.profileStep
-      ? await WorkerProfiler.start(stack.gatewayInspectorUrl)
-      : undefined
+/**
+ * The Worker's capacity on the queue path, before the phases whose open-loop rates are shares of
+ * it. Should it not be measurable (a Worker that would not start), those rates fall to their
+ * minimums and the run says so.
+ */
+async function capacityFirst(state: RunState): Promise<void> {
+  say('measuring the Worker alone on the queue path: every open-loop rate is set from it')
+  try {
+    await measureCapacity(state)
+  } catch (err) {
+    const line = `capacity not measured (${(err as Error).message}): open-loop rates at their minimums`
+    say(line)
+    state.run.problems.push(line)
+  }
 }
 
 /** The phases BENCH_PHASES names (all by default); a skipped phase is a note in the report. */
@@ -236,73 +255,8 @@ async function stopWholeRunProfile(state: RunState): Promise<void> {
   }
 }
 
-/** Redis on its own: redis-benchmark straight at it. */
-async function redisAlone(state: RunState) {
-  say('redis-benchmark: SET NX PX GET straight at Redis')
-  const { config } = state.run
-  const result = await redisBenchmark(
-    REDIS_URL,
-    state.prefix,
-    config.redisBenchmarkRequests,
-    state.c50,
-  )
-  say(
-    result.status === 'ok'
-      ? `redis-benchmark ${fmt(result.rps)} requests/s, p99 ${result.p99} ms`
-      : `redis-benchmark ${result.note}`,
-  )
-  return result
-}
-
-/** The replay set (acknowledged new events), and what each key costs in Redis. */
-async function seedReplaySet(
-  state: RunState,
-): Promise<{ seen: VendorEvent[]; memory: MemoryReport }> {
-  const { redis, prefix, c50 } = state
-  const { config, problems } = state.run
-  const keysBefore = await countDedupKeys(redis, prefix)
-  const usedBefore = await usedMemory(redis)
-  const seedEvents = state.factory.fresh(config.seedEvents)
-  const seed = await state.step({
-    id: 'seed',
-    scenario: `seed: first-seen (≤ ${fmt(config.seedEvents)} events, ≤ ${SEED_MAX_S} s)`,
-    kind: 'scenario',
-    target: TARGET_LABELS.gateway,
-    url: state.stack.gatewayUrl,
-    concurrency: c50,
-    requests: await signVendorRequests(seedEvents),
-    events: seedEvents,
-    fresh: 'all',
-    baselineId: stepId('origin-insert', c50),
-    durationS: SEED_MAX_S,
-  })
-  const stillInflight = await waitForSettledKeys(redis, prefix, 10_000)
-  if (stillInflight > 0) problems.push(`${stillInflight} seed keys still inflight after 10 s`)
-  const usedAfter = await usedMemory(redis)
-  const keysCreated = (await countDedupKeys(redis, prefix)) - keysBefore
-  const seen = seedEvents.filter((_, i) => {
-    const status = seed.statuses[i] ?? 0
-    return status >= 200 && status < 300
-  })
-  // Only acknowledged events are "already seen"; a machine too busy to take half is no benchmark.
-  if (seen.length < 100) {
-    throw new Error(
-      `only ${seen.length} seed events were acknowledged: no replay set to storm with`,
-    )
-  }
-  const memory: MemoryReport = {
-    sample: await sampleKeyMemory(redis, prefix, config.memorySampleKeys),
-    keysCreated,
-    usedMemoryBefore: usedBefore,
-    usedMemoryAfter: usedAfter,
-    bytesPerKeyInfo: round((usedAfter - usedBefore) / Math.max(1, keysCreated), 1),
-  }
-  say(
-    `Redis: ${fmt(memory.sample.production.avgBytes, 1)} B/key (MEMORY USAGE, production key ` +
-      `names; ${fmt(memory.sample.avgBytes, 1)} with the bench prefix), ` +
-      `${fmt(memory.bytesPerKeyInfo, 1)} B/key (INFO used_memory over ${fmt(keysCreated)} keys)`,
-  )
-  return { seen, memory }
+function withoutSlices({ slices: _, ...ratio }: InsertRatio): Omit<InsertRatio, 'slices'> {
+  return ratio
 }
 
 function withRatios(steps: StepResult[]): StepResult[] {

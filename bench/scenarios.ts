@@ -4,13 +4,15 @@
  * traffic and the baseline it is compared with; bench/runner.ts turns each into a step
  * (bench/steps.ts) and does what a phase needs around it (Redis stopped, `wrangler dev` started).
  *
+ *   [the Worker's capacity on the queue path, when a phase below sets its rates from it] →
  *   sweep: verify-only, duplicate storm and first-seen side by side at each concurrency →
- *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 → Slack backfill (open loop) → Redis down (the stand-in stopped, Postgres decides)
- *   → the origin, a raw INSERT and the Upstash stand-in on their own → the decision counters'
+ *   the storm again with the in-isolate memo on (a second gateway, labelled) → mixed 1:7 →
+ *   Slack backfill (open loop at that capacity) → Redis down (the stand-in stopped, Postgres decides)
+ *   → the origin, a raw INSERT and the Upstash stand-in on their own (and the origin against the raw
+ *   INSERT in alternated slices) → the cost per event (bench/cost.ts) → the decision counters'
  *   cost per decision in workerd (bench/decision-counters-phase.ts) → each channel's worst
  *   unauthenticated request, refused before its signature holds (bench/pre-verification-phase.ts)
- *   → overload (the origin
- *   limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
+ *   → overload (the origin limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
  *   bench/overload.ts) → queue (the spool consumer's drain per batch size; bench/queue-drain.ts) →
  *   `wrangler dev` first-seen and storm.
  * @module
@@ -66,8 +68,9 @@ export interface Scenario {
   /** Seconds, when shorter than the run's step duration (BENCH_DURATION_S) is enough. */
   durationS?: number
   /**
-   * Open loop at the run's backfill rate for its backfill duration (BENCH_BACKFILL_RATE,
-   * BENCH_BACKFILL_S), instead of a closed loop at a concurrency.
+   * Open loop at the run's backfill rate (the capacity the run measured first, or
+   * BENCH_BACKFILL_RATE) for its backfill duration (BENCH_BACKFILL_S), instead of a closed loop
+   * at a concurrency.
    */
   openLoop?: true
 }
@@ -84,12 +87,18 @@ export type PhaseName =
   | 'queue'
   | 'decision-counters'
   | 'pre-verification'
+  | 'cost'
 
 export interface Phase {
   name: PhaseName
   /** Every concurrency of BENCH_SWEEP, or the headline concurrency only. */
   at: 'sweep' | 'headline'
   scenarios: readonly Scenario[]
+  /**
+   * Its open-loop rates are shares of the Worker's capacity (bench/capacity.ts), which the run
+   * then measures before its first phase.
+   */
+  ratesFromCapacity?: true
 }
 
 /** Seconds of each step of the counters' A/B: two rounds of two, a few seconds in all. */
@@ -162,6 +171,7 @@ export const PHASES: readonly Phase[] = [
   {
     name: 'backfill',
     at: 'headline',
+    ratesFromCapacity: true,
     scenarios: [
       {
         name: 'slack-backfill',
@@ -226,6 +236,12 @@ export const PHASES: readonly Phase[] = [
     ],
   },
   {
+    // Runs apart (bench/cost.ts): per event, what the platforms count and bill, three windows.
+    name: 'cost',
+    at: 'headline',
+    scenarios: [],
+  },
+  {
     // First the loop in workerd (bench/decision-counters-phase.ts), then this A/B: the storm on
     // two fresh gateways alike but for the counters (on, off), alternated twice.
     name: 'decision-counters',
@@ -254,12 +270,14 @@ export const PHASES: readonly Phase[] = [
     // Runs apart from this table (bench/overload.ts): workers of its own, a slow origin.
     name: 'overload',
     at: 'headline',
+    ratesFromCapacity: true,
     scenarios: [],
   },
   {
     // Runs apart too (bench/queue-drain.ts): the spool consumer's drain per queue batch size.
     name: 'queue',
     at: 'headline',
+    ratesFromCapacity: true,
     scenarios: [],
   },
   {

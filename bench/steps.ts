@@ -3,20 +3,33 @@
  * time, then account for every request: its answer, the rows it made in Postgres, what the
  * gateway and origin logged, and the CPU each component used meanwhile.
  *
- * Row checks are per event, not only totals: every new event acknowledged with a 2xx has its row;
- * no row appears that is not one of this step's new events (a replay never makes one); rows of
- * requests cut off at the end of the step (sent, never answered) are counted and shown apart.
+ * Row checks are per event, not only totals (bench/step-rows.ts).
  * @module
  */
 
 import { loadavg } from 'node:os'
 import type pg from 'pg'
 import type { CpuSampler, CpuUsage } from './cpu'
-import type { LoadGenerator, OpenLoopStats } from './load'
+import { type LoadGenerator, type LoadResult, type OpenLoopStats, openLoopDeadlineS } from './load'
 import type { Counts, LogTally } from './logs'
 import type { VendorEvent, WireRequest } from './requests'
-import type { LatencySummary } from './stats'
-import { round, sleep } from './util'
+import { type LatencySummary, summarize } from './stats'
+import {
+  awaitAcknowledgedRows,
+  type Check,
+  is2xx,
+  isNewAt,
+  lastMessageId,
+  type MissingRow,
+  type RowTally,
+  rowChecks,
+  rowKey,
+  rowsAfter,
+  settle,
+} from './step-rows'
+import { round } from './util'
+
+export type { Check } from './step-rows'
 
 export type StepKind = 'scenario' | 'baseline'
 
@@ -42,12 +55,6 @@ export interface StepSpec {
   durationS?: number
   /** Open loop: this many requests a second for the duration, whatever the answers. */
   openLoop?: { ratePerS: number }
-}
-
-export interface Check {
-  name: string
-  ok: boolean
-  detail: string
 }
 
 export interface StepResult {
@@ -82,6 +89,11 @@ export interface StepResult {
   loadAverage1m: number
   /** Open-loop steps: rate achieved, backlog, drain (bench/open-loop.ts). */
   openLoop?: OpenLoopStats
+  /**
+   * Why the step did not finish (its target was still answering at the load's deadline, or the
+   * load generator failed): its figures are what it measured until then. Absent: it finished.
+   */
+  unfinished?: string
   notes: string[]
 }
 
@@ -100,173 +112,12 @@ export interface StepContext {
   freshOwners: Map<string, string>
 }
 
-async function lastMessageId(sql: pg.Pool): Promise<string> {
-  const { rows } = await sql.query<{ id: string }>(
-    'SELECT coalesce(max(id), 0)::text AS id FROM messages',
-  )
-  return rows[0]?.id ?? '0'
-}
-
-async function rowsAfter(
-  sql: pg.Pool,
-  id: string,
-): Promise<Array<{ channel: string; key: string }>> {
-  const { rows } = await sql.query<{ channel: string; key: string }>(
-    'SELECT channel, channel_message_id AS key FROM messages WHERE id > $1',
-    [id],
-  )
-  return rows
-}
-
-/**
- * Waits until the target has finished what it started: requests cut off when the load stopped are
- * still being forwarded for a moment. Done when the row count holds still for `stableMs` (600 ms;
- * at most `maxMs`, 5 s). An open-loop step waits longer: what the gateway spooled while the origin
- * was behind (answered 200 at once) lands from the queue afterwards, and its rows are checked too.
- */
-async function settle(
-  sql: pg.Pool,
-  afterId: string,
-  touchesDatabase: boolean,
-  { stableMs = 600, maxMs = 5_000 } = {},
-): Promise<void> {
-  if (!touchesDatabase) {
-    await sleep(300)
-    return
-  }
-  let previous = -1
-  let stable = 0
-  const until = Date.now() + maxMs
-  while (Date.now() < until) {
-    // A saturated box can time out a new connection: try again on the next round, not fail the run.
-    const n = await sql
-      .query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE id > $1', [afterId])
-      .then(
-        ({ rows }) => rows[0]?.n ?? 0,
-        () => previous,
-      )
-    stable = n === previous ? stable + 1 : 0
-    previous = n
-    if (stable * 200 >= stableMs) return
-    await sleep(200)
-  }
-}
-
-/** How long a step waits for the rows of acknowledged new events that went through the queue. */
-const SPOOLED_MAX_MS = 120_000
-
-/**
- * Waits (up to SPOOLED_MAX_MS) until every acknowledged new event of the step is a row. Events the
- * gateway queued (shed: the origin slow, or this one isolate's forwards at SHED_MAX_INFLIGHT) land
- * through the spool consumer, in batches, later again after a retry; the row checks come after.
- */
-async function awaitAcknowledgedRows(
-  sql: pg.Pool,
-  spec: StepSpec,
-  statuses: readonly number[],
-): Promise<void> {
-  const keys: string[] = []
-  spec.events.forEach((event, i) => {
-    if (isNewAt(spec, i) && is2xx(statuses[i] ?? 0)) keys.push(event.messageKey)
-  })
-  if (keys.length === 0) return
-  const until = Date.now() + SPOOLED_MAX_MS
-  while (Date.now() < until) {
-    const landed = await sql
-      .query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM messages WHERE channel_message_id = ANY($1::text[])',
-        [keys],
-      )
-      .then(
-        ({ rows }) => rows[0]?.n ?? 0,
-        () => 0,
-      )
-    if (landed >= keys.length) return
-    await sleep(250)
-  }
-}
-
-/** Whether the step's i-th event is a new one (its row is the step's to check). */
-function isNewAt(spec: StepSpec, i: number): boolean {
-  return spec.fresh === 'all' || (spec.fresh !== 'none' && spec.fresh.has(i))
-}
-
-const rowKey = (channel: string, key: string) => `${channel}\u0000${key}`
-const is2xx = (status: number) => status >= 200 && status < 300
-
-function rowChecks(
-  spec: StepSpec,
-  statuses: readonly number[],
-  allRows: ReadonlyArray<{ channel: string; key: string }>,
-  freshOwners: ReadonlyMap<string, string>,
-): { checks: Check[]; notes: string[] } {
-  // Rows of earlier steps' new events, committed only now (cut off when that step stopped).
-  const late = new Map<string, number>()
-  const rows = allRows.filter((r) => {
-    const owner = freshOwners.get(rowKey(r.channel, r.key))
-    if (owner === undefined || owner === spec.id) return true
-    late.set(owner, (late.get(owner) ?? 0) + 1)
-    return false
-  })
-  const found = new Set(rows.map((r) => rowKey(r.channel, r.key)))
-  let acked = 0
-  let ackedWithRow = 0
-  let cutOffWithRow = 0
-  let refusedWithRow = 0
-  const freshKeys = new Set<string>()
-  spec.events.forEach((event, i) => {
-    if (!isNewAt(spec, i)) return
-    const key = rowKey(event.channel, event.messageKey)
-    freshKeys.add(key)
-    const status = statuses[i] ?? 0
-    if (is2xx(status)) {
-      acked++
-      if (found.has(key)) ackedWithRow++
-    } else if (found.has(key)) {
-      if (status === 0) cutOffWithRow++
-      else refusedWithRow++
-    }
-  })
-  const stray = rows.filter((r) => !freshKeys.has(rowKey(r.channel, r.key))).length
-  const checks: Check[] = []
-  const notes: string[] = [...late].map(
-    ([owner, n]) =>
-      `${n} late rows of ${owner} (requests cut off when it stopped) committed meanwhile`,
-  )
-  if (spec.fresh === 'none') {
-    checks.push({
-      name: 'no new rows (replays only)',
-      ok: rows.length === 0,
-      detail: `${rows.length} rows created`,
-    })
-    return { checks, notes }
-  }
-  checks.push({
-    name: 'every 2xx new event has its row',
-    ok: ackedWithRow === acked,
-    detail: `${ackedWithRow} of ${acked} acknowledged new events have a row`,
-  })
-  checks.push({
-    name: 'rows == 2xx new events (+ cut off at stop)',
-    ok: stray === 0 && rows.length === acked + cutOffWithRow + refusedWithRow,
-    detail:
-      `${rows.length} rows = ${acked} acknowledged + ${cutOffWithRow} cut off when the load ` +
-      `stopped + ${refusedWithRow} answered non-2xx after the origin committed; ${stray} rows ` +
-      'of no new event',
-  })
-  if (refusedWithRow > 0) {
-    notes.push(
-      `${refusedWithRow} new events were answered non-2xx but their row exists (the origin ` +
-        'committed after the gateway gave up): the vendor retries, Postgres answers duplicate',
-    )
-  }
-  return { checks, notes }
-}
-
 export interface StepOutcome {
   result: StepResult
   /** Each request's answer status (0 = none), in pool order. */
   statuses: number[]
+  /** Acknowledged new events without their row when checked, for a re-check at the run's end. */
+  missingRows?: { rows: MissingRow[]; tally: RowTally }
 }
 
 /** Runs one step and returns everything measured about it. */
@@ -279,14 +130,7 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
   ctx.tally.take()
   const loadAverage1m = round(loadavg()[0] ?? 0, 2)
   const cpuBefore = await ctx.sampler.read()
-  const result = await ctx.load.run({
-    url: spec.url,
-    requests: spec.requests,
-    connections: spec.concurrency,
-    durationS,
-    timeoutS: ctx.timeoutS,
-    ...(spec.openLoop ? { openLoop: spec.openLoop } : {}),
-  })
+  const { result, unfinished } = await loadOf(ctx, spec, durationS)
   await settle(
     ctx.sql,
     startId,
@@ -309,6 +153,7 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
   const elapsed = result.durationS || durationS
   const checks: Check[] = []
   const notes: string[] = []
+  let missingRows: StepOutcome['missingRows']
   if (touchesDatabase && spec.events.length > 0) {
     spec.events.forEach((event, i) => {
       if (isNewAt(spec, i)) ctx.freshOwners.set(rowKey(event.channel, event.messageKey), spec.id)
@@ -316,6 +161,9 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
     const rowResult = rowChecks(spec, result.statuses, rows, ctx.freshOwners)
     checks.push(...rowResult.checks)
     notes.push(...rowResult.notes)
+    if (rowResult.missing.length > 0) {
+      missingRows = { rows: rowResult.missing, tally: rowResult.tally }
+    }
   }
   if (!spec.openLoop && result.sent >= spec.requests.length) {
     notes.push(
@@ -323,8 +171,9 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
         'the step was bounded by its request count, not its duration; timed to its last answer',
     )
   }
-  // An open loop waits for every answer; a closed one may cut off one request per connection.
-  const cutOff = spec.openLoop ? 0 : spec.concurrency
+  // An open loop waits for every answer until its deadline; a closed one may cut off one request
+  // per connection.
+  const cutOff = spec.openLoop ? (result.openLoop?.unansweredAtDeadline ?? 0) : spec.concurrency
   checks.push({
     name: 'every answer accounted for',
     ok: answered + result.errors >= result.sent - cutOff && result.exhausted === 0,
@@ -332,6 +181,7 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
       `${result.sent} sent, ${answered} answered (${ok2xx} 2xx, ${answered - ok2xx} other), ` +
       `${result.errors} errors/timeouts, ${result.sent - answered} unanswered at stop`,
   })
+  if (unfinished) notes.push(`did not finish: ${unfinished}`)
   const stepResult: StepResult = {
     id: spec.id,
     scenario: spec.scenario,
@@ -357,7 +207,51 @@ export async function runStep(ctx: StepContext, spec: StepSpec): Promise<StepOut
     cpuMs,
     loadAverage1m,
     ...(result.openLoop ? { openLoop: result.openLoop } : {}),
+    ...(unfinished ? { unfinished } : {}),
     notes,
   }
-  return { result: stepResult, statuses: result.statuses }
+  return { result: stepResult, statuses: result.statuses, ...(missingRows ? { missingRows } : {}) }
+}
+
+/**
+ * The step's load, and why it did not finish when it did not: an open loop that reached its
+ * deadline with requests unanswered, or a load generator that failed (then nothing was measured,
+ * and every request counts as unanswered: rows that appear are checked as cut off).
+ */
+async function loadOf(
+  ctx: StepContext,
+  spec: StepSpec,
+  durationS: number,
+): Promise<{ result: LoadResult; unfinished?: string }> {
+  try {
+    const result = await ctx.load.run({
+      url: spec.url,
+      requests: spec.requests,
+      connections: spec.concurrency,
+      durationS,
+      timeoutS: ctx.timeoutS,
+      ...(spec.openLoop ? { openLoop: spec.openLoop } : {}),
+    })
+    const left = result.openLoop?.unansweredAtDeadline ?? 0
+    if (left === 0) return { result }
+    return {
+      result,
+      unfinished:
+        `${left} of ${result.sent} requests still unanswered ${openLoopDeadlineS({ durationS, timeoutS: ctx.timeoutS })} s ` +
+        'after the first send (the load stopped waiting; they count as unanswered)',
+    }
+  } catch (err) {
+    const result: LoadResult = {
+      id: 0,
+      statuses: new Array<number>(spec.requests.length).fill(0),
+      latency: summarize([]),
+      durationS,
+      sent: 0,
+      errors: 0,
+      timeouts: 0,
+      statusCounts: {},
+      exhausted: 0,
+    }
+    return { result, unfinished: `the load generator failed: ${(err as Error).message}` }
+  }
 }

@@ -47,6 +47,8 @@ export interface DatabaseLayer extends Stoppable {
   pglite?: EmbeddedPostgres
   /** Fault hook: the Neon proxy cuts every open connection (see `dropConnections`). */
   dropConnections(): number
+  /** Statements the origins sent through the Neon proxy so far, by label (the bench's cost). */
+  statementCounts(): Record<string, number>
 }
 
 /** PGlite runs one statement at a time for everyone: a few connections are plenty. */
@@ -89,6 +91,7 @@ export async function startDatabaseLayer(
       migrations,
       pglite,
       dropConnections: () => running.dropConnections(),
+      statementCounts: () => running.statementCounts(),
       stop: once(async () => {
         await running.close()
         await pglite?.stop()

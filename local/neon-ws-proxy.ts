@@ -2,7 +2,8 @@
  * Dev/test stand-in for Neon's WebSocket endpoint: `@neondatabase/serverless` speaks the Postgres
  * wire protocol over a WebSocket; this relays each WebSocket to a TCP connection to a real Postgres.
  *
- * Only for this machine: it has no TLS and no auth of its own, and listens on loopback.
+ * It counts the statements its clients send (local/pg-wire-tally.ts), for the bench's cost per
+ * event. Only for this machine: it has no TLS and no auth of its own, and listens on loopback.
  * Clients reach it through `neonConfig.wsProxy = (host, port) => '<here>/v2?address=host:port'`.
  * @module
  */
@@ -10,6 +11,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { connect, type Socket } from 'node:net'
 import { WebSocketServer } from 'ws'
+import { WireTally } from './pg-wire-tally'
 
 export interface NeonWsProxyOptions {
   /** Where Postgres really listens. Every connection goes there, whatever address the client names. */
@@ -28,6 +30,8 @@ export interface RunningProxy {
    * many were cut.
    */
   dropConnections(): number
+  /** Statements sent through it so far, by label (`SELECT ingest_message`, `BEGIN`, ...). */
+  statementCounts(): Record<string, number>
   close(): Promise<void>
 }
 
@@ -42,8 +46,10 @@ export async function startNeonWsProxy(options: NeonWsProxyOptions): Promise<Run
   })
   const wss = new WebSocketServer({ server, maxPayload: 64 * 1024 * 1024 })
   const sockets = new Set<Socket>()
+  const statements = new Map<string, number>()
 
   wss.on('connection', (ws) => {
+    let tally: WireTally | null = new WireTally(statements)
     const tcp = connect(options.target.port, options.target.host)
     sockets.add(tcp)
     tcp.setNoDelay(true)
@@ -66,6 +72,12 @@ export async function startNeonWsProxy(options: NeonWsProxyOptions): Promise<Run
     ws.on('message', (data: Buffer) => {
       if (connected) tcp.write(data)
       else pending.push(data)
+      try {
+        tally?.push(data)
+      } catch {
+        // A stream it cannot follow is relayed all the same, just no longer counted.
+        tally = null
+      }
       // The Neon client waits for the server to hang up after Terminate; close both ends so a
       // pool's end() never stalls, whatever the server behind does.
       if (isTerminate(data)) setTimeout(closeBoth, 0)
@@ -89,6 +101,7 @@ export async function startNeonWsProxy(options: NeonWsProxyOptions): Promise<Run
       for (const client of wss.clients) client.terminate()
       return cut
     },
+    statementCounts: () => Object.fromEntries(statements),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy()

@@ -1,7 +1,8 @@
 /**
  * The Redis the Worker (and the Gmail poller) reach: the Upstash REST stand-in (upstash-rest.ts)
  * in front of a real Redis, or of the embedded in-memory store. It can be stopped and started
- * again on the same port (a Redis outage as the Worker sees it), and made slow.
+ * again on the same port (a Redis outage as the Worker sees it), and made slow. It counts the
+ * commands it served, across restarts (the bench's cost per event).
  * @module
  */
 import { once, type Stoppable } from './processes'
@@ -26,6 +27,8 @@ export interface RedisLayer extends Stoppable {
   token: string
   /** Fault hook: delay every answer by `ms` (0 = off). */
   setLatency(ms: number): void
+  /** Commands served so far (every start of this layer), by lower-case name. */
+  commandCounts(): Record<string, number>
   /** After {@link stop}: serves again on the same port (the embedded store starts empty). */
   start(): Promise<void>
 }
@@ -37,7 +40,11 @@ interface Running {
   stop(): Promise<void>
 }
 
-async function listen(options: RedisLayerOptions, port: number): Promise<Running> {
+async function listen(
+  options: RedisLayerOptions,
+  port: number,
+  commandCounts: Map<string, number>,
+): Promise<Running> {
   const backend: RedisBackend = options.redisUrl
     ? realRedis(options.redisUrl)
     : await embeddedRedis()
@@ -47,6 +54,7 @@ async function listen(options: RedisLayerOptions, port: number): Promise<Running
       token: options.token,
       port,
       host: options.host ?? '127.0.0.1',
+      commandCounts,
     })
     return {
       url: rest.url,
@@ -64,7 +72,8 @@ async function listen(options: RedisLayerOptions, port: number): Promise<Running
 }
 
 export async function startRedisLayer(options: RedisLayerOptions): Promise<RedisLayer> {
-  let running = await listen(options, options.port ?? 0)
+  const commandCounts = new Map<string, number>()
+  let running = await listen(options, options.port ?? 0, commandCounts)
   const { url, port } = running
   return {
     mode: options.redisUrl ? 'real' : 'embedded',
@@ -72,10 +81,11 @@ export async function startRedisLayer(options: RedisLayerOptions): Promise<Redis
     port,
     token: options.token,
     setLatency: (ms) => running.setLatency(ms),
+    commandCounts: () => Object.fromEntries(commandCounts),
     stop: () => running.stop(),
     async start() {
       await running.stop()
-      running = await listen(options, port)
+      running = await listen(options, port, commandCounts)
     },
   }
 }

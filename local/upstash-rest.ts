@@ -4,6 +4,9 @@
  * encoding the client asks for by default. Commands run on a real Redis (`REDIS_URL`), or, when
  * none is configured, on an embedded in-memory Redis (ioredis-mock: real SET NX PX/EX, TTLs, Lua).
  *
+ * It counts the commands it runs, by name (what Upstash bills: a pipeline's or transaction's
+ * commands each count), for the bench's cost per event.
+ *
  * Not a production server: loopback only, one shared token, no ACLs.
  * @module
  */
@@ -161,6 +164,8 @@ export interface UpstashRestOptions {
   token: string
   port?: number
   host?: string
+  /** Where the commands run are counted, by lower-case name. @default a map of this server's own */
+  commandCounts?: Map<string, number>
 }
 
 export interface RunningUpstashRest {
@@ -168,11 +173,20 @@ export interface RunningUpstashRest {
   port: number
   /** Test hook: delay every answer (a Redis slower than the gateway's budget). */
   setLatency(ms: number): void
+  /** Commands run so far, by lower-case name (`set`, `eval`, ...). */
+  commandCounts(): Record<string, number>
   close(): Promise<void>
 }
 
 export async function startUpstashRest(options: UpstashRestOptions): Promise<RunningUpstashRest> {
   const { backend, token } = options
+  const counts = options.commandCounts ?? new Map<string, number>()
+  const count = (commands: readonly Command[]) => {
+    for (const [name] of commands) {
+      const key = name.toLowerCase()
+      counts.set(key, (counts.get(key) ?? 0) + 1)
+    }
+  }
   let latencyMs = 0
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -193,6 +207,7 @@ export async function startUpstashRest(options: UpstashRestOptions): Promise<Run
       if (!Array.isArray(parsed) || !parsed.every(isCommand)) {
         return send(res, 400, { error: 'ERR a pipeline is an array of commands' })
       }
+      count(parsed)
       if (path === '/multi-exec') {
         try {
           const results = await backend.transaction(parsed)
@@ -217,6 +232,7 @@ export async function startUpstashRest(options: UpstashRestOptions): Promise<Run
     }
     if (path !== '/') return send(res, 404, { error: 'ERR unknown endpoint' })
     if (!isCommand(parsed)) return send(res, 400, { error: 'ERR a command is a JSON array' })
+    count([parsed])
     try {
       return send(res, 200, { result: encode(await backend.run(parsed), base64) })
     } catch (err) {
@@ -241,6 +257,7 @@ export async function startUpstashRest(options: UpstashRestOptions): Promise<Run
     setLatency(ms) {
       latencyMs = ms
     },
+    commandCounts: () => Object.fromEntries(counts),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())

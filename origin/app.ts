@@ -1,12 +1,13 @@
 /**
  * The origin's HTTP API (Hono). `POST /v1/events` takes one normalized event from the worker:
  * bound the body, verify the signature over the raw text, then parse, validate and ingest. Any 2xx
- * means the origin took responsibility for the event; a duplicate is a 200, never an error.
+ * means the origin took responsibility for the event; a duplicate is a 200, never an error. The
+ * Worker's routes (events, batches, dead letters, decision counts) verify and sign through
+ * origin/forward-auth.ts.
  * @module
  */
-import { type Context, Hono, type HonoRequest } from 'hono'
+import { type Context, Hono } from 'hono'
 import * as v from 'valibot'
-import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import { DECISION_MSG, type DecisionLog, decisionLevel } from '../contract/decision-log'
 import {
   type InboundEvent,
@@ -15,14 +16,7 @@ import {
   parseInboundEvent,
 } from '../contract/event'
 import { BATCH_LIMITS, type BatchItemAnswer } from '../contract/event-batch'
-import {
-  ANSWER_SIGNATURE_HEADER,
-  type ForwardRoute,
-  SIGNATURE_HEADER,
-  signAnswer,
-  TIMESTAMP_HEADER,
-  verifyForward,
-} from '../contract/forward-signature'
+import type { ForwardRoute } from '../contract/forward-signature'
 import { storable } from '../contract/storable'
 import { type ConsoleDeps, createConsoleApp } from './console/app'
 import { parseDecisionBatch, recordDecisionBatch } from './console/decisions'
@@ -37,11 +31,11 @@ import {
   InvalidEventError,
   NotFoundError,
   OriginError,
-  UnauthorizedError,
 } from './errors'
 import { failureReplayRoutes } from './failures/http'
 import { recordInboundFailure } from './failures/inbound'
 import type { GatewayReplay } from './failures/unrecognized'
+import { answerJson, type ForwardEnv, verifiedBody } from './forward-auth'
 import { ingestEvent, ingestEvents } from './ingest'
 import type { Logger } from './log'
 import { countGatewayDecisions, createMetrics, type OriginMetrics, seriesOf } from './metrics'
@@ -71,67 +65,21 @@ export interface OriginDeps {
   gateway?: GatewayReplay | null
 }
 
-/** Set on a request whose signature verified: its answer, error or not, is signed with it. */
-interface Verified {
-  secret: string
-  requestSignature: string
-}
-
-type OriginEnv = { Variables: { verified?: Verified } }
-
 const EVENTS: ForwardRoute = { method: 'POST', path: '/v1/events' }
 const EVENTS_BATCH: ForwardRoute = { method: 'POST', path: '/v1/events/batch' }
 const INBOUND_FAILURES: ForwardRoute = { method: 'POST', path: '/v1/failures/inbound' }
 const DECISIONS: ForwardRoute = { method: 'POST', path: '/v1/decisions' }
 
-export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
+export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
   const { db, logger } = deps
   const metrics = deps.metrics ?? createMetrics()
   const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000))
   const guesses = deps.signInLimit ?? deps.console?.signInLimit ?? signInLimit()
-  const app = new Hono<OriginEnv>()
+  const app = new Hono<ForwardEnv>()
 
-  /**
-   * The exact bytes, verified first (for this method and route): nothing is parsed for an
-   * unauthenticated caller.
-   */
-  async function signedBody(
-    c: Context<OriginEnv>,
-    route: ForwardRoute,
-    maxBytes = deps.maxEventBytes,
-  ): Promise<string> {
-    const raw = await boundedText(c.req, maxBytes)
-    const requestSignature = c.req.header(SIGNATURE_HEADER)
-    const verdict = await verifyForward(
-      deps.secrets,
-      route,
-      raw,
-      { timestamp: c.req.header(TIMESTAMP_HEADER), signature: requestSignature },
-      nowSeconds(),
-    )
-    if (!verdict.ok) {
-      logger.warn('request rejected', { reason: verdict.reason })
-      throw new UnauthorizedError()
-    }
-    c.set('verified', { secret: verdict.secret, requestSignature: requestSignature as string })
-    return raw
-  }
-
-  // The Worker counts a forward as taken only on an answer signed here: a login page, a proxy's
-  // page or a redirect's target is not the origin's answer. Unverified requests get none.
-  app.use('/v1/*', async (c, next) => {
-    await next()
-    const verified = c.get('verified')
-    if (!verified) return
-    const body = await c.res.clone().text()
-    const signature = await signAnswer(
-      verified.secret,
-      verified.requestSignature,
-      c.res.status,
-      body,
-    )
-    c.res.headers.set(ANSWER_SIGNATURE_HEADER, signature)
-  })
+  const auth = { secrets: deps.secrets, logger, nowSeconds }
+  const signedBody = (c: Context<ForwardEnv>, route: ForwardRoute, maxBytes = deps.maxEventBytes) =>
+    verifiedBody(auth, c, route, maxBytes)
 
   app.post('/v1/events', async (c) => {
     const event = parseEvent(await signedBody(c, EVENTS))
@@ -146,14 +94,14 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
         logger.warn('payload mismatch not recorded', describeError(err)),
       )
     }
-    return c.json(result, result.outcome === 'created' ? 201 : 200)
+    return answerJson(c, result, result.outcome === 'created' ? 201 : 200)
   })
 
   // The Worker isolates' decision counts (worker/decision-counters.ts), for the console.
   app.post('/v1/decisions', async (c) => {
     const batch = parseDecisionBatch(parseJson(await signedBody(c, DECISIONS)))
     if (await recordDecisionBatch(db, batch)) countGatewayDecisions(metrics, batch.rows)
-    return c.json({ ok: true })
+    return answerJson(c, { ok: true }, 200)
   })
 
   if (deps.console) {
@@ -176,7 +124,7 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
       record(metrics, logger, item, result, eachMs)
       return { status: result.outcome === 'created' ? 201 : 200, ...result }
     })
-    return c.json({ results: answers }, 200)
+    return answerJson(c, { results: answers }, 200)
   })
 
   // The Worker's dead-letter consumer: an event the spool queue gave up on, kept for replay.
@@ -191,7 +139,7 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
       attempts: report.attempts,
       error: report.error,
     })
-    return c.json({ failureId: id }, 201)
+    return answerJson(c, { failureId: id }, 201)
   })
 
   // The operator's replay of a dead inbound event, behind Idempotency-Key (failures/http.ts).
@@ -226,20 +174,11 @@ export function createOriginApp(deps: OriginDeps): Hono<OriginEnv> {
       logger.error('request failed', describeError(err))
     }
     metrics.rejected.labels(known.code).inc()
-    return c.json({ error: { code: known.code, message: known.message } }, known.status)
+    // A verified forward's error is its answer too: signed (answerJson), as its success would be.
+    return answerJson(c, { error: { code: known.code, message: known.message } }, known.status)
   })
 
   return app
-}
-
-/** The body as text, at most `maxBytes` (contract/body.ts); over it, a 413. */
-async function boundedText(req: HonoRequest, maxBytes: number): Promise<string> {
-  try {
-    return (await readBoundedBody(req.raw, maxBytes)).text
-  } catch (err) {
-    if (err instanceof BodyOverLimitError) throw new BodyTooLargeError(maxBytes)
-    throw err
-  }
 }
 
 function parseJson(raw: string): unknown {

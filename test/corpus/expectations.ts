@@ -164,8 +164,12 @@ export const CORPUS: Record<string, Expectation> = {
     sender: '16505551234',
   },
   'whatsapp-cloud/text.json': row('Test'),
-  'whatsapp-cloud/unknown-type-error.json': nothing('type unknown to Meta (error 131051)'),
-  'whatsapp-cloud/unsupported.json': kept('a customer message of a type the Cloud API does not carry'),
+  'whatsapp-cloud/unknown-type-error.json': kept(
+    'a customer message of a type unknown to Meta (error 131051)',
+  ),
+  'whatsapp-cloud/unsupported.json': kept(
+    'a customer message of a type the Cloud API does not carry',
+  ),
   'whatsapp-cloud/video-caption.json': row('Video', 1),
 
   // LINE: line/line-bot-sdk-python and line-bot-sdk-nodejs webhook test data.

@@ -231,16 +231,18 @@ describe('startStack', () => {
     expect(await listening(stack.redis.port)).toBe(false)
   })
 
-  it('a Redis outage and back: the stand-in comes back on the same port', async () => {
+  it('a Redis outage and back: the stand-in comes back on the same port, its command count kept', async () => {
     const layer = await startRedisLayer({ redisUrl: REDIS_URL, token: SECRET })
     try {
       const { port } = layer
+      const client = () => new Upstash({ url: layer.url, token: SECRET, retry: { retries: 0 } })
+      expect(await client().ping()).toBe('PONG')
       await layer.stop()
       expect(await listening(port)).toBe(false)
       await layer.start()
       expect(layer.port).toBe(port)
-      const redis = new Upstash({ url: layer.url, token: SECRET, retry: { retries: 0 } })
-      expect(await redis.ping()).toBe('PONG')
+      expect(await client().ping()).toBe('PONG')
+      expect(layer.commandCounts().ping).toBe(2)
     } finally {
       await layer.stop()
     }

@@ -237,4 +237,36 @@ describe.each(backends)('Upstash REST stand-in on %s', (_name, makeBackend, pref
     }
     expect(await redis.get(key('slow'))).toBeNull()
   })
+
+  it('counts each command it runs by name: one alone, each of a pipeline and a transaction; none refused', async () => {
+    const k = key('count')
+    const post = (path: string, body: unknown, token = TOKEN) =>
+      fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      }).then((res) => res.arrayBuffer())
+    const before = server.commandCounts()
+    const delta = () => {
+      const now = server.commandCounts()
+      return Object.fromEntries(
+        Object.entries(now)
+          .map(([name, n]) => [name, n - (before[name] ?? 0)] as const)
+          .filter(([, n]) => n > 0),
+      )
+    }
+    await post('/', ['SET', k, 'v', 'nx', 'px', 60_000])
+    await post('/pipeline', [
+      ['get', k],
+      ['pttl', k],
+      ['get', k],
+    ])
+    await post('/multi-exec', [
+      ['set', k, 'w'],
+      ['get', k],
+    ])
+    await post('/', ['get', k], 'wrong-token')
+    await post('/', 'not a command')
+    expect(delta()).toEqual({ set: 2, get: 3, pttl: 1 })
+  })
 })

@@ -3,7 +3,7 @@
 -- edit it by hand. npm test fails when it differs from what the migrations make.
 -- Read a function here: a migration changes a function only by one whole CREATE OR REPLACE,
 -- so the older migrations hold its earlier versions.
--- Newest migration: 20261203003005
+-- Newest migration: 20261204001001
 
 -- Name: pg_trgm; Type: EXTENSION; Schema: -; Owner: -
 
@@ -729,6 +729,16 @@ CREATE TABLE public.schema_migrations (
     version character varying NOT NULL
 );
 
+-- Name: signature_bindings; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.signature_bindings (
+    key text NOT NULL,
+    body_hash text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT signature_bindings_body_hash_check CHECK ((body_hash ~ '^[0-9a-f]{8,64}$'::text)),
+    CONSTRAINT signature_bindings_key_check CHECK ((octet_length(key) <= 256))
+);
+
 -- Name: channel_failures channel_failures_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.channel_failures
@@ -844,6 +854,11 @@ ALTER TABLE ONLY public.payload_mismatches
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 
+-- Name: signature_bindings signature_bindings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.signature_bindings
+    ADD CONSTRAINT signature_bindings_pkey PRIMARY KEY (key);
+
 -- Name: channel_failures_created_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX channel_failures_created_idx ON public.channel_failures USING btree (created_at DESC, id DESC);
@@ -951,6 +966,10 @@ CREATE INDEX outbox_unprocessed_idx ON public.outbox USING btree (id) WHERE (pro
 -- Name: payload_mismatches_seen_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX payload_mismatches_seen_idx ON public.payload_mismatches USING btree (seen_at DESC, id DESC);
+
+-- Name: signature_bindings_expires_at_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX signature_bindings_expires_at_idx ON public.signature_bindings USING btree (expires_at);
 
 -- Name: channel_failures channel_failures_message_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 

@@ -12,7 +12,7 @@ import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
 import { WEBHOOK_CHANNELS } from '../worker/channels'
-import { parseSettings } from '../worker/config'
+import { channelConfig, parseSettings } from '../worker/config'
 import type { Env } from '../worker/env'
 import { ORIGIN_URL, WORKER_SETTINGS } from '../worker/settings'
 import { error, type Finding, ok, putSecret, varsSection, warn } from './deploy-finding'
@@ -188,7 +188,7 @@ function checkChannels(env: Env, envName: string | undefined): Finding[] {
   }
   for (const channel of WEBHOOK_CHANNELS) {
     if (!settings.channelsInUse.has(channel.name)) continue
-    const config = channel.pick(settings)
+    const config = channelConfig(settings, channel)
     if (config.ok) {
       findings.push(ok(`channel ${channel.name} has what it needs`))
       continue

@@ -17,6 +17,7 @@ import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { type MailboxAliases, readMailboxAliases } from '../contract/mailbox'
 import { present, rawValue, readInt, readUrl } from '../contract/settings'
 import { type ChannelSettings, EVENT_CHANNELS, WEBHOOK_CHANNELS } from './channels'
+import type { ChannelConfig, WebhookChannel } from './channels/types'
 import type { Env } from './env'
 import { settingsPerIsolate } from './per-isolate'
 import {
@@ -31,9 +32,6 @@ import {
 import type { BreakerSettings } from './shed/breaker'
 import { parseShedSettings } from './shed/config'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
-
-/** A channel is either ready, or names what is missing (variable names, never values). */
-export type ChannelConfig<T> = { ok: true; value: T } | { ok: false; missing: string[] }
 
 export interface OriginConfig {
   url: string
@@ -90,6 +88,19 @@ export const DEFAULTS = {
 
 /** The settings for this env, parsed on first use (warnings are logged once, then). */
 export const settingsFor = settingsPerIsolate((env: Env): Settings => parseSettings(env))
+
+/**
+ * A channel's settings within the parsed ones (what its `settings` returned, with the origin's
+ * needs), under its name. Settings is typed from the registry, which the channel is part of: so
+ * the channel cannot index it itself, and the entry is its own by construction (parseSettings).
+ */
+export function channelConfig<C extends WebhookChannel>(
+  settings: Settings,
+  channel: C,
+): ReturnType<C['settings']> {
+  const byName = settings as unknown as Record<C['name'], ReturnType<C['settings']>>
+  return byName[channel.name as C['name']]
+}
 
 export function parseSettings(env: Env): Settings {
   const warnings: string[] = []

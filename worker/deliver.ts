@@ -11,10 +11,11 @@ import { sha256Hex } from '../contract/crypto'
 import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
-import { type DeliveryContext, type Outcome, sendBudgetMs } from './delivery-context'
+import { type DeliveryContext, sendBudgetMs } from './delivery-context'
 import { InvalidPayloadError } from './errors'
 import { describeForward, type ForwardResult, forwardEvent } from './forward'
 import { describeError, logProblem, type WorkerDecisionLog } from './log'
+import type { Outcome } from './outcome'
 import type { Admission } from './shed/breaker'
 import { deadMessage } from './spool/message'
 import { enqueueEvent, sendDeadLetter } from './spool/producer'
@@ -31,8 +32,8 @@ export {
   deliveryContext,
   type FrontDoor,
   logOutcome,
-  type Outcome,
 } from './delivery-context'
+export type { Outcome } from './outcome'
 
 /** Below this much time left, a forward is not worth starting: answer "retry" instead. */
 const MIN_FORWARD_MS = 200

@@ -1,7 +1,8 @@
 /**
  * What a front door (the webhook routes, the email handler) hands the delivery core
  * (deliver.ts): its context, built by {@link deliveryContext}; and what it gets back: an
- * {@link Outcome} per delivery, logged with the status of the reply it gave ({@link logOutcome}).
+ * Outcome (outcome.ts) per delivery, logged with the status of the reply it gave
+ * ({@link logOutcome}).
  * @module
  */
 import type { ClaimStore } from '../claims'
@@ -10,24 +11,12 @@ import { countDecision, flushTargetOf } from './decision-counters'
 import type { Env } from './env'
 import { ChannelNotConfiguredError } from './errors'
 import { claimStoreFor } from './gateway'
-import { type Decision, logDecision, type WorkerDecisionLog } from './log'
+import { logDecision } from './log'
+import type { Outcome } from './outcome'
 import { breakerFor, type OriginBreaker } from './shed/breaker'
 import type { EventBodies } from './spool/claim-check'
 import type { DeadLetterQueue, SpoolQueue } from './spool/producer'
 
-/**
- * What became of a delivery: the log's decision and fields, less what the front door adds (its
- * reply's status, the time taken). A front door needs only `decision` to answer: `retry` asks the
- * sender to send again, `rejected` is refused for good, `challenge` is a handshake to answer with
- * `challenge`; every other decision (forwarded, duplicate, recorded, ignored, spooled) is taken.
- */
-export type Outcome = OutcomeFields &
-  ({ decision: Exclude<Decision, 'challenge'> } | { decision: 'challenge'; challenge: string })
-
-/** A decision's fields; `channel` defaults to the front door's (an event names sms / whatsapp). */
-type OutcomeFields = Omit<WorkerDecisionLog, 'channel' | 'decision' | 'status' | 'ms'> & {
-  channel?: string
-}
 export interface DeliveryContext {
   /** Log label of the front door: slack | twilio | telegram | whatsapp-cloud | email. */
   channel: string

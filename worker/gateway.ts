@@ -7,13 +7,18 @@ import type { Context } from 'hono'
 import { type ClaimStore, claimStore } from '../claims'
 import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import type { SignatureBinding } from '../contract/signature-binding'
-import { type Classified, deliveriesOf, type RequestParts } from './channels/types'
-import { type ChannelConfig, type Settings, settingsFor } from './config'
+import {
+  type ChannelConfig,
+  type Classified,
+  deliveriesOf,
+  type RequestParts,
+  type TenantVerdict,
+} from './channels/types'
+import { type Settings, settingsFor } from './config'
 import type { Env } from './env'
 import { BodyTooLargeError, ChannelNotConfiguredError, UnauthorizedError } from './errors'
 import { perIsolate } from './per-isolate'
 import { claimSignatureOnce } from './signature-once'
-import type { TenantVerdict } from './tenants'
 
 export type GatewayContext = Context<{ Bindings: Env }>
 

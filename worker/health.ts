@@ -19,7 +19,7 @@
 import type { ClaimStore } from '../claims'
 import { NO_REDIRECT } from '../contract/no-redirect'
 import { WEBHOOK_CHANNELS, type WebhookChannelName } from './channels'
-import type { OriginConfig, Settings } from './config'
+import { channelConfig, type OriginConfig, type Settings } from './config'
 import { claimStoreFor } from './gateway'
 
 /** How long one Redis reading serves every caller of this isolate. */
@@ -120,7 +120,7 @@ async function measure(
   deep: boolean,
 ): Promise<DeepHealth> {
   const channels = Object.fromEntries(
-    WEBHOOK_CHANNELS.map((channel) => [channel.name, channel.pick(settings).ok]),
+    WEBHOOK_CHANNELS.map((channel) => [channel.name, channelConfig(settings, channel).ok]),
   ) as Health['channels']
   const store = claimStoreFor(settings)
   const [reading, origin] = await Promise.all([

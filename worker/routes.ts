@@ -12,7 +12,7 @@ import type { SignatureBinding } from '../contract/signature-binding'
 import { WEBHOOK_CHANNELS } from './channels'
 import { challengeReply, httpReply } from './channels/replies'
 import { type Classified, deliveriesOf, type WebhookChannel } from './channels/types'
-import { settingsFor } from './config'
+import { channelConfig, settingsFor } from './config'
 import { deliveryContext, logOutcome } from './deliver'
 import { deliverAll } from './deliver-batch'
 import type { ReceivedRequest } from './delivery-context'
@@ -45,7 +45,7 @@ function serve(channel: WebhookChannel): void {
 async function handshake(c: GatewayContext, channel: WebhookChannel): Promise<Response> {
   const startedAt = Date.now()
   const settings = settingsFor(c.env)
-  const config = channel.pick(settings)
+  const config = channelConfig(settings, channel)
   if (!config.ok) throw new ChannelNotConfiguredError(channel.name, config.missing)
   const query = new URL(c.req.url).searchParams
   const verdict = await channel.handshake?.(query, config.value, c.req.param())
@@ -76,7 +76,7 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
   const request = await verifiedRequest(
     c,
     channel.name,
-    channel.pick,
+    (settings) => channelConfig(settings, channel),
     (parts, config) => channel.verify(parts, config, c.req.param()),
     channel.maxBodyBytes,
   )

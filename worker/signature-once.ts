@@ -18,10 +18,10 @@
 import { type ClaimOutcome, type ClaimStore, formatDeliveryKey, sameHash } from '../claims'
 import { describeError } from '../contract/describe-error'
 import { type BindAnswer, bindAnswer, type SignatureBinding } from '../contract/signature-binding'
+import type { OnceBinding } from './channels/types'
 import type { Settings } from './config'
 import { RetryLaterError, UnauthorizedError } from './errors'
 import { postSigned } from './forward'
-import type { OnceBinding } from './tenants'
 
 /** Tries of the Redis half before it counts as unanswered: it is idempotent (one key, one hash). */
 const REDIS_TRIES = 3

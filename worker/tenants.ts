@@ -10,46 +10,14 @@
  * @module
  */
 import { secretList } from '../contract/crypto'
-import type { DeliveryKey } from '../contract/delivery-key'
 import { rawValue, type StringEnv, setting, type TextSetting } from '../contract/settings'
-import type { Verdict } from './channels/types'
-import type { ChannelConfig } from './config'
+import type { ChannelConfig, TenantVerdict, Verdict } from './channels/types'
 
 export type TenantSecrets =
   /** A single-tenant variable (SLACK_SIGNING_SECRET, TWILIO_AUTH_TOKEN): any tenant, one list. */
   | { kind: 'shared'; secrets: readonly string[] }
   /** A per-tenant variable: a tenant not listed is refused. */
   | { kind: 'per-tenant'; byTenant: ReadonlyMap<string, readonly string[]> }
-
-/**
- * A signature that does not cover the body (WeChat's plain mode) proves only that its query was
- * signed: such a request is good once, for the body it first came with. The gateway claims `key`
- * for `hash` (the body's) before anything is parsed: the same body again is the same delivery,
- * another is refused (gateway.ts `claimSignatureOnce`).
- */
-export interface OnceBinding {
-  key: DeliveryKey
-  hash: string
-  /** How long the signature itself is accepted, and so how long its claim must outlive it. */
-  ttlSeconds: number
-}
-
-/** A verifier's answer, saying whose secrets matched: a tenant id, or null (shared secrets). */
-export type TenantVerdict =
-  | {
-      ok: true
-      tenant: string | null
-      once?: OnceBinding
-      handshakeOnly?: boolean
-      /** The key scopes this tenant may write, when they are not the tenant id itself. */
-      scopes?: ReadonlySet<string>
-      /**
-       * The event tenants (the owners of the rows: Slack workspaces) this tenant may write for,
-       * when the channel's config restricts them; absent: its key scopes say it all.
-       */
-      writesFor?: ReadonlySet<string>
-    }
-  | { ok: false; reason: string }
 
 /**
  * Verifies with the secrets of `tenant` only (an id read from the untrusted request before

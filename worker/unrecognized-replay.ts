@@ -33,7 +33,7 @@ import {
 } from '../contract/unrecognized-event'
 import { WEBHOOK_CHANNELS } from './channels'
 import { deliveriesOf, type RequestParts, type WebhookChannel } from './channels/types'
-import { type Settings, settingsFor } from './config'
+import { channelConfig, type Settings, settingsFor } from './config'
 import { deliveryContext, logOutcome } from './deliver'
 import { deliverAll } from './deliver-batch'
 import type { Env } from './env'
@@ -102,7 +102,7 @@ async function replayKept(
     (candidate) => candidate.name === event.channel,
   )
   if (!channel) return still(`no channel ${event.channel} in this Worker`)
-  const config = channel.pick(settings)
+  const config = channelConfig(settings, channel)
   if (!config.ok) throw new ChannelNotConfiguredError(channel.name, config.missing)
   const text = bodyText(event)
   const parts: RequestParts = {

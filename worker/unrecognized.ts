@@ -20,8 +20,9 @@ import {
 } from '../contract/unrecognized-event'
 import type { Classified, Delivery, WebhookChannel } from './channels/types'
 import { isBatch } from './channels/types'
-import { type DeliveryContext, type Outcome, sendBudgetMs } from './delivery-context'
+import { type DeliveryContext, sendBudgetMs } from './delivery-context'
 import { describeError, logProblem } from './log'
+import type { Outcome } from './outcome'
 import { deadMessage } from './spool/message'
 import { sendDeadLetter } from './spool/producer'
 

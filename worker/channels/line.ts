@@ -25,16 +25,22 @@ import { keyPart } from '../../contract/delivery-key'
 import type { Attachment, EventKind } from '../../contract/event'
 import { LIMITS } from '../../contract/event'
 import type { StringEnv } from '../../contract/settings'
-import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
 import { logLine } from '../log'
-import type { TenantSecrets, TenantVerdict } from '../tenants'
+import type { TenantSecrets } from '../tenants'
 import { matchingTenant, sharedSecretRow, tenantSecrets, tenantSecretsRow } from '../tenants'
 import { lineContent } from './line-content'
 import { pressBody } from './press'
 import { plainReplies } from './replies'
-import type { ChannelDelivery, Classified, RequestParts, WebhookChannel } from './types'
-import { formatDeliveryKey } from './types'
+import {
+  type ChannelConfig,
+  type ChannelDelivery,
+  type Classified,
+  formatDeliveryKey,
+  type RequestParts,
+  type TenantVerdict,
+  type WebhookChannel,
+} from './types'
 import { isoFromUnixSeconds, list, obj, parseJsonObject, str, vendorId } from './untrusted'
 
 export interface LineConfig {
@@ -90,7 +96,6 @@ export const line: WebhookChannel<'line', LineConfig, Json, typeof LINE_VARIABLE
   budgetMs: 2_500,
   maxBodyBytes: 1024 * 1024,
   settings: lineConfig,
-  pick: (settings) => settings.line,
   verify: (parts, config) => verifyLine(parts, config.channelSecrets),
   parse: (parts) => parseJsonObject(parts.body.text, 'line body'),
   classify: (payload) => classifyLine(payload),

@@ -18,7 +18,6 @@
  */
 import { channelTtlSetting } from '../../claims'
 import { keyPart } from '../../contract/delivery-key'
-import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
 import { sharedSecretRow, tenantSecretsRow } from '../tenants'
 import {
@@ -150,10 +149,6 @@ export function metaMessagingChannel<
     budgetMs: 2_500,
     maxBodyBytes: META_MAX_BODY_BYTES,
     settings: (env, warnings) => metaAppConfig(env, rows, warnings),
-    // Its settings are under its name (worker/config.ts); Settings is typed from the registry,
-    // which this channel is part of, so the name cannot index it here.
-    pick: (settings) =>
-      (settings as unknown as Record<Name, ChannelConfig<MetaAppConfig>>)[spec.name],
     handshake: (query, config) => verifyHandshake(query, config.verifyTokens),
     verify: (parts, config) => verifyMetaSignature(parts, config.appSecrets, config.idsByApp),
     parse: (parts) => parseJsonObject(parts.body.text, `${spec.name} body`),

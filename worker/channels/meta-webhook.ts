@@ -9,10 +9,9 @@
  */
 import { type Bytes, equalsAny, hmac, secretList, toHex } from '../../contract/crypto'
 import { rawValue, type StringEnv, type TextSetting } from '../../contract/settings'
-import type { ChannelConfig } from '../config'
-import type { TenantSecrets, TenantVerdict } from '../tenants'
+import type { TenantSecrets } from '../tenants'
 import { matchingTenant, tenantIds, tenantSecrets } from '../tenants'
-import type { HandshakeVerdict, RequestParts } from './types'
+import type { ChannelConfig, HandshakeVerdict, RequestParts, TenantVerdict } from './types'
 
 /** A Meta channel's settings: whose secrets verify, for which ids, and the handshake's token. */
 export interface MetaAppConfig {

@@ -4,7 +4,7 @@
  * all of them. (Email answers in SMTP instead: email.ts.)
  * @module
  */
-import type { Outcome } from '../deliver'
+import type { Outcome } from '../outcome'
 
 export interface ChannelReplies {
   /**

@@ -22,9 +22,8 @@ import { sha256Hex } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
-import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
-import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
+import type { TenantSecrets, TenantVariables } from '../tenants'
 import {
   allSecrets,
   sharedSecretRow,
@@ -39,7 +38,15 @@ import { slackFiles } from './slack-files'
 import { SLACK_IGNORED } from './slack-ignored'
 import { classifyInteraction } from './slack-interactions'
 import { verifySlack } from './slack-signature'
-import type { Delivery, DeliveryKey, RequestParts, VerifyOptions, WebhookChannel } from './types'
+import type {
+  ChannelConfig,
+  Delivery,
+  DeliveryKey,
+  RequestParts,
+  TenantVerdict,
+  VerifyOptions,
+  WebhookChannel,
+} from './types'
 import { formatDeliveryKey } from './types'
 import {
   isKeyPart,
@@ -86,7 +93,6 @@ export const slack: WebhookChannel<'slack', SlackConfig, SlackPayload, typeof SL
   paths: ['/slack'],
   budgetMs: 2_500,
   settings: slackConfig,
-  pick: (settings) => settings.slack,
   verify: (parts, config) => verifySlackTenant(parts, config.signingSecrets, {}, config.teams),
   parse: (parts) => parseSlack(parts.body, parts.headers.get('content-type')),
   classify: (payload) => classifySlack(payload),

@@ -25,15 +25,20 @@ import { sha256Hex } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import { type InboundEventDraft, LIMITS } from '../../contract/event'
 import { readUrl, type StringEnv, setting } from '../../contract/settings'
-import type { ChannelConfig } from '../config'
 import { ForbiddenError, UnauthorizedError } from '../errors'
-import type { TenantVerdict } from '../tenants'
 import { pressBody } from './press'
 import { plainReplies } from './replies'
 import { teamsAttachments } from './teams-attachments'
 import { type BotKeyCache, botKeysFor } from './teams-keys'
-import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
-import { formatDeliveryKey } from './types'
+import {
+  type ChannelConfig,
+  type ChannelDelivery,
+  type DeliveryKey,
+  formatDeliveryKey,
+  type RequestParts,
+  type TenantVerdict,
+  type WebhookChannel,
+} from './types'
 
 export { teamsAttachments } from './teams-attachments'
 
@@ -111,7 +116,6 @@ export const teams: WebhookChannel<'teams', TeamsConfig, Activity, typeof TEAMS_
   paths: ['/teams'],
   budgetMs: 5_000,
   settings: teamsConfig,
-  pick: (settings) => settings.teams,
   verify: (parts, config) => verifyTeams(parts, config),
   parse: (parts) => parseJsonObject(parts.body.text, 'teams activity'),
   classify(activity, tenant) {

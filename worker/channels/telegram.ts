@@ -25,16 +25,23 @@ import { equalsAny, secretList } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
 import { present, rawValue, type StringEnv, setting } from '../../contract/settings'
-import type { ChannelConfig } from '../config'
 import { UnauthorizedError } from '../errors'
-import type { TenantSecrets, TenantVerdict } from '../tenants'
+import type { TenantSecrets } from '../tenants'
 import { parseTenantSecrets, sharedSecretRow, tenantSecretsRow, verifyForTenant } from '../tenants'
 import { plainReplies } from './replies'
 import { telegramBody } from './telegram-body'
 import { callbackDraft } from './telegram-callback'
 import { telegramAttachments } from './telegram-media'
 import { isServiceMessage } from './telegram-service'
-import type { ChannelDelivery, DeliveryKey, RequestParts, Verdict, WebhookChannel } from './types'
+import type {
+  ChannelConfig,
+  ChannelDelivery,
+  DeliveryKey,
+  RequestParts,
+  TenantVerdict,
+  Verdict,
+  WebhookChannel,
+} from './types'
 import { formatDeliveryKey } from './types'
 import { isoFromUnixSeconds, obj, parseJsonObject, str, vendorId } from './untrusted'
 
@@ -104,7 +111,6 @@ export const telegram: WebhookChannel<
   paths: ['/telegram', '/telegram/:botId'],
   budgetMs: 10_000,
   settings: telegramConfig,
-  pick: (settings) => settings.telegram,
   verify: (parts, config, params) =>
     verifyTelegramBot(parts, config.secretTokens, params.botId ?? config.pathlessBotId),
   parse: (parts) => parseTelegram(parts.body),

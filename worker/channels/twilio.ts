@@ -18,14 +18,20 @@ import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { keyPart } from '../../contract/delivery-key'
 import { readUrl, setting } from '../../contract/settings'
-import type { TenantSecrets, TenantVariables, TenantVerdict } from '../tenants'
+import type { TenantSecrets, TenantVariables } from '../tenants'
 import { sharedSecretRow, tenantSecrets, tenantSecretsRow, verifyForTenant } from '../tenants'
 import { retryLaterResponse } from './replies'
 import { accountTag, compactSid } from './twilio-keys'
 import { twilioAttachments } from './twilio-media'
 import { type TwilioVerifyOptions, verifyTwilio, withinParameterBound } from './twilio-signature'
-import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
-import { formatDeliveryKey } from './types'
+import {
+  type ChannelDelivery,
+  type DeliveryKey,
+  formatDeliveryKey,
+  type RequestParts,
+  type TenantVerdict,
+  type WebhookChannel,
+} from './types'
 import { parseJsonObject, str, systemClock, vendorId } from './untrusted'
 
 export {
@@ -82,7 +88,6 @@ export const twilio: WebhookChannel<
     const publicBaseUrl = readUrl(env, TWILIO_VARIABLES[2], warnings)
     return { ok: true, value: { authTokens: tokens.value, publicBaseUrl } }
   },
-  pick: (settings) => settings.twilio,
   verify: (parts, config) =>
     verifyTwilioTenant(parts, config.authTokens, { publicBaseUrl: config.publicBaseUrl }),
   parse: (parts) => parseTwilio(parts.body, parts.url),

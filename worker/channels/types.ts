@@ -1,8 +1,12 @@
 /**
- * What a webhook channel is: one {@link WebhookChannel} object per vendor, with its steps in the
- * order the route calls them: `verify` (over the raw bytes, before anything is parsed) → `parse`
- * (JSON / form; throws InvalidPayloadError) → `classify` (what to do with this delivery, and under
- * which keys). Reading the payload itself is untrusted.ts's.
+ * The channel kit: what a webhook channel is, the leaf every channel stands on. One
+ * {@link WebhookChannel} object per vendor, with its steps in the order the route calls them:
+ * `verify` (over the raw bytes, before anything is parsed) → `parse` (JSON / form; throws
+ * InvalidPayloadError) → `classify` (what to do with this delivery, and under which keys); the
+ * verdicts its verifiers give ({@link Verdict}, {@link TenantVerdict}), and what its settings are
+ * ({@link ChannelConfig}). It imports nothing of the Worker but the replies' shape: the settings
+ * (worker/config.ts) are composed above the channels, from the registry. Reading the payload
+ * itself is untrusted.ts's.
  * @module
  */
 
@@ -10,10 +14,7 @@ import type { ChannelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import type { DeliveryKey } from '../../contract/delivery-key'
 import type { Channel, InboundEventDraft } from '../../contract/event'
-import type { SettingRow } from '../../contract/settings'
-import type { ChannelConfig, Settings } from '../config'
-import type { Env } from '../env'
-import type { OnceBinding, TenantVerdict } from '../tenants'
+import type { SettingRow, StringEnv } from '../../contract/settings'
 import type { ChannelReplies } from './replies'
 
 export { type DeliveryKey, formatDeliveryKey } from '../../contract/delivery-key'
@@ -29,7 +30,10 @@ export interface WebhookChannel<
   Payload = unknown,
   Variables extends readonly SettingRow[] = readonly SettingRow[],
 > {
-  /** Log label, and the key of its settings in worker/config.ts's Settings. */
+  /**
+   * Log label, and the key of its settings in worker/config.ts's Settings (read there with
+   * `channelConfig`).
+   */
   readonly name: Name
   /**
    * The event channels its events are (`messages.channel`: Twilio's `sms` and `whatsapp`, WhatsApp
@@ -60,9 +64,7 @@ export interface WebhookChannel<
    */
   readonly maxBodyBytes?: number
   /** Its settings from the bindings; what is missing by variable name, never by value. */
-  settings(env: Env, warnings: string[]): ChannelConfig<Config>
-  /** Its settings within the parsed ones (what `settings` returned, with the origin's needs). */
-  pick(settings: Settings): ChannelConfig<Config>
+  settings(env: StringEnv, warnings: string[]): ChannelConfig<Config>
   /** Whose secrets match the raw request (a tenant id, or null for shared secrets). */
   verify(parts: RequestParts, config: Config, params: PathParams): Promise<TenantVerdict>
   parse(parts: RequestParts): Payload
@@ -93,6 +95,42 @@ export interface WebhookChannel<
     params: PathParams,
   ): HandshakeVerdict | Promise<HandshakeVerdict>
 }
+
+/** A channel is either ready, or names what is missing (variable names, never values). */
+export type ChannelConfig<T> = { ok: true; value: T } | { ok: false; missing: string[] }
+
+/**
+ * A signature that does not cover the body (WeChat's plain mode) proves only that its query was
+ * signed: such a request is good once, for the body it first came with. The gateway claims `key`
+ * for `hash` (the body's) before anything is parsed: the same body again is the same delivery,
+ * another is refused (gateway.ts `claimSignatureOnce`).
+ */
+export interface OnceBinding {
+  key: DeliveryKey
+  hash: string
+  /** How long the signature itself is accepted, and so how long its claim must outlive it. */
+  ttlSeconds: number
+}
+
+/**
+ * A verifier's answer, saying whose secrets matched: a tenant id, or null (shared secrets;
+ * worker/tenants.ts picks them).
+ */
+export type TenantVerdict =
+  | {
+      ok: true
+      tenant: string | null
+      once?: OnceBinding
+      handshakeOnly?: boolean
+      /** The key scopes this tenant may write, when they are not the tenant id itself. */
+      scopes?: ReadonlySet<string>
+      /**
+       * The event tenants (the owners of the rows: Slack workspaces) this tenant may write for,
+       * when the channel's config restricts them; absent: its key scopes say it all.
+       */
+      writesFor?: ReadonlySet<string>
+    }
+  | { ok: false; reason: string }
 
 export type HandshakeVerdict =
   | { ok: true; challenge: string; once?: OnceBinding }

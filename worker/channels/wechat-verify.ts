@@ -7,13 +7,15 @@
  * @module
  */
 import { type Bytes, equalsAny, sha256Hex, utf8 } from '../../contract/crypto'
-import {
-  type OnceBinding,
-  type TenantSecrets,
-  type TenantVerdict,
-  verifyForTenant,
-} from '../tenants'
-import type { HandshakeVerdict, RequestParts, Verdict, VerifyOptions } from './types'
+import { type TenantSecrets, verifyForTenant } from '../tenants'
+import type {
+  HandshakeVerdict,
+  OnceBinding,
+  RequestParts,
+  TenantVerdict,
+  Verdict,
+  VerifyOptions,
+} from './types'
 import { systemClock } from './untrusted'
 import { decryptWeChat, wechatSignature } from './wechat-crypto'
 import { firstElementText } from './xml-scan'

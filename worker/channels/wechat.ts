@@ -30,11 +30,16 @@ import { sha256Hex } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import { type Attachment, type InboundEventDraft, LIMITS } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
-import type { ChannelConfig } from '../config'
 import { InvalidPayloadError, UnauthorizedError } from '../errors'
 import { parseTenantSecrets, tenantSecretsRow } from '../tenants'
 import { type ChannelReplies, retryLaterResponse } from './replies'
-import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
+import type {
+  ChannelConfig,
+  ChannelDelivery,
+  DeliveryKey,
+  RequestParts,
+  WebhookChannel,
+} from './types'
 import { formatDeliveryKey } from './types'
 import { isKeyPart, isoFromUnixSeconds, obj, reasonPart, str, vendorId } from './untrusted'
 import { isEncodingAesKey } from './wechat-crypto'
@@ -78,7 +83,6 @@ export const wechat: WebhookChannel<'wechat', WeChatConfig, WeChatPush, typeof W
   paths: ['/wechat/:account'],
   budgetMs: 4_000,
   settings: wechatConfig,
-  pick: (settings) => settings.wechat,
   handshake: (query, config, params) => verifyWeChatHandshake(query, config, params.account),
   verify: (parts, config, params) => verifyWeChat(parts, config, params.account),
   parse: parseWeChat,

@@ -11,9 +11,8 @@ import { boundAttachments } from '../../contract/attachments'
 import { keyPart } from '../../contract/delivery-key'
 import { LIMITS } from '../../contract/event'
 import type { StringEnv } from '../../contract/settings'
-import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
-import type { TenantSecrets, TenantVerdict } from '../tenants'
+import type { TenantSecrets } from '../tenants'
 import { sharedSecretRow, tenantSecretsRow } from '../tenants'
 import {
   META_MAX_BODY_BYTES,
@@ -24,8 +23,15 @@ import {
   verifyMetaSignature,
 } from './meta-webhook'
 import { plainReplies } from './replies'
-import type { ChannelDelivery, Classified, RequestParts, WebhookChannel } from './types'
-import { formatDeliveryKey } from './types'
+import {
+  type ChannelConfig,
+  type ChannelDelivery,
+  type Classified,
+  formatDeliveryKey,
+  type RequestParts,
+  type TenantVerdict,
+  type WebhookChannel,
+} from './types'
 import {
   isoFromUnixSeconds,
   list,
@@ -74,7 +80,6 @@ export const whatsappCloud: WebhookChannel<
   budgetMs: 2_500,
   maxBodyBytes: META_MAX_BODY_BYTES,
   settings: whatsappCloudConfig,
-  pick: (settings) => settings['whatsapp-cloud'],
   handshake: (query, config) => verifyHandshake(query, config.verifyTokens),
   verify: (parts, config) => verifyWhatsAppCloud(parts, config),
   parse: (parts) => parseJsonObject(parts.body.text, 'whatsapp cloud body'),

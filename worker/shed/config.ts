@@ -4,8 +4,7 @@
  * breaker.ts.
  * @module
  */
-import { readInt, setting } from '../../contract/settings'
-import type { Env } from '../env'
+import { readInt, type StringEnv, setting } from '../../contract/settings'
 import type { BreakerSettings } from './breaker'
 
 export const SHED_AFTER_FAILURES = setting({
@@ -52,7 +51,7 @@ export const SHED_SETTINGS = [
   SHED_MAX_INFLIGHT,
 ] as const
 
-export function parseShedSettings(env: Env, warnings: string[]): BreakerSettings {
+export function parseShedSettings(env: StringEnv, warnings: string[]): BreakerSettings {
   return {
     tripAfter: readInt(env, SHED_AFTER_FAILURES, warnings),
     slowMs: readInt(env, SHED_SLOW_MS, warnings),

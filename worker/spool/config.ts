@@ -7,8 +7,7 @@
  * @module
  */
 import { CHANNEL_NAME, type Channel } from '../../contract/event'
-import { readInt, setting } from '../../contract/settings'
-import type { Env } from '../env'
+import { rawValue, readInt, type StringEnv, setting } from '../../contract/settings'
 
 export interface SpoolSettings {
   /**
@@ -91,7 +90,7 @@ export const SPOOL_DEFAULTS = {
  * about a name none of them has (a typo spools nothing).
  */
 export function parseSpoolSettings(
-  env: Env,
+  env: StringEnv,
   warnings: string[],
   known: readonly Channel[],
 ): SpoolSettings {
@@ -102,7 +101,7 @@ export function parseSpoolSettings(
     retryMaxSeconds = retryBaseSeconds
   }
   return {
-    channels: spoolChannels(env.SPOOL_CHANNELS, warnings, known),
+    channels: spoolChannels(rawValue(env, SPOOL_CHANNELS.name), warnings, known),
     maxAttempts: readInt(env, SPOOL_MAX_ATTEMPTS, warnings),
     retryBaseSeconds,
     retryMaxSeconds,

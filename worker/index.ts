@@ -11,9 +11,9 @@ import { type Context, Hono } from 'hono'
 import { operatorAccess } from '../contract/operator-token'
 import { UNRECOGNIZED_REPLAY_ROUTE } from '../contract/unrecognized-event'
 import { api } from './api/routes'
-import { handleEmail } from './channels/email'
 import { settingsFor } from './config'
 import { channelOfPath, countDecision, flushTargetOf, refusalReason } from './decision-counters'
+import { handleEmail } from './email'
 import type { Env } from './env'
 import { GatewayError } from './errors'
 import { waitUntil } from './gateway'
@@ -75,6 +75,6 @@ export default {
   fetch: app.fetch,
   /** The spool queue and its dead-letter queue (worker/spool/consumer.ts). */
   queue: consumeQueue,
-  /** Cloudflare Email Routing (worker/channels/email.ts): a throw is a temporary SMTP error. */
+  /** Cloudflare Email Routing (worker/email.ts): a throw is a temporary SMTP error. */
   email: handleEmail,
 } satisfies ExportedHandler<Env>

@@ -2,11 +2,13 @@
  * The webhook channels. worker/routes.ts serves each one, worker/config.ts parses each one's
  * settings, /healthz reports each one, and each one's `variables` are its rows of the Worker's
  * settings table (worker/settings.ts: the bindings' types, `npm run dev`'s routing, the docs
- * check). A new channel is one file in this folder (its {@link WebhookChannel} object) and one
- * line below (its `eventChannels` may be names no other channel writes: contract/event.ts takes any
- * name of CHANNEL_NAME's form, and so does the database), plus its rows in docs/ (the key table of keys.md, its variables in configuration.md) and its
+ * check). A new channel is one file in this folder (its {@link WebhookChannel} object, on the
+ * channel kit, types.ts) and one line below (its `eventChannels` may be names no other channel
+ * writes: contract/event.ts takes any name of CHANNEL_NAME's form, and so does the database),
+ * plus its rows in docs/ (the key table of keys.md, its variables in configuration.md) and its
  * secrets in `.dev.vars.example` (test/local/settings-docs.test.ts fails until they are). Email
- * is no webhook: Cloudflare Email Routing calls the Worker's `email()` (email.ts).
+ * is no webhook: Cloudflare Email Routing calls the Worker's `email()` (worker/email.ts, beside
+ * the webhook routes).
  * @module
  */
 import type { Channel } from '../../contract/event'

@@ -1,7 +1,7 @@
 /**
  * How a webhook channel answers a delivery's outcome over HTTP. Each channel brings what "got it"
  * and "send it again" look like to its vendor; the mapping from outcome to reply is the same for
- * all of them. (Email answers in SMTP instead: email.ts.)
+ * all of them. (Email answers in SMTP instead: worker/email.ts.)
  * @module
  */
 import type { Outcome } from '../outcome'

@@ -20,17 +20,11 @@ import {
   type EmailParseErrorCode,
   MAX_EMAIL_BYTES,
   parseEmail,
-} from '../../contract/email'
-import { settingsFor } from '../config'
-import {
-  type DeliveryContext,
-  deliver,
-  deliveryContext,
-  logOutcome,
-  type Outcome,
-} from '../deliver'
-import type { Env } from '../env'
-import { logDecision, logProblem } from '../log'
+} from '../contract/email'
+import { settingsFor } from './config'
+import { type DeliveryContext, deliver, deliveryContext, logOutcome, type Outcome } from './deliver'
+import type { Env } from './env'
+import { logDecision, logProblem } from './log'
 
 /**
  * How long one delivery may take. SMTP gives a handler minutes, but a slow attempt only delays

@@ -26,9 +26,9 @@ import { type DatabaseLayer, startDatabaseLayer } from './database-layer'
 import { type OriginHandle, startOrigin } from './origin-process'
 import { type PrivatePostgres, startPrivatePostgres } from './private-postgres'
 import { type PrivateRedis, startPrivateRedis } from './private-redis'
-import { once, type Stoppable } from './processes'
 import { type RedisLayer, startRedisLayer } from './redis-layer'
 import { createTestDatabase, databasePool, deleteRedisPrefix, REDIS_URL } from './services'
+import { once, type Stoppable } from './stoppable'
 import { Watchdog } from './watchdog'
 import {
   startWorkerDev,

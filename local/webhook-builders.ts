@@ -4,7 +4,7 @@
  * that vendor.
  * @module
  */
-import { parseTenantSecrets } from '../worker/tenants'
+import { parseTenantSecrets } from '../worker/channels/tenant-secrets'
 import { startKeyDocuments } from './key-documents'
 import {
   LINE_DESTINATION,

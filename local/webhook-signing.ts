@@ -4,7 +4,7 @@
  * variable, else the single-tenant one).
  * @module
  */
-import { parseTenantSecrets } from '../worker/tenants'
+import { parseTenantSecrets } from '../worker/channels/tenant-secrets'
 
 export interface Built {
   url: string

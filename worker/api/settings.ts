@@ -6,8 +6,8 @@
  */
 import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
 import { rawValue, readInt, type StringEnv, setting } from '../../contract/settings'
+import { parseTenantSecrets } from '../channels/tenant-secrets'
 import { settingsPerIsolate } from '../per-isolate'
-import { parseTenantSecrets } from '../tenants'
 
 export const API_KEYS = setting({
   name: 'API_KEYS',

@@ -27,11 +27,11 @@ import { LIMITS } from '../../contract/event'
 import type { StringEnv } from '../../contract/settings'
 import { InvalidPayloadError } from '../errors'
 import { logLine } from '../log'
-import type { TenantSecrets } from '../tenants'
-import { matchingTenant, sharedSecretRow, tenantSecrets, tenantSecretsRow } from '../tenants'
 import { lineContent } from './line-content'
 import { pressBody } from './press'
 import { plainReplies } from './replies'
+import type { TenantSecrets } from './tenant-secrets'
+import { matchingTenant, sharedSecretRow, tenantSecrets, tenantSecretsRow } from './tenant-secrets'
 import {
   type ChannelConfig,
   type ChannelDelivery,
@@ -120,7 +120,7 @@ export async function lineSignature(secret: string, body: Bytes | string): Promi
 
 /**
  * Verifies `x-line-signature` over the raw bytes, before anything is parsed. The bot is named
- * only inside the body, so every bot's secrets are tried (tenants.ts `matchingTenant`); the bot
+ * only inside the body, so every bot's secrets are tried (tenant-secrets.ts `matchingTenant`); the bot
  * whose secret matched is the tenant, and an event keyed under another bot refuses the request.
  */
 export async function verifyLine(

@@ -19,7 +19,6 @@
 import { channelTtlSetting } from '../../claims'
 import { keyPart } from '../../contract/delivery-key'
 import { InvalidPayloadError } from '../errors'
-import { sharedSecretRow, tenantSecretsRow } from '../tenants'
 import {
   eventDelivery,
   type META_NON_MESSAGE_FIELDS,
@@ -34,6 +33,7 @@ import {
   verifyMetaSignature,
 } from './meta-webhook'
 import { plainReplies } from './replies'
+import { sharedSecretRow, tenantSecretsRow } from './tenant-secrets'
 import type { ChannelDelivery, Classified, WebhookChannel } from './types'
 import { list, obj, parseJsonObject, vendorId } from './untrusted'
 

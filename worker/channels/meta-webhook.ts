@@ -9,8 +9,8 @@
  */
 import { type Bytes, equalsAny, hmac, secretList, toHex } from '../../contract/crypto'
 import { rawValue, type StringEnv, type TextSetting } from '../../contract/settings'
-import type { TenantSecrets } from '../tenants'
-import { matchingTenant, tenantIds, tenantSecrets } from '../tenants'
+import type { TenantSecrets } from './tenant-secrets'
+import { matchingTenant, tenantIds, tenantSecrets } from './tenant-secrets'
 import type { ChannelConfig, HandshakeVerdict, RequestParts, TenantVerdict } from './types'
 
 /** A Meta channel's settings: whose secrets verify, for which ids, and the handshake's token. */

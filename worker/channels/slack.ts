@@ -23,7 +23,12 @@ import { sha256Hex } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import { InvalidPayloadError } from '../errors'
-import type { TenantSecrets, TenantVariables } from '../tenants'
+import { plainReplies } from './replies'
+import { SLACK_IGNORED } from './slack-ignored'
+import { classifyInteraction } from './slack-interactions'
+import { messageDraft } from './slack-messages'
+import { verifySlack } from './slack-signature'
+import type { TenantSecrets, TenantVariables } from './tenant-secrets'
 import {
   allSecrets,
   sharedSecretRow,
@@ -31,12 +36,7 @@ import {
   tenantSecrets,
   tenantSecretsRow,
   verifyForTenant,
-} from '../tenants'
-import { plainReplies } from './replies'
-import { SLACK_IGNORED } from './slack-ignored'
-import { classifyInteraction } from './slack-interactions'
-import { messageDraft } from './slack-messages'
-import { verifySlack } from './slack-signature'
+} from './tenant-secrets'
 import type {
   ChannelConfig,
   Delivery,

@@ -4,7 +4,7 @@
  * @module
  */
 import { equalsAny } from '../../contract/crypto'
-import { type TenantSecrets, verifyForTenant } from '../tenants'
+import { type TenantSecrets, verifyForTenant } from './tenant-secrets'
 import type { RequestParts, TenantVerdict, Verdict } from './types'
 
 /** The part of a bot token before `:`. */

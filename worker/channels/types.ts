@@ -114,7 +114,7 @@ export interface OnceBinding {
 
 /**
  * A verifier's answer, saying whose secrets matched: a tenant id, or null (shared secrets;
- * worker/tenants.ts picks them).
+ * tenant-secrets.ts picks them).
  */
 export type TenantVerdict =
   | {

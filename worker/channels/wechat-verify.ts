@@ -7,7 +7,7 @@
  * @module
  */
 import { type Bytes, equalsAny, sha256Hex, utf8 } from '../../contract/crypto'
-import { type TenantSecrets, verifyForTenant } from '../tenants'
+import { type TenantSecrets, verifyForTenant } from './tenant-secrets'
 import type {
   HandshakeVerdict,
   OnceBinding,

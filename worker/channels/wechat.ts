@@ -31,8 +31,8 @@ import { keyPart } from '../../contract/delivery-key'
 import { type Attachment, type InboundEventDraft, LIMITS } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import { InvalidPayloadError, UnauthorizedError } from '../errors'
-import { parseTenantSecrets, tenantSecretsRow } from '../tenants'
 import { type ChannelReplies, retryLaterResponse } from './replies'
+import { parseTenantSecrets, tenantSecretsRow } from './tenant-secrets'
 import type {
   ChannelConfig,
   ChannelDelivery,

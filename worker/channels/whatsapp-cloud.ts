@@ -12,8 +12,6 @@ import { keyPart } from '../../contract/delivery-key'
 import { LIMITS } from '../../contract/event'
 import type { StringEnv } from '../../contract/settings'
 import { InvalidPayloadError } from '../errors'
-import type { TenantSecrets } from '../tenants'
-import { sharedSecretRow, tenantSecretsRow } from '../tenants'
 import {
   META_MAX_BODY_BYTES,
   type MetaAppVariables,
@@ -23,6 +21,8 @@ import {
   verifyMetaSignature,
 } from './meta-webhook'
 import { plainReplies } from './replies'
+import type { TenantSecrets } from './tenant-secrets'
+import { sharedSecretRow, tenantSecretsRow } from './tenant-secrets'
 import {
   type ChannelConfig,
   type ChannelDelivery,

@@ -9,9 +9,9 @@
  * tenant id: never a secret (a malformed entry may be a secret pasted in the wrong place).
  * @module
  */
-import { secretList } from '../contract/crypto'
-import { rawValue, type StringEnv, setting, type TextSetting } from '../contract/settings'
-import type { ChannelConfig, TenantVerdict, Verdict } from './channels/types'
+import { secretList } from '../../contract/crypto'
+import { rawValue, type StringEnv, setting, type TextSetting } from '../../contract/settings'
+import type { ChannelConfig, TenantVerdict, Verdict } from './types'
 
 export type TenantSecrets =
   /** A single-tenant variable (SLACK_SIGNING_SECRET, TWILIO_AUTH_TOKEN): any tenant, one list. */

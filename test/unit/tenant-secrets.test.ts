@@ -3,10 +3,14 @@
  * delivery is keyed under the tenant whose secrets verified it.
  */
 import { describe, expect, it } from 'vitest'
+import {
+  matchingTenant,
+  type TenantSecrets,
+  verifyForTenant,
+} from '../../worker/channels/tenant-secrets'
 import type { ChannelDelivery } from '../../worker/channels/types'
 import { UnauthorizedError } from '../../worker/errors'
 import { assertVerifiedTenant, type VerifiedRequest } from '../../worker/gateway'
-import { matchingTenant, type TenantSecrets, verifyForTenant } from '../../worker/tenants'
 
 const perTenant: TenantSecrets = {
   kind: 'per-tenant',

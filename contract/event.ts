@@ -206,7 +206,7 @@ export async function payloadHashOf(event: InboundEventDraft): Promise<string> {
     event.body,
     event.subject ?? null,
     RECEIVE_TIME_CHANNELS.has(event.channel) ? null : event.occurredAt,
-    // Only when there are some: the hash of every message without attachments stays what it was.
+    // Only when there are some: an empty list and no list hash alike.
     ...(event.attachments?.length ? [attachmentIdentities(event.attachments)] : []),
   ])
   return (await sha256Hex(material)).slice(0, 16)

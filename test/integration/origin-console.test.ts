@@ -223,6 +223,78 @@ describe("the overview's health row", () => {
   })
 })
 
+describe('unrecognized events in the console', () => {
+  it("a kept unrecognized event: counted in the overview's column, listed among the failures with its reason and a Replay button", async () => {
+    const { cookie } = await signIn()
+    const channel = `unrec-${Date.now().toString(36)}`
+    const deliveryKey = `dedup:unrecognized:${channel}:U1:h0123456789abcdef`
+    const event = {
+      v: 1,
+      kind: 'unrecognized',
+      channel,
+      deliveryKey,
+      reason: 'line_type_futureEvent',
+      tenant: 'U1',
+      path: '/webhooks/line',
+      contentType: 'application/json',
+      body: '{"events":[{"type":"futureEvent"}]}',
+      encoding: 'text',
+      receivedAt: Date.now(),
+    }
+    const recorded = await signedPost(
+      `${tb.origin.url}/v1/failures/inbound`,
+      JSON.stringify({
+        channel,
+        deliveryKey,
+        event,
+        error: 'unrecognized_event: line_type_futureEvent',
+        attempts: 0,
+      }),
+      secret(),
+    )
+    expect(recorded.status).toBe(201)
+    const minute = Math.floor(Date.now() / 60_000) * 60
+    const counted = await signedPost(
+      `${tb.origin.url}/v1/decisions`,
+      JSON.stringify({
+        id: crypto.randomUUID(),
+        rows: [
+          {
+            minute,
+            channel,
+            decision: 'unrecognized',
+            decidedBy: 'gateway',
+            reason: 'line_type_futureEvent',
+            count: 3,
+            histogram: [3, 0, 0, 0, 0, 0],
+          },
+        ],
+        keys: [],
+        dropped: 0,
+      }),
+      secret(),
+    )
+    expect(counted.status).toBe(200)
+
+    const overview = await (await ui.app.request(BASE, { headers: { cookie } })).text()
+    expect(overview).toContain('kept unrecognized')
+    const row = new RegExp(`<tr data-channel="${channel}">([\\s\\S]*?)</tr>`).exec(overview)?.[1]
+    expect(row, 'the channel has its row in the overview').toBeDefined()
+    expect(/data-category="unrecognized"[^>]*>\s*(?:<[^>]+>\s*)*(\d+)/.exec(row ?? '')?.[1]).toBe(
+      '3',
+    )
+
+    const failures = await (
+      await ui.app.request(`${BASE}/failures?channel=${channel}`, { headers: { cookie } })
+    ).text()
+    const listed = /<tr data-failure-id="(\d+)">([\s\S]*?)<\/tr>/.exec(failures)
+    expect(listed, 'the dead letter is listed').not.toBeNull()
+    expect(listed?.[2]).toContain('unrecognized_event: line_type_futureEvent')
+    expect(listed?.[2]).toContain(deliveryKey)
+    expect(listed?.[2]).toContain(`/console/failures/${listed?.[1]}/replay`)
+  })
+})
+
 describe('sessions', () => {
   it('an expired session signs out; sign-out ends the session; no token in any log line', async () => {
     logged.length = 0

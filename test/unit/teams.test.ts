@@ -229,9 +229,55 @@ describe('classifyTeams', () => {
         reason: `teams_type_${type}`,
       })
     }
-    expect(await classifyTeams(teamsActivity({ type: 'invoke' }), TEAMS_APP)).toEqual({
-      action: 'ignore',
-      reason: 'teams_invoke',
+    for (const [name, reason] of [
+      ['signin/verifyState', 'teams_invoke_signin_verifyState'],
+      ['task/fetch', 'teams_invoke_task_fetch'],
+      ['composeExtension/query', 'teams_invoke_composeExtension_query'],
+    ]) {
+      const invoke = { ...teamsActivity({ type: 'invoke' }), name, value: { state: '123456' } }
+      expect(await classifyTeams(invoke, TEAMS_APP)).toEqual({ action: 'ignore', reason })
+    }
+  })
+
+  // The invoke names as botbuilder-js dispatches them (microsoft/botbuilder-js,
+  // libraries/botbuilder/src/teamsActivityHandler.ts): these carry what someone entered.
+  it.each([
+    ['task/submit', { data: { comment: 'please call me back' } }, 'teams_invoke_task_submit'],
+    [
+      'composeExtension/submitAction',
+      { commandId: 'createTicket', data: { title: 'Refund' } },
+      'teams_invoke_composeExtension_submitAction',
+    ],
+    ['message/submitAction', { actionName: 'feedback' }, 'teams_invoke_message_submitAction'],
+    ['meeting/newThing', { text: 'hi' }, 'teams_invoke_meeting_newThing'],
+    [undefined, { text: 'hi' }, 'teams_invoke_other'],
+  ])(
+    'an invoke %s carries content: kept as unrecognized (%s), never ignored',
+    async (name, value, reason) => {
+      const invoke = { ...teamsActivity({ type: 'invoke' }), name, value }
+      expect(await classifyTeams(invoke, TEAMS_APP)).toEqual({ action: 'unrecognized', reason })
+    },
+  )
+
+  // Microsoft's Universal Action invoke (Action.Execute), as "Work with Universal Actions for
+  // Adaptive Cards" shows it (learn.microsoft.com/microsoftteams/platform/task-modules-and-cards/
+  // cards/universal-actions-for-adaptive-cards/work-with-universal-actions-for-adaptive-cards).
+  it('a Universal Action (invoke adaptiveCard/action) is a button press: a row of its title, or its data', async () => {
+    const execute = (action: Record<string, unknown>) => ({
+      ...teamsActivity({ type: 'invoke', id: 'f:2000000000000000001' }),
+      name: 'adaptiveCard/action',
+      text: undefined,
+      value: { action: { type: 'Action.Execute', ...action }, trigger: 'manual' },
+    })
+    const titled = execute({ title: 'Approve', verb: 'approveRequest', data: { id: 42 } })
+    expect(await classifyTeams(titled, TEAMS_APP)).toMatchObject({
+      action: 'forward',
+      draft: { kind: 'message', body: 'Approve' },
+    })
+    const untitled = execute({ verb: 'approveRequest', data: { id: 42 } })
+    expect(await classifyTeams(untitled, TEAMS_APP)).toMatchObject({
+      action: 'forward',
+      draft: { kind: 'message', body: '{"id":42}' },
     })
   })
 

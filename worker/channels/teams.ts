@@ -84,11 +84,42 @@ const NON_MESSAGE_TYPES = [
   'commandResult',
 ] as const
 
+/**
+ * Invokes that carry nothing a person wrote to the bot: Teams asking the bot for UI (a dialog, a
+ * tab, search results, a link preview) or for sign-in. The names as botbuilder-js dispatches them
+ * (microsoft/botbuilder-js, libraries/botbuilder/src/teamsActivityHandler.ts). Every other invoke
+ * (`task/submit`, `composeExtension/submitAction`, `message/submitAction`, `config/submit`,
+ * `tab/submit`, an unknown name) carries what someone entered: kept as unrecognized.
+ */
+const UI_INVOKES: Readonly<Record<string, string>> = {
+  'signin/verifyState': 'sign-in: the verification code of an OAuth card',
+  'signin/tokenExchange': 'sign-in: a single-sign-on token exchange',
+  'signin/failure': 'sign-in: its failure notice',
+  healthCheck: "Teams probing the bot's health",
+  'task/fetch': 'a dialog (task module) opening: the bot returns its UI',
+  'tab/fetch': 'a tab opening: the bot returns its cards',
+  'config/fetch': "the bot's configuration page opening",
+  'composeExtension/fetchTask': 'a message-extension dialog opening',
+  'composeExtension/query': 'a message-extension search: the bot returns results, nothing is sent',
+  'composeExtension/selectItem': 'a search result picked into the compose box, not sent',
+  'composeExtension/queryLink': 'a link unfurled in the compose box',
+  'composeExtension/anonymousQueryLink': 'a link unfurled for an anonymous user',
+  'composeExtension/querySettingUrl': "the message extension's settings URL asked for",
+  'composeExtension/setting': "the message extension's settings page closed",
+  'fileConsent/invoke': 'the answer to a file-consent card (accept or decline)',
+}
+
+/** An invoke's reason code: `teams_invoke_` and its name, `/` as `_`. */
+const invokeReason = (name: string | null): string =>
+  `teams_invoke_${reasonPart(name?.replaceAll('/', '_') ?? null)}`
+
 export const TEAMS_IGNORED: Readonly<Record<string, string>> = {
   ...Object.fromEntries(
     NON_MESSAGE_TYPES.map((type) => [`teams_type_${type}`, `the ${type} activity`]),
   ),
-  teams_invoke: "an invoke (a task module, a message extension, sign-in): the bot's own request",
+  ...Object.fromEntries(
+    Object.entries(UI_INVOKES).map(([name, what]) => [invokeReason(name), what]),
+  ),
 }
 
 /**
@@ -146,7 +177,10 @@ export async function classifyTeams(activity: Activity, appId: string): Promise<
   const type = str(activity.type) ?? 'none'
   const kept = (reason: string): ChannelDelivery => ({ action: 'unrecognized', reason })
   const press = type === 'invoke' && activity.name === CARD_ACTION
-  if (type === 'invoke' && !press) return { action: 'ignore', reason: 'teams_invoke' }
+  if (type === 'invoke' && !press) {
+    const reason = invokeReason(str(activity.name))
+    return Object.hasOwn(TEAMS_IGNORED, reason) ? { action: 'ignore', reason } : kept(reason)
+  }
   const eventType = str(obj(activity.channelData)?.eventType) ?? 'none'
   const kind = press || type === 'message' ? 'message' : CHANGES[type]?.[eventType]
   if (!kind) {

@@ -91,8 +91,9 @@ export const settingsFor = settingsPerIsolate((env: Env): Settings => parseSetti
 
 /**
  * A channel's settings within the parsed ones (what its `settings` returned, with the origin's
- * needs), under its name. Settings is typed from the registry, which the channel is part of: so
- * the channel cannot index it itself, and the entry is its own by construction (parseSettings).
+ * needs), under its name. Settings is typed from the registry (channels/index.ts), so a channel
+ * cannot name it without an import circle: it is read here, with one cast, and each entry is its
+ * channel's own by construction (parseSettings).
  */
 export function channelConfig<C extends WebhookChannel>(
   settings: Settings,

@@ -8,7 +8,7 @@
  * @module
  */
 import { type Context, Hono } from 'hono'
-import { operatorAccess } from '../contract/operator-token'
+import { limitedOperatorAccess, signInLimit } from '../contract/guess-limit'
 import { UNRECOGNIZED_REPLAY_ROUTE } from '../contract/unrecognized-event'
 import { api } from './api/routes'
 import { settingsFor } from './config'
@@ -31,9 +31,23 @@ app.route(UNRECOGNIZED_REPLAY_ROUTE.path, unrecognizedReplay)
 
 app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env), spoolBindings(c.env))))
 
+/**
+ * Refused operator tokens per client address (contract/guess-limit.ts), per isolate: Cloudflare
+ * sets `CF-Connecting-IP` itself (a client's own is replaced), so it is the client's address.
+ */
+const operatorGuesses = signInLimit()
+
 app.get('/healthz/deep', async (c) => {
-  const access = operatorAccess(c.env.OPERATOR_TOKEN, c.req.header('authorization'))
+  const address = c.req.header('cf-connecting-ip') ?? 'unknown'
+  const authorization = c.req.header('authorization')
+  const access = limitedOperatorAccess(
+    address,
+    c.env.OPERATOR_TOKEN,
+    authorization,
+    operatorGuesses,
+  )
   if (!access.ok) {
+    if (access.status === 429) c.header('retry-after', String(access.retryAfter))
     return c.json({ error: { code: access.code, message: access.message } }, access.status)
   }
   return c.json(await deepHealth(settingsFor(c.env), spoolBindings(c.env)))

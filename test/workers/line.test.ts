@@ -19,6 +19,7 @@ import { line, lineSignature } from '../../worker/channels/line'
 import type { Env } from '../../worker/env'
 import { DONE_VALUE } from '../support/claim-values'
 import { GATEWAY, type Harness, harness } from './support/harness'
+import { withQueues } from './support/queues'
 
 const URL_ = `${GATEWAY}/webhooks/line`
 const LINE: Partial<Env> = { LINE_CHANNEL_SECRET: LINE_TEST_SECRET }
@@ -174,6 +175,30 @@ describe('LINE: batches', () => {
     const keys = [before, after].map((id) => `${LINE_DESTINATION}:${id}`).sort()
     expect(byKind('delete')).toEqual(keys)
     expect(byKind('message')).toEqual(keys)
+  })
+})
+
+/**
+ * LINE resends nothing unless "Webhook redelivery" is on in its console (off by default), so what
+ * the gateway can keep it must answer 200: with the origin down a batch is spooled, not 5xx'd; the
+ * one 5xx left (the queue refusing as well) is what the README's Routes row and deploying.md
+ * tell the operator to turn redelivery on for (test/local/vendor-settings-docs.test.ts checks they do).
+ */
+describe('LINE: without redelivery every non-2xx is a loss', () => {
+  it('the origin down: the batch is queued and answered 200, each event once', async () => {
+    const { h, spool } = withQueues(LINE)
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    const { body, keys } = three()
+    expect((await post(h, body)).status).toBe(200)
+    expect(spool.sent.map((m) => m.event.deliveryKey).sort()).toEqual([...keys].sort())
+  })
+
+  it('the origin down and the queue refusing: 503, the claims released for a redelivery', async () => {
+    const { h } = withQueues(LINE, true)
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    const { body, keys } = three()
+    expect((await post(h, body)).status).toBe(503)
+    for (const key of keys) expect(await h.redisGet(key)).toBeNull()
   })
 })
 

@@ -76,6 +76,25 @@ describe('routes', () => {
     expect(await deep.json()).toMatchObject({ redis: 'ok', counters: { 'spool_queued:slack': 2 } })
   })
 
+  it('/healthz/deep: past 10 refused tokens from one address, every try from it is 429 for the window, the right token too; another address is unaffected', async () => {
+    const h = harness({ OPERATOR_TOKEN: 'op-token-for-tests' })
+    const address = `198.51.100.${1 + Math.floor(Math.random() * 250)}`
+    const ask = (token: string, from = address) =>
+      h.deliver(
+        new Request(`${GATEWAY}/healthz/deep`, {
+          headers: { authorization: `Bearer ${token}`, 'cf-connecting-ip': from },
+        }),
+      )
+    // The right token takes nothing from the count.
+    expect((await ask('op-token-for-tests')).status).toBe(200)
+    for (let i = 0; i < 10; i++) expect((await ask(`guess-${i}`)).status).toBe(401)
+    const limited = await ask('op-token-for-tests')
+    expect(limited.status).toBe(429)
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(await limited.json()).toMatchObject({ error: { code: 'too_many_requests' } })
+    expect((await ask('op-token-for-tests', '203.0.113.7')).status).toBe(200)
+  })
+
   it('/healthz: a channel nobody configured is false but no degradation; a half-configured one degrades', async () => {
     const unused = harness({ TELEGRAM_SECRET_TOKEN: '', TELEGRAM_BOT_ID: '' })
     const quiet = await (await unused.deliver(new Request(`${GATEWAY}/healthz`))).json()

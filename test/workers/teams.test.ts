@@ -345,7 +345,7 @@ describe('Teams: edits and deletes', () => {
 })
 
 describe('Teams: what is not a message', () => {
-  it.each(['conversationUpdate', 'typing', 'invoke', 'messageReaction', 'installationUpdate'])(
+  it.each(['conversationUpdate', 'typing', 'messageReaction', 'installationUpdate'])(
     '%s is acknowledged, nothing written',
     async (type) => {
       const b = await bot()
@@ -355,6 +355,22 @@ describe('Teams: what is not a message', () => {
       await nothingWritten(b.h)
     },
   )
+
+  it('an invoke asking for sign-in or UI is acknowledged, nothing written; a task/submit is kept as unrecognized', async () => {
+    const b = await bot()
+    const invoke = (name: string, value: unknown) => ({
+      ...teamsActivity({ type: 'invoke' }),
+      name,
+      value,
+    })
+    const signIn = await b.post(invoke('signin/verifyState', { state: '123456' }))
+    expect(signIn.status).toBe(200)
+    expect(signIn.headers.get('x-dedup-decision')).toBe('ignored')
+    await nothingWritten(b.h)
+    const submit = await b.post(invoke('task/submit', { data: { comment: 'call me back' } }))
+    expect(submit.status).toBe(200)
+    expect(submit.headers.get('x-dedup-decision')).toBe('unrecognized')
+  })
 
   it('a message without an id is forwarded under a hash of what it says; a resend is a duplicate', async () => {
     const b = await bot()

@@ -1,6 +1,7 @@
 /**
  * The vendor webhook routes: every channel of the registry (worker/channels/index.ts), each path
- * of it (and a GET handshake where the channel has one), the same steps: config → bounded body →
+ * of it (and a GET handshake where the channel has one), the same steps: admission (the isolate's
+ * in-flight bound, worker/admission.ts) → config → bounded body →
  * verify → parse → classify (gateway.ts and the channel object), then the shared delivery core
  * (deliver.ts; a batch item by item, deliver-batch.ts), whose outcomes become the channel's HTTP
  * reply and one decision log line each.
@@ -8,6 +9,7 @@
  */
 import { Hono } from 'hono'
 import { DECISION_HEADER } from '../contract/decision-log'
+import { admission } from './admission'
 import { WEBHOOK_CHANNELS } from './channels'
 import { challengeReply, httpReply } from './channels/replies'
 import type { WebhookChannel } from './channels/types'
@@ -33,9 +35,11 @@ export const webhooks = new Hono<{ Bindings: Env }>()
 for (const channel of WEBHOOK_CHANNELS) serve(channel)
 
 function serve(channel: WebhookChannel): void {
+  // Before the body is read: over the isolate's bound, the channel's own retry answer.
+  const admit = admission(channel.name, () => channel.replies.retryLater())
   for (const path of channel.paths) {
-    webhooks.post(path, (c) => receive(c, channel))
-    if (channel.handshake) webhooks.get(path, (c) => handshake(c, channel))
+    webhooks.post(path, admit, (c) => receive(c, channel))
+    if (channel.handshake) webhooks.get(path, admit, (c) => handshake(c, channel))
   }
 }
 

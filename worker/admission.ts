@@ -30,6 +30,12 @@ export const STALE_AFTER_MS = 60_000
 /** Refusals are logged at most once in this long, with their count since the last line. */
 export const LOG_EVERY_MS = 10_000
 export const OVER_CAPACITY = 'over_capacity'
+/**
+ * A refused request's body up to this size is read and dropped (no hashing, no parsing): an
+ * unread body makes workerd close the connection after the answer, and a client that reuses it
+ * meanwhile gets a reset instead of the 503. Larger or unsized, the connection goes.
+ */
+const DISCARD_MAX_BYTES = 65_536
 
 /** Gives the place back; calling it again does nothing. */
 export type Release = () => void
@@ -123,6 +129,7 @@ export function admission<E extends GatewayEnv>(
     const settings = settingsFor(c.env)
     const release = await gateFor(settings.admission).enter()
     if (!release) {
+      await discardBody(c.req.raw)
       // `executionCtx` throws where there is none (a test's `app.request`): the flush then runs unheld.
       const hold = (promise: Promise<unknown>) => {
         try {
@@ -139,6 +146,12 @@ export function admission<E extends GatewayEnv>(
       release()
     }
   }
+}
+
+async function discardBody(request: Request): Promise<void> {
+  const length = Number(request.headers.get('content-length') ?? Number.NaN)
+  if (!request.body || !(length <= DISCARD_MAX_BYTES)) return
+  await request.arrayBuffer().catch(() => {})
 }
 
 function refuse(

@@ -3,7 +3,7 @@
  * keys), and the signals that must reach that cleanup rather than end the process first.
  * @module
  */
-import type { Stoppable } from '../local/processes'
+import type { Stoppable } from '../local/stoppable'
 import { within } from './util'
 
 /**

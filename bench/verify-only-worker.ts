@@ -13,7 +13,7 @@
  */
 import { Hono } from 'hono'
 import { verifySlackTenant } from '../worker/channels/slack'
-import { verifyTelegramBot } from '../worker/channels/telegram'
+import { verifyTelegramBot } from '../worker/channels/telegram-verify'
 import { verifyTwilioTenant } from '../worker/channels/twilio'
 import type { Env } from '../worker/env'
 import { GatewayError } from '../worker/errors'

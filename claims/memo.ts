@@ -1,7 +1,7 @@
 /**
  * A bounded in-isolate memo of delivery keys this isolate has seen settled as `done`, each with
  * the payload hash it was settled with. It may only ever answer "done, same payload": a key it
- * does not hold (never seen, evicted, expired, another payload) is asked of Redis as before, so
+ * does not hold (never seen, evicted, expired, another payload) is asked of Redis, so
  * the memo cannot lose an event, only skip a Redis round trip for a replay it has already seen.
  * `spooled` is never remembered (a dead-lettered event may be replayed by an operator), nor an
  * in-flight claim.

@@ -30,7 +30,7 @@ export function kindOfMimeType(mimeType: string | null | undefined): AttachmentK
  * a `content` over LIMITS.content dropped (the kind stays), and only the first LIMITS.attachments entries, within
  * {@link ATTACHMENTS_BUDGET_BYTES}. The rest is dropped, never a reason to refuse the message:
  * the text is what matters most, and the platform can still ask the vendor for the full message.
- * `undefined` when nothing is left, so an event without media keeps its old payload hash.
+ * `undefined` when nothing is left: an event without media carries no `attachments` field.
  */
 export function boundAttachments(list: readonly Attachment[]): Attachment[] | undefined {
   const kept: Attachment[] = []

@@ -1,7 +1,7 @@
 /**
  * One retry schedule for every retry loop of the system: the origin's downstream hand-offs
  * (origin/failures/policy.ts), the Gmail poller's API calls (origin/gmail/http.ts) and the Worker's
- * spool queue consumers (worker/spool/consumer.ts).
+ * spool queue consumers (worker/spool/retries.ts, worker/spool/dead-letter-consumer.ts).
  * @module
  */
 

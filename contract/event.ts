@@ -6,6 +6,7 @@
 import * as v from 'valibot'
 import { sha256Hex } from './crypto'
 import { IdempotencySchema, type StoredAnswer } from './idempotency'
+import { SignatureBindingSchema } from './signature-binding'
 import { storable } from './storable'
 import { isStorableTime } from './storable-time'
 
@@ -156,6 +157,13 @@ const EventFields = v.strictObject({
    * under it, in the message's transaction (contract/idempotency.ts).
    */
   idempotency: v.optional(IdempotencySchema),
+  /**
+   * A plain-mode WeChat push taken while neither Redis nor the origin could bind its one-time
+   * signature (worker/signature-once.ts): the origin binds it before it stores the event, and
+   * refuses the event (422 `signature_reused`) when the signature is bound to another body. Not
+   * part of the payload: outside the hash.
+   */
+  signatureBinding: v.optional(SignatureBindingSchema),
   /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */
   payloadHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16,64}$/)),
 })
@@ -198,7 +206,7 @@ export async function payloadHashOf(event: InboundEventDraft): Promise<string> {
     event.body,
     event.subject ?? null,
     RECEIVE_TIME_CHANNELS.has(event.channel) ? null : event.occurredAt,
-    // Only when there are some: the hash of every message without attachments stays what it was.
+    // Only when there are some: an empty list and no list hash alike.
     ...(event.attachments?.length ? [attachmentIdentities(event.attachments)] : []),
   ])
   return (await sha256Hex(material)).slice(0, 16)

@@ -6,7 +6,7 @@
  * so a mail that reaches one inbox both ways is one key, one row and one conversation.
  *
  * - Case: the whole address is lower-cased. RFC 5321 lets the local part be case-sensitive, but
- *   no provider we deliver into treats it so, and keys always were lower-cased.
+ *   no provider we deliver into treats it so, and one inbox must not split by a sender's spelling.
  * - Sub-address: `local+tag@domain` is `local@domain` (Gmail, Google Workspace, Microsoft 365,
  *   Fastmail, iCloud all deliver it to `local@domain`). Only `+`: `-` and `.` are ordinary
  *   characters of many real addresses (`first-last@`), merging on them would merge inboxes; any

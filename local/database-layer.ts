@@ -9,7 +9,7 @@ import pg from 'pg'
 import { migrate } from './migrate'
 import { type RunningProxy, startNeonWsProxy } from './neon-ws-proxy'
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './pglite'
-import { once, type Stoppable } from './processes'
+import { once, type Stoppable } from './stoppable'
 import { REPO_ROOT } from './wrangler-config'
 
 export interface DatabaseLayerOptions {

@@ -4,24 +4,14 @@
  * the token. Each wait is bounded; a finding names the service, never its URL's credentials.
  * @module
  */
-import { readdirSync } from 'node:fs'
-import { join } from 'node:path'
 import { UPSTASH_TOKEN, UPSTASH_URL } from '../claims/settings'
 import { readDatabaseSettings } from '../origin/config'
 import { openDatabase } from '../origin/db'
 import { silentLogger } from '../origin/log'
 import type { Finding } from './deploy-finding'
-import { REPO_ROOT } from './wrangler-config'
+import { migrationVersions } from './migrate'
 
 const REDIS_TIMEOUT_MS = 5_000
-
-/** Versions of migrations/ (dbmate's file name prefix). */
-export function migrationVersions(dir = join(REPO_ROOT, 'migrations')): string[] {
-  return readdirSync(dir)
-    .map((file) => /^(\d+)_.*\.sql$/.exec(file)?.[1])
-    .filter((version): version is string => version !== undefined)
-    .sort()
-}
 
 /**
  * Postgres as the origin reaches it (DATABASE_URL, DATABASE_DRIVER, NEON_WS_PROXY and the

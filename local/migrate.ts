@@ -10,12 +10,28 @@
  * @module
  */
 import { execFile } from 'node:child_process'
+import { readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
 const run = promisify(execFile)
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+export const MIGRATIONS_DIR = join(root, 'migrations')
+/** dbmate's migration file name: `{version}_{name}.sql`; any other file of migrations/ is not one. */
+const MIGRATION_FILE = /^(\d+)_.*\.sql$/
+
+/** The migration files of migrations/, oldest first. */
+export function migrationFiles(dir = MIGRATIONS_DIR): string[] {
+  return readdirSync(dir)
+    .filter((file) => MIGRATION_FILE.test(file))
+    .sort()
+}
+
+/** Versions of migrations/ (dbmate's file name prefix), oldest first. */
+export function migrationVersions(dir = MIGRATIONS_DIR): string[] {
+  return migrationFiles(dir).map((file) => file.split('_')[0] as string)
+}
 
 /** Pauses before each retry of a lock timeout: 8 attempts over about two minutes. */
 const LOCK_RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 15_000, 30_000, 30_000]
@@ -84,7 +100,8 @@ async function dbmateUp(databaseUrl: string): Promise<string> {
       '--url',
       dbmateUrl(databaseUrl),
       '--migrations-dir',
-      join(root, 'migrations'),
+      MIGRATIONS_DIR,
+      // migrations/schema.sql is `npm run schema`'s (local/schema.ts), from a fresh database only.
       '--no-dump-schema',
       '--wait',
       '--wait-timeout',

@@ -5,7 +5,8 @@
  * @module
  */
 import { parseListeningLine } from '../origin/listening-line'
-import { type ExitInfo, GroupProcess, type ProcessGuard, type Stoppable } from './processes'
+import { type ExitInfo, GroupProcess, type ProcessGuard } from './processes'
+import type { Stoppable } from './stoppable'
 import { REPO_ROOT } from './wrangler-config'
 
 /**

@@ -11,7 +11,8 @@
 import { execFileSync } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { GroupProcess, type ProcessGuard, startOnFreePort } from './processes'
+import { GroupProcess, type ProcessGuard } from './processes'
+import { startOnFreePort } from './readiness'
 
 export interface PrivatePostgres {
   port: number

@@ -6,7 +6,8 @@
  */
 import { mkdirSync } from 'node:fs'
 import { Redis } from 'ioredis'
-import { GroupProcess, type ProcessGuard, startOnFreePort } from './processes'
+import { GroupProcess, type ProcessGuard } from './processes'
+import { startOnFreePort } from './readiness'
 
 export interface PrivateRedis {
   port: number

@@ -5,7 +5,7 @@
  * commands it served, across restarts (the bench's cost per event).
  * @module
  */
-import { once, type Stoppable } from './processes'
+import { once, type Stoppable } from './stoppable'
 import { embeddedRedis, type RedisBackend, realRedis, startUpstashRest } from './upstash-rest'
 
 export interface RedisLayerOptions {

@@ -12,16 +12,9 @@ import { join } from 'node:path'
 import type { Miniflare } from 'miniflare'
 import { writePrivateEnvFile } from './env-file'
 import { childPids } from './proc'
-import {
-  type ExitInfo,
-  freePort,
-  GroupProcess,
-  once,
-  ProcessError,
-  type ProcessGuard,
-  type Stoppable,
-  waitForHttp,
-} from './processes'
+import { type ExitInfo, GroupProcess, ProcessError, type ProcessGuard } from './processes'
+import { freePort, waitForHttp } from './readiness'
+import { once, type Stoppable } from './stoppable'
 import {
   buildWorker,
   miniflareQueueOptions,

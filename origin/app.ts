@@ -41,6 +41,7 @@ import type { Logger } from './log'
 import { countGatewayDecisions, createMetrics, type OriginMetrics, seriesOf } from './metrics'
 import { opsRoutes } from './ops-routes'
 import { type SignInLimit, signInLimit } from './sign-in-limit'
+import { bindEventSignature, bindSignature, parseSignatureBinding } from './signature-bindings'
 
 export interface OriginDeps {
   db: Database
@@ -69,6 +70,7 @@ const EVENTS: ForwardRoute = { method: 'POST', path: '/v1/events' }
 const EVENTS_BATCH: ForwardRoute = { method: 'POST', path: '/v1/events/batch' }
 const INBOUND_FAILURES: ForwardRoute = { method: 'POST', path: '/v1/failures/inbound' }
 const DECISIONS: ForwardRoute = { method: 'POST', path: '/v1/decisions' }
+const SIGNATURE_BINDINGS: ForwardRoute = { method: 'POST', path: '/v1/signature-bindings' }
 
 export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
   const { db, logger } = deps
@@ -83,6 +85,7 @@ export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
 
   app.post('/v1/events', async (c) => {
     const event = parseEvent(await signedBody(c, EVENTS))
+    await bindEventSignature(db, event)
     const started = performance.now()
     // The Worker hangs up at its forward budget; from then on nobody waits for this work.
     const result = await ingestEvent(db.withSignal(c.req.raw.signal), event)
@@ -104,6 +107,12 @@ export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
     return answerJson(c, { ok: true }, 200)
   })
 
+  // A one-time signature bound to its first body (worker/signature-once.ts), beside Redis's copy.
+  app.post('/v1/signature-bindings', async (c) => {
+    const binding = parseSignatureBinding(parseJson(await signedBody(c, SIGNATURE_BINDINGS)))
+    return answerJson(c, { binding: await bindSignature(db, binding) }, 200)
+  })
+
   if (deps.console) {
     app.route('/console', createConsoleApp({ ...deps.console, db, logger, signInLimit: guesses }))
   }
@@ -111,7 +120,9 @@ export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
   // The spool consumer's queue batch: one statement for all, an answer per event (200 as a whole).
   app.post('/v1/events/batch', async (c) => {
     const items = parseBatch(await signedBody(c, EVENTS_BATCH, BATCH_LIMITS.bytes))
-    const parsed = items.map((item) => parseBatchItem(item, deps.maxEventBytes))
+    const parsed = await Promise.all(
+      items.map((item) => boundBatchItem(db, parseBatchItem(item, deps.maxEventBytes))),
+    )
     const events = parsed.filter((item): item is InboundEvent => !(item instanceof Error))
     const started = performance.now()
     const results = await ingestEvents(db.withSignal(c.req.raw.signal), events)
@@ -204,6 +215,18 @@ function parseBatchItem(item: unknown, maxEventBytes: number): InboundEvent | Or
   if (jsonBytes(item) > maxEventBytes) return new BodyTooLargeError(maxEventBytes)
   const parsed = parseInboundEvent(item)
   return parsed.ok ? parsed.event : new InvalidEventError(parsed.message)
+}
+
+/** A batch item's pending signature binding, bound (or its refusal, as a single event's). */
+async function boundBatchItem(
+  db: Database,
+  item: InboundEvent | OriginError,
+): Promise<InboundEvent | Error> {
+  if (item instanceof Error || !item.signatureBinding) return item
+  return bindEventSignature(db, item).then(
+    () => item,
+    (err: unknown) => (err instanceof Error ? err : new InternalError({ cause: err })),
+  )
 }
 
 /** An event's error inside a batch answer, as onError answers it for a single event. */

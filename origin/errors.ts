@@ -9,6 +9,7 @@ export type OriginErrorCode =
   | 'unauthorized'
   | 'invalid_event'
   | 'body_too_large'
+  | 'signature_reused'
   | 'not_found'
   | 'database_unavailable'
   | 'client_gone'
@@ -17,7 +18,7 @@ export type OriginErrorCode =
 export class OriginError extends Error {
   constructor(
     readonly code: OriginErrorCode,
-    readonly status: 400 | 401 | 404 | 413 | 500 | 503,
+    readonly status: 400 | 401 | 404 | 413 | 422 | 500 | 503,
     message: string,
     options?: ErrorOptions,
   ) {
@@ -45,6 +46,16 @@ export class UnauthorizedError extends fixedError(
 export class InvalidEventError extends OriginError {
   constructor(message: string) {
     super('invalid_event', 400, message)
+  }
+}
+
+/**
+ * An event whose one-time signature (contract/signature-binding.ts) is bound to another body: a
+ * reused signed URL, or the second of two bodies both taken while no store could bind. Permanent.
+ */
+export class SignatureReusedError extends OriginError {
+  constructor() {
+    super('signature_reused', 422, 'the signature of this event is bound to another body')
   }
 }
 

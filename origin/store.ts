@@ -37,7 +37,7 @@ function toStoredMessage(row: StoredMessageRow | undefined): StoredMessage | nul
   }
 }
 
-/** What `ingest_message()` found or did (migrations/20261201000007_ingest_function.sql). */
+/** What `ingest_message()` found or did (the function as it runs: migrations/schema.sql). */
 export type NewMessageOutcome =
   /** The message, its outbox row and, as needed, its customer and conversation were written. */
   | 'created'
@@ -143,7 +143,7 @@ async function emailKeyForms(
  *
  * Every edit of a known message is also recorded in `message_edits`, in the same statement, the
  * late one too (not applied); a replay adds nothing. `apply_message_edit()`, shared with batches:
- * migrations/20261202008001_message_edits.sql.
+ * migrations/schema.sql.
  */
 export async function applyEdit(db: Queryable, event: InboundEvent): Promise<StoredMessage | null> {
   const media = event.attachments?.length ? JSON.stringify(event.attachments) : null
@@ -173,7 +173,7 @@ export async function lockMessageKey(tx: Queryable, event: InboundEvent): Promis
   await tx.query('SELECT lock_message_key($1, $2)', [event.channel, event.messageKey])
 }
 
-/** What `apply_message_deletion()` found or did (migrations/20261203001001_message_undelete.sql). */
+/** What `apply_message_deletion()` found or did (migrations/schema.sql). */
 export type DeletionOutcome = 'updated' | 'known' | 'ignored'
 
 /**
@@ -205,7 +205,7 @@ export async function applyDeletion(
   return { outcome: row.outcome, stored: row.id === null ? null : toStoredMessage(row) }
 }
 
-/** What `ingest_events()` answers for one event of a batch (migrations/20261202006001_…). */
+/** What `ingest_events()` answers for one event of a batch (migrations/schema.sql). */
 export type BatchEventOutcome = NewMessageOutcome | 'updated' | 'ignored' | 'failed'
 
 export interface BatchEventRow {

@@ -16,7 +16,8 @@
 import { finalizeEvent } from '../contract/event'
 import type { ChannelDelivery, Classified } from './channels/types'
 import { formatDeliveryKey, isBatch } from './channels/types'
-import { type DeliveryContext, deliver, NOT_RECORDED, type Outcome, recordRefused } from './deliver'
+import { type DeliveryContext, deliver, type Outcome } from './deliver'
+import { NOT_RECORDED, recordRefused } from './deliver-spool'
 import { InvalidPayloadError } from './errors'
 import { describeError } from './log'
 

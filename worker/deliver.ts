@@ -11,20 +11,19 @@ import { sha256Hex } from '../contract/crypto'
 import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
-import { type DeliveryContext, type Outcome, sendBudgetMs } from './delivery-context'
+import {
+  canQueue,
+  type KnownFields,
+  NOT_RECORDED,
+  queueEvent,
+  recordRefused,
+} from './deliver-spool'
+import type { DeliveryContext, Outcome } from './delivery-context'
 import { InvalidPayloadError } from './errors'
 import { describeForward, type ForwardResult, forwardEvent } from './forward'
-import { describeError, logProblem, type WorkerDecisionLog } from './log'
+import { describeError, type WorkerDecisionLog } from './log'
 import type { Admission } from './shed/breaker'
-import { deadMessage } from './spool/message'
-import { enqueueEvent, sendDeadLetter } from './spool/producer'
 import { keepUnrecognized } from './unrecognized'
-
-/** What is known of a forward before the origin answers. */
-type KnownFields = Pick<
-  WorkerDecisionLog,
-  'channel' | 'deliveryKey' | 'fallbackKey' | 'redis' | 'reason'
->
 
 export {
   type DeliveryContext,
@@ -171,39 +170,8 @@ async function forwardAndDecide(
       : { ...fields, decision: 'retry', decidedBy: 'gateway', origin, reason: NOT_RECORDED }
     return { result: outcome, end: 'release' }
   }
-  return onOriginFailure(ctx, key, event, result, fields)
-}
-
-/** The reason of a refused event answered "retry": its dead letter could not be sent. */
-export const NOT_RECORDED = 'refused_event_not_recorded'
-
-/**
- * A refused event (by the origin, or, in a batch, by the event schema) as a dead letter, through
- * R2 when too large for a queue message. False when it could not be sent (no binding, the queue
- * or R2 failing): then it is nowhere durable, and the caller asks the vendor to send it again.
- */
-export async function recordRefused(
-  ctx: DeliveryContext,
-  key: DeliveryKey,
-  event: InboundEvent,
-  why: string,
-): Promise<boolean> {
-  const dead = deadMessage(
-    { claimKey: formatDeliveryKey(key), queuedAt: Date.now(), event },
-    1,
-    why,
-  )
-  try {
-    await sendDeadLetter(ctx.deadLetters, ctx.bodies, dead, sendBudgetMs(ctx))
-    return true
-  } catch (err) {
-    logProblem('error', NOT_RECORDED, {
-      channel: event.channel,
-      deliveryKey: event.deliveryKey,
-      error: describeError(err),
-    })
-    return false
-  }
+  // The origin could not take it now (5xx, timeout, network, or a configuration 4xx).
+  return queueEvent(ctx, key, event, { ...fields, origin: describeForward(result) })
 }
 
 /**
@@ -265,61 +233,4 @@ async function forwardWithinBudget(
   const timeoutMs = Math.min(ctx.settings.originTimeoutMs, left)
   if (timeoutMs < MIN_FORWARD_MS) return { kind: 'failed', status: null, reason: 'timeout' }
   return forwardEvent(ctx.origin, event, timeoutMs)
-}
-
-/**
- * The origin could not take the event now (5xx, timeout, network, or a configuration 4xx). Put it
- * on the spool queue (worker/spool/), mark the claim `spooled`: the sender is told "ok" and the
- * queue consumer forwards it once the origin is back. That needs no Redis: with Redis down too the
- * event is queued, and Postgres decides later. When it cannot be queued (the channel is not
- * spooled, no queue bound, the queue or R2 refused) the claim is released
- * and the sender asked to retry, which Slack, Telegram and mail servers do and Twilio does not.
- */
-async function onOriginFailure(
-  ctx: DeliveryContext,
-  key: DeliveryKey,
-  event: InboundEvent,
-  result: Extract<ForwardResult, { kind: 'failed' }>,
-  fields: KnownFields,
-): Promise<{ result: Outcome; end: ClaimEnd }> {
-  return queueEvent(ctx, key, event, { ...fields, origin: describeForward(result) })
-}
-
-/** Whether this event could go to the spool queue: its channel spooled and a queue bound. */
-function canQueue(ctx: DeliveryContext, event: InboundEvent): boolean {
-  return ctx.spool !== null && ctx.settings.spool.channels.has(event.channel)
-}
-
-/**
- * The event on the spool queue, the claim to become `spooled`: the sender is told "ok". When it
- * cannot be queued, the claim is released and the sender asked to retry (`reason` then says why).
- */
-async function queueEvent(
-  ctx: DeliveryContext,
-  key: DeliveryKey,
-  event: InboundEvent,
-  fields: KnownFields & Pick<WorkerDecisionLog, 'origin'>,
-): Promise<{ result: Outcome; end: ClaimEnd }> {
-  const queued = await enqueueEvent(
-    {
-      queue: ctx.spool,
-      bodies: ctx.bodies,
-      enabled: ctx.settings.spool.channels.has(event.channel),
-      timeoutMs: sendBudgetMs(ctx),
-      ttlSeconds: ctx.dedupTtlSeconds,
-    },
-    formatDeliveryKey(key),
-    event,
-  )
-  if (queued.status === 'queued') {
-    if (ctx.claims) ctx.waitUntil(ctx.claims.count(`spool_queued:${event.channel}`).catch(() => {}))
-    return { result: { ...fields, decision: 'spooled', decidedBy: 'gateway' }, end: 'spooled' }
-  }
-  const outcome: Outcome = {
-    ...fields,
-    decision: 'retry',
-    decidedBy: 'gateway',
-    reason: queued.reason,
-  }
-  return { result: outcome, end: 'release' }
 }

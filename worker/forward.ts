@@ -65,6 +65,7 @@ export type OriginPath =
   | '/v1/events/batch'
   | '/v1/failures/inbound'
   | '/v1/decisions'
+  | '/v1/signature-bindings'
 
 /**
  * Sent by the spool queue's consumers (`x-dedup-via: queue`): an origin's logs, a proxy in front
@@ -137,7 +138,7 @@ export async function forwardBatch(
 }
 
 /** An answer that is the origin's own (or a status that settles nothing), or why there is none. */
-type Posted =
+export type Posted =
   | { kind: 'answered'; status: number; json: Record<string, unknown> }
   | Extract<ForwardResult, { kind: 'failed' }>
 
@@ -146,13 +147,13 @@ type Posted =
  * redirect, and reads at most `maxAnswerBytes` of the answer. A 2xx or a 400 / 413 / 422 counts
  * only when the origin signed it.
  */
-async function postSigned(
+export async function postSigned(
   origin: OriginConfig,
   body: string,
   timeoutMs: number,
   path: OriginPath,
-  via: 'live' | 'queue',
-  maxAnswerBytes: number,
+  via: 'live' | 'queue' = 'live',
+  maxAnswerBytes = MAX_ANSWER_BYTES,
 ): Promise<Posted> {
   const secret = origin.secrets[0] as string
   const route: ForwardRoute = { method: 'POST', path }

@@ -4,20 +4,16 @@
  * @module
  */
 import type { Context } from 'hono'
-import { type ClaimStore, claimStore, formatDeliveryKey, sameHash } from '../claims'
+import { type ClaimStore, claimStore } from '../claims'
 import { BodyOverLimitError, readBoundedBody } from '../contract/body'
-import { describeError } from '../contract/describe-error'
+import type { SignatureBinding } from '../contract/signature-binding'
 import { type Classified, deliveriesOf, type RequestParts } from './channels/types'
 import { type ChannelConfig, type Settings, settingsFor } from './config'
 import type { Env } from './env'
-import {
-  BodyTooLargeError,
-  ChannelNotConfiguredError,
-  RetryLaterError,
-  UnauthorizedError,
-} from './errors'
+import { BodyTooLargeError, ChannelNotConfiguredError, UnauthorizedError } from './errors'
 import { perIsolate } from './per-isolate'
-import type { OnceBinding, TenantVerdict } from './tenants'
+import { claimSignatureOnce } from './signature-once'
+import type { TenantVerdict } from './tenants'
 
 export type GatewayContext = Context<{ Bindings: Env }>
 
@@ -42,6 +38,11 @@ export interface VerifiedRequest<T> {
    * Slack app, its workspaces); absent: the key scope check says it all.
    */
   writesFor?: ReadonlySet<string>
+  /**
+   * A one-time signature no store could bind yet (worker/signature-once.ts): every event of the
+   * request carries it, for the origin to bind before it stores the event.
+   */
+  pendingBinding?: SignatureBinding
 }
 
 /**
@@ -69,7 +70,9 @@ export async function verifiedRequest<T>(
   const parts = { url: c.req.url, headers: c.req.raw.headers, body }
   const verdict = await verify(parts, config.value)
   if (!verdict.ok) throw new UnauthorizedError(`${channel}: ${verdict.reason}`)
-  if (verdict.once) await claimSignatureOnce(settings, channel, verdict.once)
+  const once = verdict.once
+    ? await claimSignatureOnce(settings, claimStoreFor(settings), channel, verdict.once)
+    : null
   return {
     settings,
     config: config.value,
@@ -79,6 +82,7 @@ export async function verifiedRequest<T>(
     handshakeOnly: verdict.handshakeOnly === true,
     ...(verdict.scopes ? { scopes: verdict.scopes } : {}),
     ...(verdict.writesFor ? { writesFor: verdict.writesFor } : {}),
+    ...(once?.kind === 'pending' ? { pendingBinding: once.binding } : {}),
   }
 }
 
@@ -111,41 +115,6 @@ export function assertVerifiedTenant(
       throw new UnauthorizedError(`${channel}: the delivery's tenant is not the verified tenant's`)
     }
   }
-}
-
-/** Tries of a one-time claim before the retry answer: it is idempotent (one key, one hash). */
-const ONCE_TRIES = 3
-
-/**
- * A signature good for one body only ({@link OnceBinding}): the first request claims its key for
- * its body's hash; the same body again (a redelivery) passes, and its message key then answers it
- * as a duplicate; any other body is 401. Redis slow or down: tried again (a try that timed out
- * but landed is found as this body's own), and after {@link ONCE_TRIES} the retry answer (503):
- * without Redis there is no telling a replay of a leaked URL from a first use, and the vendor
- * sends it again.
- */
-export async function claimSignatureOnce(
-  settings: Settings,
-  channel: string,
-  once: OnceBinding,
-): Promise<void> {
-  const claims = claimStoreFor(settings)
-  if (!claims) throw new RetryLaterError(`${channel}: a one-time signature needs Redis`)
-  const key = formatDeliveryKey(once.key)
-  let outcome = await claims.record(key, once.hash, once.ttlSeconds)
-  for (let tries = 1; outcome.status === 'unavailable' && tries < ONCE_TRIES; tries++) {
-    outcome = await claims.record(key, once.hash, once.ttlSeconds)
-  }
-  if (outcome.status === 'claimed') return
-  if (outcome.status === 'unavailable') {
-    const { name, message } = describeError(outcome.error)
-    throw new RetryLaterError(
-      `${channel}: Redis unavailable for a one-time signature: ${name}: ${message}`,
-    )
-  }
-  const stored = outcome.hash
-  if (stored !== null && sameHash(stored, once.hash)) return
-  throw new UnauthorizedError(`${channel}: signature_reused (another body)`)
 }
 
 /**

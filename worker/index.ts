@@ -1,7 +1,7 @@
 /**
  * The edge gateway Worker: vendor webhooks in (verified, keyed, claimed), one normalized event per
- * logical message out to the origin. Routes: POST /webhooks/{slack,twilio,telegram,whatsapp-cloud}
- * (and GET /webhooks/whatsapp-cloud, Meta's handshake), GET /healthz,
+ * logical message out to the origin. Routes: POST /webhooks/{channel} for every channel of
+ * worker/channels/index.ts (and GET for those with a handshake), GET /healthz,
  * GET /healthz/deep (operator token); the public API under /v1 (worker/api/routes.ts); the
  * origin's signed replay of kept unrecognized events (worker/unrecognized-replay.ts). `queue()` consumes the spool queue and its dead letters;
  * `email()` is the Email Routing relay. Errors become responses in one place, `app.onError`.

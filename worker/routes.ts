@@ -9,10 +9,11 @@
  */
 import { Hono } from 'hono'
 import { DECISION_HEADER } from '../contract/decision-log'
+import type { SignatureBinding } from '../contract/signature-binding'
 import { admission } from './admission'
 import { WEBHOOK_CHANNELS } from './channels'
 import { challengeReply, httpReply } from './channels/replies'
-import type { WebhookChannel } from './channels/types'
+import { type Classified, deliveriesOf, type WebhookChannel } from './channels/types'
 import { settingsFor } from './config'
 import { deliveryContext, logOutcome } from './deliver'
 import { deliverAll } from './deliver-batch'
@@ -21,13 +22,14 @@ import type { Env } from './env'
 import { ChannelNotConfiguredError, ForbiddenError } from './errors'
 import {
   assertVerifiedTenant,
-  claimSignatureOnce,
+  claimStoreFor,
   type GatewayContext,
   type VerifiedRequest,
   verifiedRequest,
   waitUntil,
 } from './gateway'
 import { logDecision } from './log'
+import { claimSignatureOnce, refusePending } from './signature-once'
 import { placeIgnored } from './unrecognized'
 
 export const webhooks = new Hono<{ Bindings: Env }>()
@@ -54,7 +56,15 @@ async function handshake(c: GatewayContext, channel: WebhookChannel): Promise<Re
   if (!verdict?.ok)
     throw new ForbiddenError(`${channel.name}: ${verdict?.reason ?? 'no handshake'}`)
   // A signed handshake URL sits in access logs: it is spent here, not reusable for a POST.
-  if (verdict.once) await claimSignatureOnce(settings, channel.name, verdict.once)
+  if (verdict.once) {
+    const once = await claimSignatureOnce(
+      settings,
+      claimStoreFor(settings),
+      channel.name,
+      verdict.once,
+    )
+    if (once.kind === 'pending') refusePending(channel.name)
+  }
   const reply = challengeReply(verdict.challenge)
   logDecision({
     channel: channel.name,
@@ -77,6 +87,7 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
   const parsed = channel.parse(request.parts)
   const classified = placeIgnored(channel, await channel.classify(parsed, request.tenant))
   assertVerifiedTenant(channel.name, request, classified)
+  if (request.pendingBinding) carryBinding(classified, request.pendingBinding)
   const ctx = deliveryContext(c.env, request.settings, {
     channel: channel.name,
     startedAt: request.startedAt,
@@ -91,6 +102,13 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
   // One line per item of a batch, each with the status the whole request got.
   for (const outcome of outcomes) logOutcome(ctx, outcome, reply.status)
   return reply
+}
+
+/** Each event of the request carries its signature's pending binding, for the origin to bind. */
+function carryBinding(classified: Classified, binding: SignatureBinding): void {
+  for (const delivery of deliveriesOf(classified)) {
+    if (delivery.action === 'forward') delivery.draft.signatureBinding = binding
+  }
 }
 
 /** The verified request, as an unrecognized delivery of it is kept (worker/unrecognized.ts). */

@@ -9,7 +9,7 @@ import { type Context, Hono } from 'hono'
 import type { ClaimStore } from '../../claims'
 import { audit } from '../audit'
 import type { Database } from '../db'
-import type { ReplayCliDeps } from '../failures/cli-replay'
+import type { ReplayServiceDeps } from '../failures/replay-service'
 import type { Logger } from '../log'
 import { type SignInLimit, signInLimit } from '../sign-in-limit'
 import { type AccessVerifier, accessVerifier } from './access'
@@ -33,8 +33,8 @@ export interface ConsoleDeps {
   config: ConsoleConfig
   /** The Worker's claim store (UPSTASH_*, REDIS_KEY_PREFIX): lookup reads claims; null: none. */
   claims: ClaimStore | null
-  /** What a replay needs besides the database (DOWNSTREAM_URL, the retry policy, Gmail). */
-  replay: Omit<ReplayCliDeps, 'db'>
+  /** What a replay needs besides the database (DOWNSTREAM_URL, the retry policy, Gmail, GATEWAY_URL). */
+  replay: Omit<ReplayServiceDeps, 'db'>
   logger: Logger
   /** Refused credentials per client address (shared with the origin's bearer routes). @default 10 per 5 minutes */
   signInLimit?: SignInLimit

@@ -1,12 +1,13 @@
 /**
  * The console's wiring for `npm run origin` (origin/main.ts): its settings, the Worker's claim
  * store (lookup, the stats hash, and a replayed event's claim set `done`), and what a replay
- * needs, as the CLI has it.
+ * needs (failures/replay-service.ts), as the CLI has it.
  * @module
  */
 import { claimStore, readClaimSettings } from '../../claims'
 import type { OriginEnv } from '../config'
 import { readRetryPolicy } from '../failures/policy'
+import { gatewayReplayOf } from '../failures/unrecognized'
 import type { GmailConfig } from '../gmail/config'
 import type { Logger } from '../log'
 import type { RelayConfig } from '../outbox/config'
@@ -25,6 +26,7 @@ export function consoleDeps(options: {
   const warnings: string[] = []
   const claims = claimStore(readClaimSettings(options.env, warnings))
   const retry = options.relay?.retry ?? readRetryPolicy(options.env, warnings)
+  const gateway = gatewayReplayOf(options.env, warnings)
   for (const warning of warnings) options.logger.warn('console config', { warning })
   return {
     config: options.config,
@@ -35,6 +37,7 @@ export function consoleDeps(options: {
       gmail: options.gmail,
       env: options.env,
       claims,
+      gateway,
     },
   }
 }

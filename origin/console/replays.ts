@@ -1,8 +1,9 @@
 /**
- * Replays from the console, one or a filtered set, each through `npm run failures -- replay`'s
- * own path (failures/cli-replay.ts: a downstream row through the relay's statements with its
- * Idempotency-Key, an inbound row through the ingest of a live delivery, a Gmail row fetched
- * again): replaying twice is still one row. Each replay is audited: who, when, what, the result.
+ * Replays from the console, one or a filtered set, each by the replay service that
+ * `npm run failures -- replay` runs (failures/replay-service.ts: a downstream row through the
+ * relay's statements with its Idempotency-Key, an inbound row through the ingest of a live
+ * delivery, a Gmail row fetched again): replaying twice is still one row. Each replay is audited
+ * (who, when, what) with its outcome in the words the CLI prints (failures/replay-text.ts).
  *
  * A bulk replay is a `console_jobs` row: its filter, the count estimated when it started (capped),
  * its progress, a cancel flag. It runs in this process, one row at a time, walking ids upwards
@@ -13,8 +14,9 @@
  */
 import { audit } from '../audit'
 import type { Database, Queryable } from '../db'
-import { EXIT } from '../failures/cli-output'
-import { type ReplayCliDeps, replayOne } from '../failures/cli-replay'
+import { isResolved } from '../failures/replay-outcome'
+import { type ReplayServiceDeps, replayFailure } from '../failures/replay-service'
+import { auditResult } from '../failures/replay-text'
 import type { Logger } from '../log'
 import { countReplayable, type FailureFilter, nextReplayable } from './failures'
 
@@ -24,40 +26,27 @@ export const BULK_MAX = 3_000
 export const STALLED_AFTER_MS = 60_000
 
 export interface ReplayResult {
+  /** The row is resolved now (replayed, or before). */
   ok: boolean
-  /** What `npm run failures -- replay` would have printed. */
-  line: string
+  /** What the audit keeps, and the failures page's flash shows: `ok: failure {id}: …`. */
+  result: string
 }
 
-/** One replay, as the CLI runs it; its lines become the result. */
-export async function replayFailure(deps: ReplayCliDeps, id: string): Promise<ReplayResult> {
-  const lines: string[] = []
-  const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) }
-  const exit = await replayOne(deps, id, io)
-  return { ok: exit === EXIT.ok, line: lines.join('; ').slice(0, 1_000) }
-}
-
-/** A replay from the console: run, then audited with its result. */
+/** A replay from the console: run by the replay service, then audited with its result. */
 export async function auditedReplay(
-  deps: ReplayCliDeps,
+  deps: ReplayServiceDeps,
   actor: string,
   id: string,
 ): Promise<ReplayResult> {
   let result: ReplayResult
   try {
-    result = await replayFailure(deps, id)
+    const outcome = await replayFailure(deps, id)
+    result = { ok: isResolved(outcome), result: auditResult(outcome) }
   } catch (err) {
-    result = {
-      ok: false,
-      line: `failure ${id}: ${(err as Error).name}: the database did not answer`,
-    }
+    const name = (err as Error).name
+    result = { ok: false, result: `failed: failure ${id}: ${name}: the database did not answer` }
   }
-  await audit(deps.db, {
-    actor,
-    action: 'replay',
-    target: `failure ${id}`,
-    result: `${result.ok ? 'ok' : 'failed'}: ${result.line}`,
-  })
+  await audit(deps.db, { actor, action: 'replay', target: `failure ${id}`, result: result.result })
   return result
 }
 
@@ -106,7 +95,7 @@ export async function estimateBulkReplay(db: Queryable, filter: FailureFilter) {
 
 /** Starts a bulk run in the background; its id at once. */
 export async function startBulkReplay(
-  deps: ReplayCliDeps & { logger: Logger },
+  deps: ReplayServiceDeps & { logger: Logger },
   actor: string,
   filter: FailureFilter,
 ): Promise<string> {
@@ -140,7 +129,7 @@ export async function cancelJob(db: Queryable, id: string): Promise<void> {
 }
 
 async function runJob(
-  deps: ReplayCliDeps,
+  deps: ReplayServiceDeps,
   id: string,
   actor: string,
   filter: FailureFilter,

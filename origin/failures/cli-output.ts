@@ -1,10 +1,8 @@
 /**
- * What `npm run failures` prints: the exit codes, the table of `list`, and one line per replay.
- * Lines only; which stream a line goes to is the command's choice.
+ * What `npm run failures` prints: the exit codes and the table of `list` (a replay's line is
+ * replay-text.ts's). Lines only; which stream a line goes to is the command's choice.
  * @module
  */
-import { idempotencyKey } from '../outbox/downstream'
-import type { ReplayOutcome } from './replay'
 import type { Failure } from './store'
 
 /** 0 done; 1 a replay failed, a row was not replayable, or the database did not answer; 2 usage. */
@@ -55,37 +53,6 @@ export function failureTable(rows: readonly Failure[]): string[] {
       .join('  ')
       .trimEnd(),
   )
-}
-
-/** `… ingested (outcome, message N); resolved`: an inbound row taken through the ingest path. */
-export function ingestedLine(
-  what: string,
-  ingested: string,
-  messageId: string | null | undefined,
-  claimLost: boolean,
-): string {
-  const message = messageId ? `message ${messageId}` : 'no message'
-  const by = claimLost ? '; another replay resolved the row' : '; resolved'
-  return `${what} ingested (${ingested}, ${message})${by}`
-}
-
-/** A downstream replay's outcome, naming the outbox row and the Idempotency-Key it went with. */
-export function describeOutcome(outcome: ReplayOutcome, outboxId: string): string {
-  const key = idempotencyKey(outboxId)
-  switch (outcome.outcome) {
-    case 'resolved':
-      return `outbox row ${outboxId} handed off (Idempotency-Key ${key}); resolved`
-    case 'already_processed':
-      return `outbox row ${outboxId} was processed meanwhile; resolved without a hand-off`
-    case 'dead':
-      return `hand-off failed again (${outcome.error}); dead after ${outcome.attempts} attempts`
-    case 'retry_scheduled':
-      return `hand-off failed again (${outcome.error}); pending, next attempt in ${Math.ceil(outcome.retryInMs / 1000)} s`
-    case 'claim_lost':
-      return outcome.handedOff
-        ? `outbox row ${outboxId} handed off (Idempotency-Key ${key}); another process settled the row`
-        : 'another process took the row over; nothing written'
-  }
 }
 
 function truncate(text: string, width: number): string {

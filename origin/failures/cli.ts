@@ -17,9 +17,10 @@
  * same ingest as a live delivery. Neither can double anything.
  *
  * Exit codes: 0 done; 1 a replay failed, a row was not replayable, or the database did not
- * answer; 2 usage or configuration error. The pieces: cli-args.ts (the commands), cli-replay.ts
- * (the replays), cli-output.ts (the table, the lines, the exit codes); this file reads the
- * settings, opens the database and runs one command.
+ * answer; 2 usage or configuration error. The pieces: cli-args.ts (the commands), replay-service.ts
+ * (the replays, as outcomes), cli-replay.ts (those outcomes as lines and exit codes), cli-output.ts
+ * (the table, the exit codes); this file reads the settings, opens the database and runs one
+ * command.
  * @module
  */
 import { pathToFileURL } from 'node:url'
@@ -32,10 +33,12 @@ import { silentLogger } from '../log'
 import { type DownstreamConfig, readDownstream } from '../outbox/config'
 import { type Command, parseArgs, USAGE, UsageError } from './cli-args'
 import { type CliIo, EXIT, failureTable } from './cli-output'
-import { replayAllDead, replayOne } from './cli-replay'
+import { replayAllDeadCommand, replayOneCommand } from './cli-replay'
 import { DEV_STACK_FILE, readDevStack } from './dev-stack'
 import { type RetryPolicy, readRetryPolicy } from './policy'
+import type { ReplayServiceDeps } from './replay-service'
 import { listFailures } from './store'
+import { gatewayReplayOf } from './unrecognized'
 
 /** One command at a time: a list, or replays one after another. */
 const CLI_POOL_MAX = 2
@@ -100,16 +103,17 @@ export async function runCli(
   const db = openDatabase(config.database, CLI_POOL_MAX, silentLogger)
   try {
     if (command.name === 'list') return await list(db, command, io)
-    const deps = {
+    const deps: ReplayServiceDeps = {
       db,
       downstream: config.downstream,
       retry: config.retry,
       gmail: config.gmail,
       env,
       claims: claimStore(readClaimSettings(env, [])),
+      gateway: gatewayReplayOf(env),
     }
-    if (command.name === 'replay') return await replayOne(deps, command.id, io)
-    return await replayAllDead(deps, io)
+    if (command.name === 'replay') return await replayOneCommand(deps, command.id, io)
+    return await replayAllDeadCommand(deps, io)
   } catch (err) {
     if (err instanceof DatabaseUnavailableError) {
       const hint = config.database.neonWsProxy

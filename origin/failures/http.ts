@@ -5,21 +5,23 @@
  * Idempotency-Key (claims/idempotency.ts, the API's middleware): a retried click or a script run
  * twice gets the first answer again, replayed, instead of "no longer dead". Its answers are
  * stored in the same `idempotency_keys` rows (origin/idempotency.ts), scoped to tenant `operator`.
- * Each replay it runs is audited in `console_audit` like the console's (a stored answer replayed
- * runs nothing and is not).
+ * The replay is the service's (replay-inbound.ts), for queue rows alone; each one it runs is
+ * audited in `console_audit` in the console's words (a stored answer replayed runs nothing and is
+ * not).
  * @module
  */
 import { type Context, Hono } from 'hono'
 import { type ClaimStore, type IdempotencyVariables, idempotency } from '../../claims'
 import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
 import { problemResponse } from '../../contract/problem'
-import { isUnrecognizedEvent } from '../../contract/unrecognized-event'
 import { audit } from '../audit'
 import type { Database } from '../db'
 import { durableAnswers } from '../idempotency'
 import { limitedOperatorAccess, type SignInLimit } from '../sign-in-limit'
-import { type DeadInboundFailure, getDeadInboundFailure, replayInboundEvent } from './inbound'
-import { type GatewayReplay, NO_GATEWAY, replayUnrecognized } from './unrecognized'
+import { replayQueued } from './replay-inbound'
+import type { FailureReplay } from './replay-outcome'
+import { auditResult, describeReplay } from './replay-text'
+import type { GatewayReplay } from './unrecognized'
 
 export interface FailureReplayDeps {
   db: Database
@@ -67,50 +69,52 @@ export function failureReplayRoutes(deps: FailureReplayDeps): Hono<ReplayEnv> {
     }),
     async (c) => {
       const id = c.req.param('id')
-      const failure = /^\d{1,18}$/.test(id) ? await getDeadInboundFailure(deps.db, id) : null
-      if (!failure || failure.source === 'gmail') {
-        return problemResponse('not_found', 'no dead inbound failure of the queue with this id')
-      }
-      const target = `failure ${id}`
-      if (isUnrecognizedEvent(failure.event)) return replayKept(c, deps, failure, target)
-      const replay = await replayInboundEvent(deps.db, failure, deps.claims ?? null)
-      if (replay.outcome === 'not_replayable') {
-        await audit(deps.db, {
-          actor: ACTOR,
-          action: 'replay',
-          target,
-          result: 'failed: not replayable',
-        })
-        return problemResponse('invalid_request', 'its stored event cannot be ingested')
-      }
-      const { outcome, messageId } = replay.result
-      const result = `ok: ${replay.outcome}, ${outcome}${messageId ? `, message ${messageId}` : ''}`
-      await audit(deps.db, { actor: ACTOR, action: 'replay', target, result })
-      return c.json({ failureId: id, replay: replay.outcome, outcome, messageId }, 200)
+      if (!/^\d{1,18}$/.test(id)) return notFound()
+      const queued = { db: deps.db, claims: deps.claims ?? null, gateway: deps.gateway ?? null }
+      const outcome = await replayQueued(queued, id)
+      if (outcome.status === 'not_found') return notFound()
+      await audit(deps.db, {
+        actor: ACTOR,
+        action: 'replay',
+        target: `failure ${id}`,
+        result: auditResult(outcome),
+      })
+      return replayAnswer(c, outcome)
     },
   )
   return routes
 }
 
-/** An unrecognized event, classified again by the Worker: as the CLI does, audited the same. */
-async function replayKept(
-  c: Context<ReplayEnv>,
-  deps: FailureReplayDeps,
-  failure: DeadInboundFailure,
-  target: string,
-): Promise<Response> {
-  if (!deps.gateway) return problemResponse('invalid_request', NO_GATEWAY)
-  const replay = await replayUnrecognized(deps.db, deps.gateway, failure)
-  const result =
-    replay.outcome === 'resolved' || replay.outcome === 'claim_lost'
-      ? `ok: ${replay.outcome}, ${replay.decisions.join(', ')}`
-      : `failed: ${replay.outcome === 'failed' ? replay.error : `still unrecognized (${replay.reason})`}`
-  await audit(deps.db, { actor: ACTOR, action: 'replay', target, result })
-  if (replay.outcome === 'still_unrecognized') {
-    return problemResponse('invalid_request', 'still unrecognized by the gateway')
+const notFound = () =>
+  problemResponse('not_found', 'no dead inbound failure of the queue with this id')
+
+/** The outcome as this route answers it: 200 with what it became, or a problem. */
+function replayAnswer(c: Context<ReplayEnv>, outcome: FailureReplay): Response {
+  const failureId = outcome.failureId
+  switch (outcome.status) {
+    case 'replayed': {
+      const { replayed } = outcome
+      const replay = replayed.byAnother ? 'claim_lost' : 'resolved'
+      if (replayed.path === 'gateway') {
+        return c.json({ failureId, replay, decisions: replayed.decisions }, 200)
+      }
+      if (replayed.path === 'downstream') return c.json({ failureId, replay }, 200)
+      return c.json(
+        { failureId, replay, outcome: replayed.ingested, messageId: replayed.messageId },
+        200,
+      )
+    }
+    case 'already_resolved':
+      return c.json({ failureId, replay: 'already_resolved' }, 200)
+    case 'not_found':
+      return notFound()
+    case 'refused':
+      return outcome.refusal.code === 'not_replayable'
+        ? problemResponse('invalid_request', 'its stored event cannot be ingested')
+        : problemResponse('invalid_request', describeReplay(outcome))
+    case 'failed':
+      return outcome.failure.code === 'still_unrecognized'
+        ? problemResponse('invalid_request', 'still unrecognized by the gateway')
+        : problemResponse('unavailable', 'the gateway did not take it')
   }
-  if (replay.outcome === 'failed')
-    return problemResponse('unavailable', 'the gateway did not take it')
-  const { decisions } = replay
-  return c.json({ failureId: failure.id, replay: replay.outcome, decisions }, 200)
 }

@@ -1,7 +1,7 @@
 /**
  * The outbox relay's settings, from the origin's environment. The relay is off unless
  * DOWNSTREAM_URL is set: then outbox rows simply stay unprocessed (`processed_at IS NULL`) for
- * another consumer to read, as before the relay existed.
+ * another consumer to read.
  * @module
  */
 import { httpUrl, present, readInt, setting } from '../../contract/settings'

@@ -5,25 +5,31 @@
  * (the rule: test/support/migration-locks.ts), so it gives up at once, and `npm run migrate`
  * (local/migrate.ts) retries it, with pauses, until the blocker is gone or its retries run out.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { type LockRetry, MigrationLockError, migrate } from '../../local/migrate'
+import {
+  type LockRetry,
+  MIGRATIONS_DIR,
+  MigrationLockError,
+  migrate,
+  migrationFiles,
+} from '../../local/migrate'
 import { DB_QUERY_TIMEOUT_MS } from '../../origin/config'
 import { lockProblems, type MigrationFile } from '../support/migration-locks'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 import { eventually } from '../support/test-stack'
 
-const MIGRATIONS = join(import.meta.dirname, '..', '..', 'migrations')
 /** Writes that queue behind a migration's lock wait must still finish inside their own timeout. */
 const MAX_LOCK_TIMEOUT_MS = DB_QUERY_TIMEOUT_MS.default / 2
 
 describe('every migration file', () => {
   it('that locks a table of an earlier migration runs in a transaction, lock_timeout set first', () => {
-    const files: MigrationFile[] = readdirSync(MIGRATIONS)
-      .filter((name) => name.endsWith('.sql'))
-      .map((name) => ({ name, text: readFileSync(join(MIGRATIONS, name), 'utf8') }))
+    const files: MigrationFile[] = migrationFiles().map((name) => ({
+      name,
+      text: readFileSync(join(MIGRATIONS_DIR, name), 'utf8'),
+    }))
     expect(files.length).toBeGreaterThan(10)
     expect(lockProblems(files, MAX_LOCK_TIMEOUT_MS)).toEqual([])
   })

@@ -432,6 +432,43 @@ describe('bulk replay', () => {
   })
 })
 
+describe('replay one', () => {
+  it("replays a dead letter; the page's flash says what the replay service answered, as audited", async () => {
+    const [key] = await deadInbound(1, 'line')
+    const { rows } = await tb.sql.query<{ id: string }>(
+      'SELECT id::text FROM channel_failures WHERE delivery_key = $1',
+      [key],
+    )
+    const id = rows[0]?.id as string
+    const session = await signIn()
+    const flashOf = async (failureId: string) => {
+      const replayed = await post(`/failures/${failureId}/replay`, session)
+      expect(replayed.status).toBe(303)
+      const location = replayed.headers.get('location') as string
+      expect(location).toBe(`/console/failures?replayed=${failureId}`)
+      const page = await (
+        await ui.app.request(`http://console.test${location}`, {
+          headers: { cookie: session.cookie },
+        })
+      ).text()
+      return /role="status"[^>]*>([^<]*)</.exec(page)?.[1]
+    }
+    expect(await flashOf(id)).toMatch(
+      new RegExp(
+        `^Replay of failure ${id}: ok: failure ${id}: ${key} ingested \\(created, message \\d+\\); resolved$`,
+      ),
+    )
+    expect(await tb.count('messages', 'first_delivery_key = $1', [key])).toBe(1)
+    expect(await flashOf(id)).toBe(
+      `Replay of failure ${id}: ok: failure ${id}: already resolved; nothing to replay`,
+    )
+    expect(await flashOf('987654321')).toBe(
+      'Replay of failure 987654321: failed: failure 987654321: no such row',
+    )
+    expect(await tb.count('messages', 'first_delivery_key = $1', [key])).toBe(1)
+  })
+})
+
 describe('lookup and mismatches', () => {
   it('a Slack event id finds its message; a resend with other content is listed with both hashes', async () => {
     const event = await eventFixture({ deliveryKey: 'dedup:slack:A1:EvLookup1', body: 'first' })

@@ -14,15 +14,14 @@ import {
 } from '../../claims'
 import { startRedisLayer } from '../../local/redis-layer'
 import { REDIS_URL, scratch } from '../../local/services'
-import { type Database, openDatabase } from '../../origin/db'
+import type { Database } from '../../origin/db'
 import {
   getDeadInboundFailure,
   recordInboundFailure,
   replayInboundEvent,
 } from '../../origin/failures/inbound'
-import { silentLogger } from '../../origin/log'
 import { fileTestbed } from '../support/for-file'
-import { eventFixture } from '../support/origin'
+import { eventFixture, openTestDb } from '../support/origin'
 
 const tb = fileTestbed()
 const run = scratch('replay-claim')
@@ -40,18 +39,7 @@ beforeAll(async () => {
     redis: rest,
     redisKeyPrefix: run.keyPrefix,
   }) as ClaimStore
-  db = openDatabase(
-    {
-      databaseUrl: tb.databaseUrl,
-      databaseDriver: 'pg',
-      neonWsProxy: undefined,
-      dbQueryTimeoutMs: 5000,
-      dbConnectTimeoutMs: 1000,
-      originTimeoutMs: 2000,
-    },
-    2,
-    silentLogger,
-  )
+  db = openTestDb(tb.databaseUrl)
 })
 afterAll(async () => {
   await db?.close()

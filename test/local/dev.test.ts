@@ -7,12 +7,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import {
-  freePort,
-  GroupProcess,
-  isListening as listening,
-  signalGroup,
-} from '../../local/processes'
+import { GroupProcess, signalGroup } from '../../local/processes'
+import { freePort, isListening as listening } from '../../local/readiness'
 import { REDIS_URL, scratch } from '../../local/services'
 import { REPO_ROOT } from '../../local/stack'
 import { telegramDelivery } from '../../local/vendor-deliveries'

@@ -12,6 +12,8 @@ export const TEST_REPLAY: ConsoleDeps['replay'] = {
   retry: { maxAttempts: 3, baseMs: 10, maxMs: 10 },
   gmail: null,
   env: {},
+  claims: null,
+  gateway: null,
 }
 
 export function mountedConsole(

@@ -22,7 +22,7 @@ import { startNeonWsProxy } from '../../local/neon-ws-proxy'
 import { type OriginHandle, startOrigin as startOriginProcess } from '../../local/origin-process'
 import { createTestDatabase, databasePool } from '../../local/services'
 import { loadConfig, type OriginConfig } from '../../origin/config'
-import type { DatabaseDriver } from '../../origin/db'
+import { type Database, type DatabaseDriver, openDatabase } from '../../origin/db'
 import { type Logger, silentLogger } from '../../origin/log'
 import { type RunningOrigin, type StartOriginOptions, startOrigin } from '../../origin/server'
 
@@ -49,6 +49,19 @@ export interface InProcessOriginOptions {
   config?: Partial<OriginConfig>
   /** The operator console's wiring; unset: no /console. */
   console?: StartOriginOptions['console']
+}
+
+/** The origin's database client on a test database, over `pg` (no proxy), with short bounds. */
+export function openTestDb(databaseUrl: string, poolMax = 2): Database {
+  const settings = {
+    databaseUrl,
+    databaseDriver: 'pg',
+    neonWsProxy: undefined,
+    dbQueryTimeoutMs: 5000,
+    dbConnectTimeoutMs: 1000,
+    originTimeoutMs: 2000,
+  } as const
+  return openDatabase(settings, poolMax, silentLogger)
 }
 
 /** The OPERATOR_TOKEN of the test origins: `GET /metrics` needs it. */

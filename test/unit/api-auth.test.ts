@@ -51,4 +51,25 @@ describe('API keys', () => {
     expect(settings.warnings[0]).toMatch(/entry 2 \(globex\).*first is used/)
     expect(settings.warnings.join(' ')).not.toMatch(/[0-9a-fA-F]{64}/)
   })
+  it('one hash twice, written the same (JSON.parse would keep the last): the first entry keeps the key', async () => {
+    const hash = await sha256Hex('pasted-twice')
+    const other = await sha256Hex('another-key')
+    const settings = parseApiSettings({
+      API_KEYS: `{ "${hash}": "acme", "${other}": "initech",\n  "${hash}" : "globex" }`,
+    })
+    expect(await apiTenant(settings, 'Bearer pasted-twice')).toBe('acme')
+    expect(await apiTenant(settings, 'Bearer another-key')).toBe('initech')
+    expect(settings.keys.size).toBe(2)
+    expect(settings.warnings).toEqual([expect.stringMatching(/entry 3 \(globex\).*first is used/)])
+  })
+
+  it('values that are not all strings: read as parsed, each refused alone', async () => {
+    const hash = await sha256Hex('k2')
+    const settings = parseApiSettings({
+      API_KEYS: JSON.stringify({ [hash]: 'acme', nested: { [hash]: 'globex' } }),
+    })
+    expect(await apiTenant(settings, 'Bearer k2')).toBe('acme')
+    expect(settings.keys.size).toBe(1)
+    expect(settings.warnings).toHaveLength(1)
+  })
 })

@@ -17,7 +17,8 @@ import {
   twilioRequest,
 } from '../../local/vendor-deliveries'
 import { classifySlack, parseSlack, verifySlack } from '../../worker/channels/slack'
-import { classifyTelegram, parseTelegram, verifyTelegram } from '../../worker/channels/telegram'
+import { classifyTelegram, parseTelegram } from '../../worker/channels/telegram'
+import { verifyTelegram } from '../../worker/channels/telegram-verify'
 import { classifyTwilio, parseTwilio, verifyTwilio } from '../../worker/channels/twilio'
 import type { Delivery } from '../../worker/channels/types'
 import { formatDeliveryKey } from '../../worker/channels/types'

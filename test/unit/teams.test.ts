@@ -19,7 +19,7 @@ import {
   teamsSigner,
   teamsToken,
 } from '../../local/vendor-deliveries'
-import { classifyTeams, teamsAttachments, verifyTeams } from '../../worker/channels/teams'
+import { classifyTeams, teamsAttachments } from '../../worker/channels/teams'
 import {
   BotKeyCache,
   BotKeysUnavailableError,
@@ -29,6 +29,7 @@ import {
   KEYS_STALE_MS,
   UNKNOWN_KID_REFETCH_MS,
 } from '../../worker/channels/teams-keys'
+import { verifyTeams } from '../../worker/channels/teams-verify'
 import { ForbiddenError } from '../../worker/errors'
 
 let server: KeyDocumentServer

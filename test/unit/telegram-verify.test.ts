@@ -5,7 +5,7 @@ import {
   telegramRequest,
   telegramUpdate,
 } from '../../local/vendor-deliveries'
-import { verifyTelegram } from '../../worker/channels/telegram'
+import { verifyTelegram } from '../../worker/channels/telegram-verify'
 
 const url = 'https://gateway.example/webhooks/telegram'
 

@@ -29,6 +29,7 @@ import {
   WECHAT_PLAIN_VECTORS,
 } from '../unit/wechat-fixtures'
 import { GATEWAY, type Harness, harness } from './support/harness'
+import { withQueues } from './support/queues'
 
 const OTHER = 'gh_ffffffffffff'
 const URL_ = `${GATEWAY}/webhooks/wechat/${WECHAT_ACCOUNT}`
@@ -223,14 +224,81 @@ describe('WeChat plain mode: a signed query is good once, for one body', () => {
     expect(calls).toHaveLength(1)
   })
 
-  it('Redis out of reach: a plain push is answered 503 (WeChat tries again) and nothing forwarded; an encrypted one is taken', async () => {
+  it('Redis out of reach: the origin binds a plain query alone; the same query with another body is still 401', async () => {
     const h = harness({ ...PLAIN, UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
-    const plain = await h.deliver(await wechatRequest(URL_, invented('oUser', 'hi')))
-    expect(plain.status).toBe(503)
-    expect((await h.originCalls()).calls).toHaveLength(0)
-    const encrypted = harness({ ...ENCRYPTED, UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
+    const first = await wechatRequest(URL_, invented('oUser', 'hi'))
+    const body = await first.clone().text()
+    expect((await h.deliver(first)).status).toBe(200)
+    expect((await h.deliver(withQueryOf(first, invented('oForged', 'pay me')))).status).toBe(401)
+    expect((await h.deliver(withQueryOf(first, body))).status).toBe(200)
+    const { calls, rows, bindings } = await h.originCalls()
+    expect(rows).toBe(1)
+    expect(calls.every((call) => call.body === 'hi')).toBe(true)
+    expect(Object.keys(bindings)).toEqual([expect.stringMatching(/wechat-signature:gh_\w+:\d+\./)])
+  })
+
+  it('Redis forgot a binding (a flush, a failover): the origin still refuses another body', async () => {
+    const h = harness(PLAIN)
+    const first = await wechatRequest(URL_, invented('oUser', 'hi'))
+    expect((await h.deliver(first)).status).toBe(200)
+    const claims = await h.redis.exec<string[]>(['KEYS', `${h.redisKey(SIGNATURE_CLAIMS)}*`])
+    expect(claims).toHaveLength(1)
+    await h.redis.del(...claims)
+    expect((await h.deliver(withQueryOf(first, invented('oForged', 'pay me')))).status).toBe(401)
+    expect((await h.originCalls()).rows).toBe(1)
+  })
+
+  it('the origin out of reach: Redis binds it alone, and refuses another body', async () => {
+    const h = harness(PLAIN)
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    const first = await wechatRequest(URL_, invented('oUser', 'hi'))
+    // Bound in Redis; the forward fails, and the spool queue takes the push.
+    expect(await expectSuccess(await h.deliver(first))).toBe('spooled')
+    expect((await h.deliver(withQueryOf(first, invented('oForged', 'pay me')))).status).toBe(401)
+  })
+
+  it('Redis and the origin both out of reach: a plain push is spooled carrying its pending binding, for the origin to bind before it stores it', async () => {
+    const { h, spool } = withQueues({ ...PLAIN, UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    const first = await wechatRequest(URL_, invented('oUser', 'hi'))
+    expect(await expectSuccess(await h.deliver(first))).toBe('spooled')
+    const reused = withQueryOf(first, invented('oForged', 'pay me'))
+    // No store can tell them apart now: the second body travels too, with the same binding key.
+    expect(await expectSuccess(await h.deliver(reused))).toBe('spooled')
+    const carried = spool.sent.map((m) => m.event.signatureBinding)
+    expect(carried).toEqual([
+      {
+        key: expect.stringMatching(/wechat-signature:gh_/),
+        hash: expect.any(String),
+        ttlSeconds: 600,
+      },
+      {
+        key: carried[0]?.key,
+        hash: expect.not.stringMatching(carried[0]?.hash ?? ''),
+        ttlSeconds: 600,
+      },
+    ])
+    expect((await h.originCalls()).bindings).toEqual({})
+  })
+
+  it('the console GET check with both out of reach: 503 (it has nothing to carry its binding; submit it again)', async () => {
+    const h = harness({ ...PLAIN, UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
+    await h.setOriginMode({ kind: 'fail', status: 503 })
+    const timestamp = String(nowSeconds())
+    const query = new URLSearchParams({
+      signature: await wechatSignature([WECHAT_TEST_TOKEN, timestamp, '1514711492']),
+      timestamp,
+      nonce: '1514711492',
+      echostr: '7016201484562382938',
+    })
+    expect((await h.deliver(new Request(`${URL_}?${query}`))).status).toBe(503)
+  })
+
+  it('an encrypted push needs no binding: Redis out of reach, it is forwarded', async () => {
+    const h = harness({ ...ENCRYPTED, UPSTASH_REDIS_REST_URL: inject('deadRedisUrl') })
     const push = await wechatRequest(URL_, invented('oUser', 'hi'), { aesKey: WECHAT_TEST_AES_KEY })
-    expect(await expectSuccess(await encrypted.deliver(push))).toBe('forwarded')
+    expect(await expectSuccess(await h.deliver(push))).toBe('forwarded')
+    expect((await h.originCalls()).bindings).toEqual({})
   })
 })
 

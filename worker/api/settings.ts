@@ -62,6 +62,26 @@ export function parseApiSettings(env: StringEnv): ApiSettings {
 
 const lowerOrigin = (origin: string) => origin.toLowerCase().replace(/\/$/, '')
 
+/** A JSON string token, escapes included. */
+const JSON_STRING = String.raw`"(?:[^"\\]|\\.)*"`
+const MEMBER = new RegExp(`(${JSON_STRING})\\s*:\\s*(${JSON_STRING})`, 'g')
+
+/**
+ * The object's members as written, repeats included: `JSON.parse` keeps the last of two equal
+ * keys, so an entry pasted twice would silently move its key to the second tenant. When every
+ * value is a string the members are read off the text (linear: one pass of a regex with no
+ * nesting); otherwise as parsed (those entries are refused one by one anyway).
+ */
+function entriesAsWritten(raw: string, parsed: object): [string, unknown][] {
+  const values = Object.values(parsed)
+  if (!values.every((value) => typeof value === 'string')) return Object.entries(parsed)
+  const members = [...raw.matchAll(MEMBER)].map((m): [string, unknown] => [
+    JSON.parse(m[1] as string),
+    JSON.parse(m[2] as string),
+  ])
+  return members.length >= values.length ? members : Object.entries(parsed)
+}
+
 /** Warnings name the entry's position and tenant, never the hash (it names a key). */
 function parseKeys(raw: string | undefined, warnings: string[]): Map<string, string> {
   const keys = new Map<string, string>()
@@ -77,7 +97,7 @@ function parseKeys(raw: string | undefined, warnings: string[]): Map<string, str
     warnings.push(`${API_KEYS.name} is not a JSON object: no API key is accepted`)
     return keys
   }
-  Object.entries(parsed).forEach(([hash, tenant], index) => {
+  entriesAsWritten(raw, parsed).forEach(([hash, tenant], index) => {
     const where = `${API_KEYS.name} entry ${index + 1}`
     const keyHash = hash.toLowerCase()
     if (!KEY_HASH.test(keyHash)) {

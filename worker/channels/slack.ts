@@ -11,8 +11,9 @@
  *   is a row of its own, the app's own UI is recorded (slack-interactions.ts).
  * What Slack documents as no message is this channel's `ignored` (slack-ignored.ts); anything
  * else is kept as unrecognized.
- * A message's `files[]` (subtype `file_share`) become its attachments (slack-files.ts); its body is
- * its text, then the messages it forwards, quoted (slack-body.ts).
+ * A message, edit or delete is drafted in slack-messages.ts: its `files[]` (subtype `file_share`)
+ * become its attachments (slack-files.ts); its body is its text, then the messages it forwards,
+ * quoted (slack-body.ts).
  * @module
  */
 
@@ -20,7 +21,6 @@ import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
 import { sha256Hex } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
-import type { InboundEventDraft } from '../../contract/event'
 import { rawValue, type StringEnv } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { InvalidPayloadError } from '../errors'
@@ -34,22 +34,13 @@ import {
   verifyForTenant,
 } from '../tenants'
 import { plainReplies } from './replies'
-import { slackBody } from './slack-body'
-import { slackFiles } from './slack-files'
 import { SLACK_IGNORED } from './slack-ignored'
 import { classifyInteraction } from './slack-interactions'
+import { messageDraft } from './slack-messages'
 import { verifySlack } from './slack-signature'
 import type { Delivery, DeliveryKey, RequestParts, VerifyOptions, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
-import {
-  isKeyPart,
-  isoFromUnixSeconds,
-  obj,
-  parseJsonObject,
-  reasonPart,
-  str,
-  vendorId,
-} from './untrusted'
+import { isKeyPart, obj, parseJsonObject, reasonPart, str, vendorId } from './untrusted'
 
 export interface SlackConfig {
   /** By `api_app_id` (SLACK_SIGNING_SECRETS_BY_APP), or shared (SLACK_SIGNING_SECRET). */
@@ -179,9 +170,6 @@ export function parseSlack(body: RawBody, contentType: string | null): SlackPayl
   return { kind: 'json', body: parseJsonObject(body.text, 'slack body') }
 }
 
-/** Message subtypes that are a person's message; other subtypes are system notices. */
-const USER_MESSAGE_SUBTYPES = new Set(['file_share', 'thread_broadcast', 'me_message'])
-
 export async function classifySlack(payload: SlackPayload): Promise<Delivery> {
   // A slash command (its text is the person's): not served here, so kept, never dropped.
   if (payload.kind === 'form') return { action: 'unrecognized', reason: 'slack_form_post' }
@@ -228,84 +216,6 @@ export async function classifySlack(payload: SlackPayload): Promise<Delivery> {
     key,
     draft: { ...draft, deliveryKey: formatDeliveryKey(key) },
   }
-}
-
-type DraftWithoutDelivery = Omit<InboundEventDraft, 'deliveryKey'>
-
-/** The message an inner event describes, or why it is not one we store. */
-function messageDraft(
-  teamId: string,
-  event: Record<string, unknown>,
-): DraftWithoutDelivery | { ignore: string } {
-  const channel = str(event.channel)
-  const subtype = str(event.subtype)
-  if (!channel) return { ignore: 'slack_no_channel' }
-  const robot = notAPerson(event)
-  if (robot) return { ignore: robot }
-
-  if (subtype === 'message_changed') {
-    const message = obj(event.message)
-    const ts = str(message?.ts)
-    if (!message || !ts) return { ignore: 'slack_edit_without_message' }
-    const editedRobot = notAPerson(message)
-    if (editedRobot) return { ignore: editedRobot }
-    const user = str(message.user)
-    if (!user) return { ignore: 'slack_no_sender' }
-    const edited = obj(message.edited)
-    return {
-      kind: 'edit',
-      channel: 'slack',
-      tenant: teamId,
-      messageKey: `${teamId}:${channel}:${ts}`,
-      sender: { externalId: user },
-      body: slackBody(message),
-      occurredAt: isoFromUnixSeconds(edited?.ts ?? event.ts) ?? isoFromUnixSeconds(ts) ?? '',
-      ...slackFiles(message),
-    }
-  }
-  if (subtype === 'message_deleted') {
-    const deletedTs = str(event.deleted_ts)
-    if (!deletedTs) return { ignore: 'slack_delete_without_ts' }
-    const previous = obj(event.previous_message)
-    return {
-      kind: 'delete',
-      channel: 'slack',
-      tenant: teamId,
-      messageKey: `${teamId}:${channel}:${deletedTs}`,
-      // A delete names no actor; the author of the deleted message is the best we have.
-      sender: { externalId: str(previous?.user) ?? str(event.user) ?? 'unknown' },
-      body: '',
-      occurredAt: isoFromUnixSeconds(event.event_ts ?? event.ts) ?? '',
-    }
-  }
-  if (subtype && !USER_MESSAGE_SUBTYPES.has(subtype)) {
-    return { ignore: `slack_subtype_${reasonPart(subtype)}` }
-  }
-
-  const ts = str(event.ts)
-  const user = str(event.user)
-  if (!ts) return { ignore: 'slack_no_ts' }
-  if (!user) return { ignore: 'slack_no_sender' }
-  return {
-    kind: 'message',
-    channel: 'slack',
-    tenant: teamId,
-    messageKey: `${teamId}:${channel}:${ts}`,
-    sender: { externalId: user },
-    body: slackBody(event),
-    occurredAt: isoFromUnixSeconds(ts) ?? '',
-    ...slackFiles(event),
-  }
-}
-
-/**
- * Why a message is no person's: bots (ours included) post with bot_id, with or without subtype
- * bot_message; Slackbot posts workspace notices ("You have been removed from #…") as the user
- * USLACKBOT with no bot_id.
- */
-function notAPerson(message: Record<string, unknown>): string | null {
-  if (str(message.bot_id) || str(message.subtype) === 'bot_message') return 'slack_bot_message'
-  return str(message.user) === 'USLACKBOT' ? 'slack_slackbot' : null
 }
 
 /** Slack's recommended stand-in for a missing event_id: sha256(team|type|channel|event_ts|ts). */

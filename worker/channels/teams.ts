@@ -1,10 +1,11 @@
 /**
  * Microsoft Teams (Bot Framework activities). Each POST is one activity with `Authorization:
- * Bearer <JWT>`, signed (RS256) by a key of the Bot Framework's JWKS (teams-keys.ts): issuer
- * `https://api.botframework.com`, audience the bot's app id (the tenant: TEAMS_APP_IDS lists the
- * bots), not expired (5 min skew), the key endorsing the activity's `channelId`, and the token's
- * `serviceurl` claim equal to the activity's `serviceUrl` (Microsoft's "Authentication" doc and
- * botframework-connector's ChannelValidation). Anything else is 403, as that doc says.
+ * Bearer <JWT>`, verified in teams-verify.ts: signed (RS256) by a key of the Bot Framework's
+ * JWKS (teams-keys.ts), issuer `https://api.botframework.com`, audience the bot's app id (the
+ * tenant: TEAMS_APP_IDS lists the bots), not expired (5 min skew), the key endorsing the
+ * activity's `channelId`, and the token's `serviceurl` claim equal to the activity's `serviceUrl`
+ * (Microsoft's "Authentication" doc and botframework-connector's ChannelValidation). Anything
+ * else is 403, as that doc says.
  *
  * Keys (docs/keys.md's key table): the message key is `{app id}:{channelId}:{conversation
  * tag}:{activity.id}`. The schema says an id is unique "on the channel", but Teams' message ids
@@ -18,7 +19,6 @@
  * else is kept as unrecognized.
  * @module
  */
-import { decodeProtectedHeader, jwtVerify } from 'jose'
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
 import { sha256Hex } from '../../contract/crypto'
@@ -26,31 +26,21 @@ import { keyPart } from '../../contract/delivery-key'
 import { type InboundEventDraft, LIMITS } from '../../contract/event'
 import { readUrl, type StringEnv, setting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
-import { ForbiddenError, UnauthorizedError } from '../errors'
-import type { TenantVerdict } from '../tenants'
+import { UnauthorizedError } from '../errors'
 import { pressBody } from './press'
 import { plainReplies } from './replies'
 import { teamsAttachments } from './teams-attachments'
-import { type BotKeyCache, botKeysFor } from './teams-keys'
-import type { ChannelDelivery, DeliveryKey, RequestParts, WebhookChannel } from './types'
+import { botKeysFor } from './teams-keys'
+import { type TeamsConfig, verifyTeams } from './teams-verify'
+import type { ChannelDelivery, DeliveryKey, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
 
 export { teamsAttachments } from './teams-attachments'
 
 import { obj, parseJsonObject, reasonPart, str, vendorId } from './untrusted'
 
-export interface TeamsConfig {
-  /** The bots' Microsoft App IDs: each one a tenant, the audience its tokens must name. */
-  appIds: readonly string[]
-  /** Where the signing keys are found (Microsoft's, or a local one in tests). */
-  keys: BotKeyCache
-}
-
 export const BOT_FRAMEWORK_METADATA_URL =
   'https://login.botframework.com/v1/.well-known/openidconfiguration'
-export const BOT_FRAMEWORK_ISSUER = 'https://api.botframework.com'
-/** The skew the doc and the SDK allow. */
-export const TEAMS_CLOCK_SKEW_SECONDS = 5 * 60
 
 const TEAMS_VARIABLES = [
   setting({
@@ -137,53 +127,6 @@ function teamsConfig(env: StringEnv, warnings: string[]): ChannelConfig<TeamsCon
   const metadataUrl = readUrl(env, METADATA_URL, warnings) ?? BOT_FRAMEWORK_METADATA_URL
   if (appIds.length === 0) return { ok: false, missing: [APP_IDS.name] }
   return { ok: true, value: { appIds, keys: botKeysFor(metadataUrl) } }
-}
-
-/** Every refusal is a 403 (the doc's answer); the reason goes to the log only. */
-function refuse(reason: string): never {
-  throw new ForbiddenError(`teams: ${reason}`)
-}
-
-/**
- * The token, then the activity it was sent with: the token does not sign the body, so the body's
- * `channelId` and `serviceUrl` must be what the token's key and claim vouch for.
- */
-export async function verifyTeams(
-  parts: RequestParts,
-  config: TeamsConfig,
-): Promise<TenantVerdict> {
-  const token = /^Bearer ([A-Za-z0-9._-]{1,8192})$/.exec(
-    parts.headers.get('authorization') ?? '',
-  )?.[1]
-  if (!token) refuse('missing_token')
-  let kid: string | undefined
-  try {
-    const header = decodeProtectedHeader(token)
-    kid = header.alg === 'RS256' && typeof header.kid === 'string' ? header.kid : undefined
-  } catch {
-    refuse('malformed_token')
-  }
-  if (!kid) refuse('unsupported_token_header')
-  const key = await config.keys.key(kid)
-  if (!key) refuse('unknown_key')
-  const claims = await jwtVerify(token, key.key, {
-    issuer: BOT_FRAMEWORK_ISSUER,
-    audience: [...config.appIds],
-    algorithms: ['RS256'],
-    clockTolerance: TEAMS_CLOCK_SKEW_SECONDS,
-    requiredClaims: ['exp'],
-  }).then(
-    (verified) => verified.payload,
-    (err: unknown) => refuse(`token_${(err as { code?: string }).code ?? 'invalid'}`),
-  )
-  const activity = parseJsonObject(parts.body.text, 'teams activity')
-  const channelId = str(activity.channelId)
-  if (!channelId || !key.endorsements.has(channelId)) refuse('channel_not_endorsed')
-  if (str(claims.serviceurl) !== str(activity.serviceUrl)) refuse('service_url_mismatch')
-  const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud]
-  const bot = config.appIds.find((id) => audiences.includes(id))
-  if (!bot) refuse('audience_mismatch')
-  return { ok: true, tenant: bot }
 }
 
 /** What the activity's type and Teams' `channelData.eventType` make of the message it names. */

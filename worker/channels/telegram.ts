@@ -14,27 +14,29 @@
  *   the business account's own messages in its chats are ignored (like a bot's echoes).
  * - a `callback_query` (an inline keyboard's button pressed) is a row of its own
  *   (telegram-callback.ts); the other update fields Telegram documents as no message are
- *   {@link TELEGRAM_IGNORED}; anything else, or a message of no content this code knows, is kept
+ *   telegram-ignored.ts; anything else, or a message of no content this code knows, is kept
  *   as unrecognized.
  * @module
  */
 
 import { channelTtlSetting } from '../../claims'
 import type { RawBody } from '../../contract/body'
-import { equalsAny, secretList } from '../../contract/crypto'
+import { secretList } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
 import { present, rawValue, type StringEnv, setting } from '../../contract/settings'
 import type { ChannelConfig } from '../config'
 import { UnauthorizedError } from '../errors'
-import type { TenantSecrets, TenantVerdict } from '../tenants'
-import { parseTenantSecrets, sharedSecretRow, tenantSecretsRow, verifyForTenant } from '../tenants'
+import type { TenantSecrets } from '../tenants'
+import { parseTenantSecrets, sharedSecretRow, tenantSecretsRow } from '../tenants'
 import { plainReplies } from './replies'
 import { telegramBody } from './telegram-body'
 import { callbackDraft } from './telegram-callback'
+import { NON_MESSAGE_FIELDS, TELEGRAM_IGNORED } from './telegram-ignored'
 import { telegramAttachments } from './telegram-media'
 import { isServiceMessage } from './telegram-service'
-import type { ChannelDelivery, DeliveryKey, RequestParts, Verdict, WebhookChannel } from './types'
+import { TELEGRAM_BOT_ID_PATTERN, verifyTelegramBot } from './telegram-verify'
+import type { ChannelDelivery, DeliveryKey, WebhookChannel } from './types'
 import { formatDeliveryKey } from './types'
 import { isoFromUnixSeconds, obj, parseJsonObject, str, vendorId } from './untrusted'
 
@@ -57,35 +59,6 @@ const TELEGRAM_VARIABLES = [
   channelTtlSetting('DEDUP_TTL_SECONDS_TELEGRAM'),
 ] as const
 const [SECRET_TOKEN, BOT_ID, TOKENS_BY_BOT] = TELEGRAM_VARIABLES
-
-/**
- * The update fields Telegram documents that carry no message a person wrote (the Bot API's
- * Update): answered "ok", nothing kept. A `callback_query` is a button press: a row.
- */
-const NON_MESSAGE_FIELDS = [
-  'inline_query',
-  'chosen_inline_result',
-  'shipping_query',
-  'pre_checkout_query',
-  'purchased_paid_media',
-  'poll',
-  'poll_answer',
-  'my_chat_member',
-  'chat_member',
-  'chat_join_request',
-  'message_reaction',
-  'message_reaction_count',
-  'chat_boost',
-  'removed_chat_boost',
-  'business_connection',
-] as const
-
-export const TELEGRAM_IGNORED: Readonly<Record<string, string>> = {
-  telegram_business_outgoing: "the business account's own message in its chat (its echo)",
-  ...Object.fromEntries(
-    NON_MESSAGE_FIELDS.map((field) => [`telegram_${field}`, `the update field ${field}`]),
-  ),
-}
 
 /**
  * Telegram waits up to 60 s; 10 s is plenty. One bot per path (`/telegram/{botId}`, its own
@@ -117,8 +90,6 @@ export const telegram: WebhookChannel<
   replies: plainReplies,
 }
 
-/** The part of a bot token before `:`. */
-export const TELEGRAM_BOT_ID_PATTERN = /^\d{1,20}$/
 /** What Telegram's setWebhook accepts as `secret_token`. */
 const TELEGRAM_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,256}$/
 
@@ -166,33 +137,6 @@ function telegramConfig(env: StringEnv, warnings: string[]): ChannelConfig<Teleg
       ...(botIdValid ? [] : ['TELEGRAM_BOT_ID']),
     ],
   }
-}
-
-export const TELEGRAM_SECRET_HEADER = 'x-telegram-bot-api-secret-token'
-
-/** A shared secret, not an HMAC: no body integrity and no timestamp (dedup is the replay guard). */
-export async function verifyTelegram(
-  parts: RequestParts,
-  secretTokens: readonly string[],
-): Promise<Verdict> {
-  // Rule 1: the header Telegram sends when the webhook was set with a secret_token.
-  const offered = parts.headers.get(TELEGRAM_SECRET_HEADER)
-  if (!offered) return { ok: false, reason: 'missing_headers' }
-  // Rule 2: any configured token may match (rotation), every one compared in constant time.
-  return equalsAny(secretTokens, offered) ? { ok: true } : { ok: false, reason: 'secret_mismatch' }
-}
-
-/**
- * Verifies with the tokens of the bot the path names (the Update names no bot); a bot id that is
- * not configured, or not a bot id at all, has no tokens: 401.
- */
-export function verifyTelegramBot(
-  parts: RequestParts,
-  secretTokens: TenantSecrets,
-  botId: string | null,
-): Promise<TenantVerdict> {
-  const bot = botId !== null && TELEGRAM_BOT_ID_PATTERN.test(botId) ? botId : null
-  return verifyForTenant(secretTokens, bot, (tokens) => verifyTelegram(parts, tokens))
 }
 
 export type TelegramUpdate = Record<string, unknown>

@@ -100,6 +100,36 @@ export async function unpackMessage(
   return { body: { ...(body as object), event }, eventKey }
 }
 
+/** A queue message read back: its body, its event's key, and why its event could not be read. */
+export interface ReadBack {
+  body: unknown
+  eventKey: string | null
+  unreadable: { code: ClaimCheckErrorCode; message: string } | null
+}
+
+/**
+ * The message's body with its event read back from R2, and its key. An object that is gone
+ * (expired, deleted by hand) or not one of ours (too large) leaves the body as it is
+ * (`unreadable` says why): the spool consumer dead-letters it as unreadable (unless its claim says
+ * it landed already: a message delivered again after its ack), the dead-letter consumer records
+ * it with what is known. R2 failing or unbound throws: the message is retried on the normal
+ * schedule (retries.ts, `eachGuarded`).
+ */
+export async function readBack(
+  bodies: EventBodies | null,
+  body: unknown,
+  timeoutMs: number,
+): Promise<ReadBack> {
+  try {
+    const unpacked = await unpackMessage(bodies, body, timeoutMs)
+    return { ...unpacked, unreadable: null }
+  } catch (err) {
+    if (!(err instanceof ClaimCheckError) || err.code === 'bodies_not_bound') throw err
+    const unreadable = { code: err.code, message: `its event in R2: ${err.message}` }
+    return { body, eventKey: null, unreadable }
+  }
+}
+
 /** The R2 key a message names, or null (its event is inline, or it is not a spool message). */
 export function eventKeyOf(body: unknown): string | null {
   const key = (body as { eventKey?: unknown } | null)?.eventKey

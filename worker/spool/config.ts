@@ -86,7 +86,7 @@ export const SPOOL_DEFAULTS = {
 
 /**
  * `SPOOL_CHANNELS`: `all`, comma-separated event channels, or `none` to switch the spool off (then
- * an origin failure is answered with the vendor's retry status, as before the spool existed).
+ * an origin failure is answered with the vendor's retry status, and only the vendor retries).
  * `known`: the event channels this Worker writes (worker/channels/index.ts), for the warning
  * about a name none of them has (a typo spools nothing).
  */

@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import { expect } from 'vitest'
 import { childrenOf } from '../../../local/proc'
-import { GroupProcess, signalGroup, waitForHttp } from '../../../local/processes'
+import { GroupProcess, signalGroup } from '../../../local/processes'
+import { waitForHttp } from '../../../local/readiness'
 import { REPO_ROOT } from '../../../local/stack'
 
 /**

@@ -71,6 +71,8 @@ interface Namespace {
   /** The decision counts' rows taken (`POST /v1/decisions`), each batch id once. */
   decisions: TallyRow[]
   decisionBatchIds: Set<string>
+  /** One-time signature bindings (`POST /v1/signature-bindings`): key to its first body's hash. */
+  bindings: Map<string, string>
 }
 
 export interface FakeOrigin {
@@ -121,6 +123,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       batches: [],
       decisions: [],
       decisionBatchIds: new Set(),
+      bindings: new Map(),
     }
     namespaces.set(id, n)
     return n
@@ -128,7 +131,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const match =
-      /^\/ns\/([\w-]+)\/(v1\/events|v1\/events\/batch|v1\/failures\/inbound|v1\/decisions|mode|calls|login|healthz)$/.exec(
+      /^\/ns\/([\w-]+)\/(v1\/events|v1\/events\/batch|v1\/failures\/inbound|v1\/decisions|v1\/signature-bindings|mode|calls|login|healthz)$/.exec(
         req.url ?? '',
       )
     if (!match) return send(res, 404, { error: { code: 'not_found' } })
@@ -163,6 +166,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
         dead: space.dead,
         batches: space.batches,
         decisions: space.decisions,
+        bindings: Object.fromEntries(space.bindings),
         logins: loginHits.get(id) ?? 0,
         healthChecks: healthHits.get(id) ?? 0,
       })
@@ -187,6 +191,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
             sendSigned(res, status, answer, verdict.secret, requestSignature as string)
     if (route === 'v1/failures/inbound') return recordDead(space, body, reply)
     if (route === 'v1/decisions') return recordDecisions(space, body, reply)
+    if (route === 'v1/signature-bindings') return bindSignature(space, body, reply)
     if (route === 'v1/events/batch') {
       // As the origin: one answer per event, each what the event alone would get; 200 as a whole.
       const { events } = JSON.parse(body) as { events: unknown[] }
@@ -323,6 +328,15 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       answered,
     })
     return reply(answered, answered === 201 ? { failureId: String(space.dead.length) } : {})
+  }
+
+  /** A one-time signature's binding, first hash wins (origin/signature-bindings.ts, no expiry). */
+  function bindSignature(space: Namespace, body: string, reply: Reply): Promise<void> {
+    if (space.mode.kind === 'fail') return reply(space.mode.status, {})
+    const { key, hash } = JSON.parse(body) as { key: string; hash: string }
+    const held = space.bindings.get(key) ?? hash
+    space.bindings.set(key, held)
+    return reply(200, { binding: held === hash ? 'bound' : 'other' })
   }
 
   /** The Worker's decision counts: taken (200) unless the namespace is failing, as the origin. */

@@ -32,6 +32,8 @@ export interface OriginRecord {
   batches: number[]
   /** The decision counts taken (`POST /v1/decisions`), every row of every batch. */
   decisions: TallyRow[]
+  /** One-time signature bindings taken (`POST /v1/signature-bindings`): key to body hash. */
+  bindings: Record<string, string>
   /** Requests for the login page behind its `redirect` mode: a followed redirect lands there. */
   logins: number
   /** GET /healthz: the Worker's origin probe. */

@@ -75,6 +75,8 @@ export interface AdmissionModeResult {
   /** Of those: socket errors (a reset, or a timeout at 10 s), and the timeouts among them. */
   errors: number
   timeouts: number
+  /** The errors by code. */
+  errorCodes: Record<string, number>
   share503: number
   /** Answers other than 2xx and 503. */
   other: number
@@ -162,6 +164,7 @@ async function runMode(state: RunDeps, mode: Mode, ratePerS: number): Promise<Ad
         unanswered,
         errors: result.errors,
         timeouts: result.timeouts,
+        errorCodes: result.openLoop?.errorCodes ?? {},
         share503: round(refused503 / Math.max(events.length, 1), 4),
         other,
         p50Ms: round(latency.p50, 0),
@@ -191,10 +194,15 @@ export function admissionMet(m: AdmissionModeResult): boolean {
   )
 }
 
+function codesOf(m: AdmissionModeResult): string {
+  const codes = Object.entries(m.errorCodes).map(([code, n]) => `${code} ${fmt(n)}`)
+  return codes.length > 0 ? `: ${codes.join(', ')}` : ''
+}
+
 function admissionLine(m: AdmissionModeResult): string {
   return (
     `admission | ${m.mode} | ${fmt(m.answeredInTimeShare * 100, 1)} % answered (2xx or 503) within 3 s | ` +
-    `${fmt(m.unanswered)} unanswered (${fmt(m.errors)} errors, ${fmt(m.timeouts)} timeouts) | ${fmt(m.share503 * 100, 1)} % 503 | ${fmt(m.other)} other | ` +
+    `${fmt(m.unanswered)} unanswered (${fmt(m.errors)} errors${codesOf(m)}, ${fmt(m.timeouts)} timeouts) | ${fmt(m.share503 * 100, 1)} % 503 | ${fmt(m.other)} other | ` +
     `p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms | backlog ≤ ${fmt(m.maxBacklog)} | ` +
     `${fmt(m.acknowledged)} 2xx, rows/2xx ${m.rowsPer2xx}, ${m.missing} missing, ` +
     `${m.rowsOfRefused} rows of refused | ${admissionMet(m) ? 'goal met' : 'goal NOT met'}`

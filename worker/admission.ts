@@ -3,9 +3,8 @@
  * (worker/shed/) covers a slow origin; this covers an isolate offered more than it can verify.
  * Past MAX_IN_FLIGHT every request would wait on the same one thread, each answer later than the
  * last, until none is answered in time and the sockets run out. So a request over the bound gets
- * its channel's retry answer (503 + Retry-After) before its body is read, its signature checked or
- * anything claimed: a vendor that retries sends it again later, and what is admitted is answered
- * in time. ADMISSION_WAIT_MS > 0 lets it wait that long for a free place first (at most as many
+ * its channel's retry answer (503 + Retry-After) before its signature is checked or anything
+ * claimed: a vendor that retries sends it again later, and what is admitted is answered in time. ADMISSION_WAIT_MS > 0 lets it wait that long for a free place first (at most as many
  * waiting as the bound), for a vendor whose deadline leaves room (Twilio's 15 s; it does not retry
  * a 5xx, docs/guarantees.md).
  *
@@ -31,9 +30,9 @@ export const STALE_AFTER_MS = 60_000
 export const LOG_EVERY_MS = 10_000
 export const OVER_CAPACITY = 'over_capacity'
 /**
- * A refused request's body up to this size is read and dropped (no hashing, no parsing): an
- * unread body makes workerd close the connection after the answer, and a client that reuses it
- * meanwhile gets a reset instead of the 503. Larger or unsized, the connection goes.
+ * A refused request's body up to this size is read and dropped (no hashing, no parsing), so its
+ * connection is left at a request's end for the client's next one; larger or unsized, it is left
+ * unread (the connection may go with it).
  */
 const DISCARD_MAX_BYTES = 65_536
 
@@ -175,7 +174,7 @@ function refuse(
 }
 
 /** One log line per LOG_EVERY_MS at most, however many are refused: an overload is no log flood. */
-function noteRefusal(limits: AdmissionSettings, now = Date.now()): void {
+export function noteRefusal(limits: AdmissionSettings, now = Date.now()): void {
   refusals.unlogged++
   if (now - refusals.loggedAt < LOG_EVERY_MS) return
   logProblem('warn', 'admission_refused', {

@@ -37,7 +37,7 @@ export const webhooks = new Hono<{ Bindings: Env }>()
 for (const channel of WEBHOOK_CHANNELS) serve(channel)
 
 function serve(channel: WebhookChannel): void {
-  // Before the body is read: over the isolate's bound, the channel's own retry answer.
+  // Before any verification: over the isolate's bound, the channel's own retry answer.
   const admit = admission(channel.name, () => channel.replies.retryLater())
   for (const path of channel.paths) {
     webhooks.post(path, admit, (c) => receive(c, channel))

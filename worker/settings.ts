@@ -59,7 +59,7 @@ export const MAX_IN_FLIGHT = setting({
   default: 256,
   min: 0,
   max: 100_000,
-  doc: "webhook and API requests each isolate works on at once; past it the channel's retry answer (503 + Retry-After) before any body is read; 0: no bound",
+  doc: "webhook and API requests each isolate works on at once; past it the channel's retry answer (503 + Retry-After) before any verification or claim; 0: no bound",
 })
 export const ADMISSION_WAIT_MS = setting({
   name: 'ADMISSION_WAIT_MS',

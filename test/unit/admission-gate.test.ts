@@ -1,11 +1,11 @@
 /**
  * The admission gate's bookkeeping (worker/admission.ts), pure logic on a fake clock: the bound,
  * a release given back once only, a request workerd cancelled (never released) no longer counted
- * after STALE_AFTER_MS, and the waiters' own bound. The routes are tested in workerd
+ * after STALE_AFTER_MS, the waiters' own bound, and one log line per window however many are refused. The routes are tested in workerd
  * (test/workers/admission.test.ts).
  */
-import { describe, expect, it } from 'vitest'
-import { AdmissionGate, STALE_AFTER_MS } from '../../worker/admission'
+import { describe, expect, it, vi } from 'vitest'
+import { AdmissionGate, LOG_EVERY_MS, noteRefusal, STALE_AFTER_MS } from '../../worker/admission'
 
 function gate(maxInFlight: number, maxWaitMs = 0) {
   let now = 1_000
@@ -51,5 +51,23 @@ describe('AdmissionGate', () => {
   it('0: no bound', async () => {
     const { g } = gate(0)
     for (let i = 0; i < 1_000; i++) expect(await g.enter()).not.toBeNull()
+  })
+})
+
+describe('refusals in the log', () => {
+  it('one line per LOG_EVERY_MS, with the count since the last', () => {
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {})
+    const limits = { maxInFlight: 2, maxWaitMs: 0 }
+    try {
+      for (let i = 0; i < 5; i++) noteRefusal(limits, 1_000 + i)
+      noteRefusal(limits, 1_000 + LOG_EVERY_MS)
+      const lines = log.mock.calls.map(([line]) => JSON.parse(String(line)))
+      expect(lines).toEqual([
+        expect.objectContaining({ msg: 'admission_refused', refused: 1, maxInFlight: 2 }),
+        expect.objectContaining({ msg: 'admission_refused', refused: 5 }),
+      ])
+    } finally {
+      log.mockRestore()
+    }
   })
 })

@@ -35,7 +35,7 @@ api.get('/openapi.json', (c) => c.json(OPENAPI_DOCUMENT))
 
 api.post(
   '/messages',
-  // Before the key is checked or the body read: over the isolate's bound, the API's 503.
+  // Before the key is checked or the body parsed: over the isolate's bound, the API's 503.
   admission<ApiEnv>('api', () => unavailable()),
   async (c, next) => {
     const settings = apiSettingsFor(c.env)

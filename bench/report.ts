@@ -5,6 +5,7 @@
  */
 
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
+import type { AdmissionReport } from './admission'
 import type { CapacityReport } from './capacity-figures'
 import type { CostReport } from './cost'
 import { costSection } from './cost-report'
@@ -78,6 +79,7 @@ export interface BenchReport {
   cost?: CostReport
   overload?: OverloadReport
   queueDrain?: QueueDrainReport
+  admission?: AdmissionReport
   checks: Array<Check & { step: string }>
   profiles?: Array<ProfileSummary & { label: string }>
   elapsedS: number

@@ -20,9 +20,11 @@ import { type ChannelSettings, EVENT_CHANNELS, WEBHOOK_CHANNELS } from './channe
 import type { Env } from './env'
 import { settingsPerIsolate } from './per-isolate'
 import {
+  ADMISSION_WAIT_MS,
   DECISION_FLUSH_SECONDS,
   INFLIGHT_WAIT_MS,
   MAX_BODY_BYTES,
+  MAX_IN_FLIGHT,
   ORIGIN_LEGACY_SIGNATURES,
   ORIGIN_URL,
   SETTLED_MEMO_ENTRIES,
@@ -34,6 +36,12 @@ import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
 /** A channel is either ready, or names what is missing (variable names, never values). */
 export type ChannelConfig<T> = { ok: true; value: T } | { ok: false; missing: string[] }
+
+/** MAX_IN_FLIGHT (256; 0 = no bound) and ADMISSION_WAIT_MS (0: refused at once). */
+export interface AdmissionSettings {
+  maxInFlight: number
+  maxWaitMs: number
+}
 
 export interface OriginConfig {
   url: string
@@ -63,6 +71,8 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   mailboxAliases: MailboxAliases | null
   /** Where events go when the origin cannot take them (worker/spool/). */
   spool: SpoolSettings
+  /** How many requests this isolate works on at once, and how long one waits past that (worker/admission.ts). */
+  admission: AdmissionSettings
   /** When a first-seen event goes straight to the spool queue (worker/shed/breaker.ts). */
   shed: BreakerSettings
   /**
@@ -138,6 +148,10 @@ export function parseSettings(env: Env): Settings {
     ...channels,
     mailboxAliases: mailboxAliasesOrNull(env, warnings),
     spool: parseSpoolSettings(env, warnings, EVENT_CHANNELS),
+    admission: {
+      maxInFlight: readInt(env, MAX_IN_FLIGHT, warnings),
+      maxWaitMs: readInt(env, ADMISSION_WAIT_MS, warnings),
+    },
     shed: parseShedSettings(env, warnings),
     settledMemo: {
       maxEntries: memoEntries,

@@ -58,6 +58,8 @@ export interface OpenLoopStats {
   drainS: number
   /** The latest a send left after its scheduled time (the load generator's own lag). */
   maxSendLagMs: number
+  /** Socket errors by code (ECONNRESET, a timeout's message, ...). */
+  errorCodes: Record<string, number>
   /** Each request's answer time from its scheduled time (index i was due at i ÷ rate s); -1: none. */
   answerMs: number[]
 }

@@ -34,6 +34,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
   let timeouts = 0
   let maxBacklog = 0
   let maxSendLagMs = 0
+  const errorCodes: Record<string, number> = {}
   const backlogEverySecond: number[] = []
   const t0 = performance.now() + 50
 
@@ -59,6 +60,7 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
         backlogEverySecond,
         drainS: round3(Math.max(0, elapsedS - total / ratePerS)),
         maxSendLagMs: round3(maxSendLagMs),
+        errorCodes,
         answerMs,
       }
       resolve({
@@ -114,9 +116,11 @@ export function runOpenLoop(job: LoadJob, ratePerS: number): Promise<LoadResult>
         timeouts++
         req.destroy(new Error('timeout'))
       })
-      req.on('error', () => {
+      req.on('error', (err: NodeJS.ErrnoException) => {
         if (finished) return
         errors++
+        const code = err.code ?? err.message.slice(0, 40)
+        errorCodes[code] = (errorCodes[code] ?? 0) + 1
         lastAnswerAt = performance.now()
         settle()
       })

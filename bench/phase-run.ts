@@ -9,6 +9,7 @@
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { runAdmission } from './admission'
 import { RESULTS_DIR, vendorVars, WORKERD_PROFILE } from './config'
 import { measureCosts } from './cost'
 import { costLines } from './cost-report'
@@ -94,6 +95,13 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
       return false
     },
   },
+  admission: {
+    async before(state) {
+      state.admission = await runAdmission(state)
+      writeOverloadJson(state)
+      return false
+    },
+  },
   'pre-verification': {
     async before(state) {
       const { local } = state.stack
@@ -170,9 +178,9 @@ export async function runPhase(state: RunState, phase: Phase, seen: VendorEvent[
   }
 }
 
-/** bench/results/overload-{run}.json: the overload phase's figures and the queue phase's, as far as run. */
+/** bench/results/overload-{run}.json: the overload, admission and queue phases' figures, as far as run. */
 function writeOverloadJson(state: RunState): void {
-  const out = { ...state.overload, queueDrain: state.queueDrain }
+  const out = { ...state.overload, admission: state.admission, queueDrain: state.queueDrain }
   const file = join(RESULTS_DIR, `overload-${state.run.config.runTag}.json`)
   writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`)
 }

@@ -8,6 +8,7 @@
 import type { Redis } from 'ioredis'
 import type pg from 'pg'
 import type { WorkerDevHandle } from '../local/worker-runtime'
+import type { AdmissionReport } from './admission'
 import { type CapacityReport, rateFromCapacity } from './capacity-figures'
 import type { Cleanup } from './cleanup'
 import type { BenchConfig } from './config'
@@ -91,6 +92,8 @@ export interface RunState extends RunDeps {
   cost?: CostReport
   /** The overload phase's figures (bench/overload.ts), when it ran. */
   overload?: OverloadReport
+  /** The admission phase's (bench/admission.ts), when it ran. */
+  admission?: AdmissionReport
   /** The queue phase's (bench/queue-drain.ts), when it ran. */
   queueDrain?: QueueDrainReport
   /** The decision counters' cost per decision in workerd (phase `decision-counters`). */

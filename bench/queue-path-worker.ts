@@ -51,13 +51,19 @@ export interface QueuePathWorker {
 export async function startQueuePathWorker(
   state: RunDeps,
   proxy: SlowProxy,
-  options: { queueConsumers?: QueueConsumerOverrides; entrySource?: string } = {},
+  options: {
+    queueConsumers?: QueueConsumerOverrides
+    entrySource?: string
+    /** More of the Worker's vars (the admission phase's bound), under the queue path's. */
+    vars?: Record<string, string>
+  } = {},
 ): Promise<QueuePathWorker> {
   proxy.hold()
+  const { vars, ...rest } = options
   const worker = await state.stack.local.startWorker({
     originUrl: proxy.url,
-    vars: { ...vendorVars(), ...QUEUE_PATH_VARS },
-    ...options,
+    vars: { ...vendorVars(), ...vars, ...QUEUE_PATH_VARS },
+    ...rest,
   })
   try {
     // The first few forward and wait at the gate until the sender's budget runs out (then they are

@@ -5,6 +5,7 @@
  */
 
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
+import type { AdmissionReport } from './admission'
 import type { CapacityReport } from './capacity-figures'
 import type { CostReport } from './cost'
 import { costSection } from './cost-report'
@@ -78,6 +79,7 @@ export interface BenchReport {
   cost?: CostReport
   overload?: OverloadReport
   queueDrain?: QueueDrainReport
+  admission?: AdmissionReport
   checks: Array<Check & { step: string }>
   profiles?: Array<ProfileSummary & { label: string }>
   elapsedS: number
@@ -210,11 +212,16 @@ function memoryTarget(memory: MemoryReport | null): Target {
   }
 }
 
+/**
+ * Closed loops only: an open loop at the measured capacity (the backfill) drives one isolate past
+ * its in-flight bound, and the admission gate's 503 + Retry-After there is the vendor's retry
+ * answer by design (judged with the admission phase's figures), not a failure of the gateway.
+ */
 function no5xxTarget(steps: StepResult[]): Target {
-  const gateway = steps.filter((s) => s.kind === 'scenario')
+  const gateway = steps.filter((s) => s.kind === 'scenario' && !s.openLoop)
   const with5xx = gateway.filter((s) => s.status5xx > 0)
   return {
-    name: 'no 5xx from the gateway in any scenario (no origin-down scenario here)',
+    name: 'no 5xx from the gateway in any closed-loop scenario (no origin-down scenario here)',
     met: gateway.length > 0 ? with5xx.length === 0 : null,
     detail:
       with5xx.length === 0

@@ -143,7 +143,7 @@ async function main(): Promise<number> {
       '',
       'Targets:',
       targetsList(report.targets),
-      ...(report.overload || report.queueDrain
+      ...(report.overload || report.queueDrain || report.admission
         ? ['', 'Overload targets:', targetsList(report.overloadTargets)]
         : []),
       '',

@@ -11,6 +11,7 @@ import { Redis } from 'ioredis'
 import { childrenOf, groupPids, readStat } from '../local/proc'
 import { assertServicesUp, createTestDatabase, databasePool, REDIS_URL } from '../local/services'
 import { REPO_ROOT } from '../local/stack'
+import { admissionChecks, admissionTargets } from './admission'
 import { measureCapacity } from './capacity'
 import { claimSignals } from './cleanup'
 import { RESULTS_DIR, WORKERD_PROFILE } from './config'
@@ -59,12 +60,16 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
     redisBenchmark: redisBaseline,
     memory,
     targets: judgeTargets(steps, memory, state.c50, state.insertRatio),
-    overloadTargets: judgeOverloadTargets(state.overload),
+    overloadTargets: [
+      ...judgeOverloadTargets(state.overload),
+      ...admissionTargets(state.admission),
+    ],
     ...(state.capacity ? { capacity: state.capacity } : {}),
     ...(state.insertRatio ? { insertRatio: withoutSlices(state.insertRatio) } : {}),
     ...(state.cost ? { cost: state.cost } : {}),
     ...(state.overload ? { overload: state.overload } : {}),
     ...(state.queueDrain ? { queueDrain: state.queueDrain } : {}),
+    ...(state.admission ? { admission: state.admission } : {}),
     ...(state.decisionCounters ? { decisionCounters: state.decisionCounters } : {}),
     ...(state.preVerification ? { preVerification: state.preVerification } : {}),
     checks: [
@@ -74,6 +79,7 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
       ...(state.cost?.windows ?? []).flatMap((w) =>
         w.checks.map((c) => ({ ...c, step: `cost: ${w.name}` })),
       ),
+      ...admissionChecks(state.admission),
     ],
     elapsedS: 0,
     problems,

@@ -13,7 +13,8 @@
  *   cost per decision in workerd (bench/decision-counters-phase.ts) → each channel's worst
  *   unauthenticated request, refused before its signature holds (bench/pre-verification-phase.ts)
  *   → overload (the origin limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
- *   bench/overload.ts) → queue (the spool consumer's drain per batch size; bench/queue-drain.ts) →
+ *   bench/overload.ts) → admission (the Worker offered 2× its capacity, its in-flight bound on and
+ *   off; bench/admission.ts) → queue (the spool consumer's drain per batch size; bench/queue-drain.ts) →
  *   `wrangler dev` first-seen and storm.
  * @module
  */
@@ -84,6 +85,7 @@ export type PhaseName =
   | 'direct'
   | 'wrangler-dev'
   | 'overload'
+  | 'admission'
   | 'queue'
   | 'decision-counters'
   | 'pre-verification'
@@ -269,6 +271,13 @@ export const PHASES: readonly Phase[] = [
   {
     // Runs apart from this table (bench/overload.ts): workers of its own, a slow origin.
     name: 'overload',
+    at: 'headline',
+    ratesFromCapacity: true,
+    scenarios: [],
+  },
+  {
+    // Runs apart too (bench/admission.ts): the Worker offered 2× its capacity, its gate on and off.
+    name: 'admission',
     at: 'headline',
     ratesFromCapacity: true,
     scenarios: [],

@@ -21,9 +21,11 @@ import type { ChannelConfig, WebhookChannel } from './channels/types'
 import type { Env } from './env'
 import { settingsPerIsolate } from './per-isolate'
 import {
+  ADMISSION_WAIT_MS,
   DECISION_FLUSH_SECONDS,
   INFLIGHT_WAIT_MS,
   MAX_BODY_BYTES,
+  MAX_IN_FLIGHT,
   ORIGIN_LEGACY_SIGNATURES,
   ORIGIN_URL,
   SETTLED_MEMO_ENTRIES,
@@ -32,6 +34,12 @@ import {
 import type { BreakerSettings } from './shed/breaker'
 import { parseShedSettings } from './shed/config'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
+
+/** MAX_IN_FLIGHT (256; 0 = no bound) and ADMISSION_WAIT_MS (0: refused at once). */
+export interface AdmissionSettings {
+  maxInFlight: number
+  maxWaitMs: number
+}
 
 export interface OriginConfig {
   url: string
@@ -61,6 +69,8 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   mailboxAliases: MailboxAliases | null
   /** Where events go when the origin cannot take them (worker/spool/). */
   spool: SpoolSettings
+  /** How many requests this isolate works on at once, and how long one waits past that (worker/admission.ts). */
+  admission: AdmissionSettings
   /** When a first-seen event goes straight to the spool queue (worker/shed/breaker.ts). */
   shed: BreakerSettings
   /**
@@ -150,6 +160,10 @@ export function parseSettings(env: Env): Settings {
     ...channels,
     mailboxAliases: mailboxAliasesOrNull(env, warnings),
     spool: parseSpoolSettings(env, warnings, EVENT_CHANNELS),
+    admission: {
+      maxInFlight: readInt(env, MAX_IN_FLIGHT, warnings),
+      maxWaitMs: readInt(env, ADMISSION_WAIT_MS, warnings),
+    },
     shed: parseShedSettings(env, warnings),
     settledMemo: {
       maxEntries: memoEntries,

@@ -1,6 +1,7 @@
 /**
  * The vendor webhook routes: every channel of the registry (worker/channels/index.ts), each path
- * of it (and a GET handshake where the channel has one), the same steps: config → bounded body →
+ * of it (and a GET handshake where the channel has one), the same steps: admission (the isolate's
+ * in-flight bound, worker/admission.ts) → config → bounded body →
  * verify → parse → classify (gateway.ts and the channel object), then the shared delivery core
  * (deliver.ts; a batch item by item, deliver-batch.ts), whose outcomes become the channel's HTTP
  * reply and one decision log line each.
@@ -9,6 +10,7 @@
 import { Hono } from 'hono'
 import { DECISION_HEADER } from '../contract/decision-log'
 import type { SignatureBinding } from '../contract/signature-binding'
+import { admission } from './admission'
 import { WEBHOOK_CHANNELS } from './channels'
 import { challengeReply, httpReply } from './channels/replies'
 import { type Classified, deliveriesOf, type WebhookChannel } from './channels/types'
@@ -35,9 +37,11 @@ export const webhooks = new Hono<{ Bindings: Env }>()
 for (const channel of WEBHOOK_CHANNELS) serve(channel)
 
 function serve(channel: WebhookChannel): void {
+  // Before any verification: over the isolate's bound, the channel's own retry answer.
+  const admit = admission(channel.name, () => channel.replies.retryLater())
   for (const path of channel.paths) {
-    webhooks.post(path, (c) => receive(c, channel))
-    if (channel.handshake) webhooks.get(path, (c) => handshake(c, channel))
+    webhooks.post(path, admit, (c) => receive(c, channel))
+    if (channel.handshake) webhooks.get(path, admit, (c) => handshake(c, channel))
   }
 }
 

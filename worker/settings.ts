@@ -52,6 +52,25 @@ export const MAX_BODY_BYTES = setting({
   doc: 'larger webhook bodies get 413 before any work',
 })
 
+export const MAX_IN_FLIGHT = setting({
+  name: 'MAX_IN_FLIGHT',
+  kind: 'int',
+  secret: false,
+  default: 256,
+  min: 0,
+  max: 100_000,
+  doc: "webhook and API requests each isolate works on at once; past it the channel's retry answer (503 + Retry-After) before any verification or claim; 0: no bound",
+})
+export const ADMISSION_WAIT_MS = setting({
+  name: 'ADMISSION_WAIT_MS',
+  kind: 'int',
+  secret: false,
+  default: 0,
+  min: 0,
+  max: 10_000,
+  doc: 'how long a request over MAX_IN_FLIGHT may wait for a free place before its retry answer; 0: answered at once',
+})
+
 export const SETTLED_MEMO_ENTRIES = setting({
   name: 'SETTLED_MEMO_ENTRIES',
   kind: 'int',
@@ -88,6 +107,8 @@ const CORE_SETTINGS = [
   OPERATOR_TOKEN,
   INFLIGHT_WAIT_MS,
   MAX_BODY_BYTES,
+  MAX_IN_FLIGHT,
+  ADMISSION_WAIT_MS,
   SETTLED_MEMO_ENTRIES,
   SETTLED_MEMO_SECONDS,
   EMAIL_MAILBOX_ALIASES,

@@ -9,6 +9,7 @@ import { Hono } from 'hono'
 import { answerResponse, type IdempotencyVariables, idempotency } from '../../claims/idempotency'
 import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../../contract/event'
 import { problemResponse } from '../../contract/problem'
+import { admission } from '../admission'
 import { type Settings, settingsFor } from '../config'
 import type { Env } from '../env'
 import { forwardEvent } from '../forward'
@@ -34,6 +35,8 @@ api.get('/openapi.json', (c) => c.json(OPENAPI_DOCUMENT))
 
 api.post(
   '/messages',
+  // Before the key is checked or the body parsed: over the isolate's bound, the API's 503.
+  admission<ApiEnv>('api', () => unavailable()),
   async (c, next) => {
     const settings = apiSettingsFor(c.env)
     const tenant = await apiTenant(settings, c.req.header('authorization'))

@@ -2,7 +2,7 @@
  * The origin's HTTP app (Hono): the route groups, each a sub-app of its own module, mounted here,
  * and the one place errors become responses. The Worker's signed routes (events, batches, dead
  * letters, decision counts, signature bindings: origin/worker-routes.ts) verify and sign through
- * origin/forward-auth.ts; the console (origin/console/app.tsx) at `/console`; the operator's
+ * origin/forward-auth.ts; the console (origin/console/app.ts) at `/console`; the operator's
  * replay (origin/failures/http.ts); /healthz and /metrics (origin/ops-routes.ts).
  * @module
  */

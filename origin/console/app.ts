@@ -14,6 +14,7 @@ import type { ReplayServiceDeps } from '../failures/replay-service'
 import type { Logger } from '../log'
 import { type SignInLimit, signInLimit } from '../sign-in-limit'
 import { type AccessVerifier, accessVerifier } from './access'
+import { consoleHeaders } from './headers'
 import { failureRoutes } from './routes/failures'
 import { jobRoutes } from './routes/jobs'
 import { mismatchRoutes } from './routes/mismatches'
@@ -36,16 +37,6 @@ export interface ConsoleDeps {
   access?: AccessVerifier | null
 }
 
-const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  'x-content-type-options': 'nosniff',
-  // Not no-referrer: then a browser sends `Origin: null` with the sign-in form, which reads as
-  // cross-site. same-origin sends nothing to other sites.
-  'referrer-policy': 'same-origin',
-  'cache-control': 'no-store',
-}
-
 export function createConsoleApp(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const { db, config, logger, claims } = deps
   const signIns = deps.signInLimit ?? signInLimit()
@@ -53,10 +44,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const signIn = { db, config, logger, signIns, access }
   const app = new Hono<ConsoleEnv>()
 
-  app.use(async (c, next) => {
-    await next()
-    for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.header(name, value)
-  })
+  app.use(...consoleHeaders)
 
   app.route('/', signInRoutes(signIn))
   // Everything below: a session, and for a POST its CSRF token. A sub-app mounted below adds no

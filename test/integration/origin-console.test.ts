@@ -395,6 +395,11 @@ describe("the console's response headers", () => {
       // same-origin, not no-referrer: a sign-in form must not read as cross-site (Origin: null).
       expect(res.headers.get('referrer-policy')).toBe('same-origin')
       expect(res.headers.get('cache-control')).toBe('no-store')
+      expect(res.headers.get('x-frame-options')).toBe('DENY')
+      expect(res.headers.get('cross-origin-opener-policy')).toBe('same-origin')
+      expect(res.headers.get('cross-origin-resource-policy')).toBe('same-origin')
+      // HSTS is for whoever terminates TLS for the whole host, not for the console's path.
+      expect(res.headers.get('strict-transport-security')).toBeNull()
     }
   })
 })

@@ -52,9 +52,8 @@ const SIGNATURE_BINDINGS: ForwardRoute = { method: 'POST', path: '/v1/signature-
 export function workerRoutes(deps: WorkerRouteDeps): Hono<ForwardEnv> {
   const { db, logger, metrics } = deps
   const routes = new Hono<ForwardEnv>()
-  const auth = { secrets: deps.secrets, logger, nowSeconds: deps.nowSeconds }
   const signedBody = (c: Context<ForwardEnv>, route: ForwardRoute, maxBytes = deps.maxEventBytes) =>
-    verifiedBody(auth, c, route, maxBytes)
+    verifiedBody(deps, c, route, maxBytes)
 
   routes.post('/v1/events', async (c) => {
     const event = parseEvent(await signedBody(c, EVENTS))

@@ -87,6 +87,11 @@ export function signOut(db: Database) {
   }
 }
 
+/** Refused (403) unless the session is an operator's: replays, bulk runs and their cancel. */
+export function operatorOnly(c: Context<ConsoleEnv>): Response | null {
+  return c.get('session').role === 'operator' ? null : c.text('operators only', 403)
+}
+
 /** Everything behind it has a live session; a POST, the session's CSRF token too. */
 export function sessionGate(deps: SignInDeps): MiddlewareHandler<ConsoleEnv> {
   const { db, config, logger } = deps

@@ -375,6 +375,35 @@ describe('who may stay signed in, and how often one may guess', () => {
   })
 })
 
+describe("the console's response headers", () => {
+  const CSP =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+  it('every answer (sign-in page, signed-in page, redirect, refusal, not found) carries the policy', async () => {
+    const session = await signIn()
+    const answers = await Promise.all([
+      ui.app.request(`${BASE}/login`),
+      ui.app.request(BASE, { headers: { cookie: session.cookie } }),
+      ui.app.request(BASE),
+      ui.app.request(`${BASE}/bulk-replays`, { method: 'POST' }),
+      ui.app.request(`${BASE}/jobs/999999999`, { headers: { cookie: session.cookie } }),
+    ])
+    expect(answers.map((res) => res.status)).toEqual([200, 200, 303, 401, 404])
+    for (const res of answers) {
+      expect(res.headers.get('content-security-policy')).toBe(CSP)
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+      // same-origin, not no-referrer: a sign-in form must not read as cross-site (Origin: null).
+      expect(res.headers.get('referrer-policy')).toBe('same-origin')
+      expect(res.headers.get('cache-control')).toBe('no-store')
+      expect(res.headers.get('x-frame-options')).toBe('DENY')
+      expect(res.headers.get('cross-origin-opener-policy')).toBe('same-origin')
+      expect(res.headers.get('cross-origin-resource-policy')).toBe('same-origin')
+      // HSTS is for whoever terminates TLS for the whole host, not for the console's path.
+      expect(res.headers.get('strict-transport-security')).toBeNull()
+    }
+  })
+})
+
 describe('sign-in from another site', () => {
   it('a cross-site sign-in form is refused (login CSRF); a same-origin one works', async () => {
     const attempt = (headers: Record<string, string>) =>

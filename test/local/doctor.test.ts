@@ -107,11 +107,6 @@ describe('deployment checks', () => {
       /SPOOL_BODIES R2 bucket is not bound: an event over 120,000 bytes cannot wait for the origin/,
     ],
     [
-      'ORIGIN_LEGACY_SIGNATURES=1 (an unsigned answer taken as stored)',
-      (c) => Object.assign(c.vars, { ORIGIN_LEGACY_SIGNATURES: '1' }),
-      /ORIGIN_LEGACY_SIGNATURES=1: an answer without the origin's signature is taken as stored/,
-    ],
-    [
       'Teams keys fetched over plain HTTP',
       (c, s) => {
         Object.assign(s, { ...teams })
@@ -206,17 +201,14 @@ describe('deployment checks', () => {
     }
   })
 
-  it('at the local top level the two trusting settings are warnings (the dev stack uses them)', () => {
+  it('at the local top level the trusting Teams metadata is a warning (the dev stack uses it)', () => {
     const config = goodConfig()
-    Object.assign(config.vars, {
-      ORIGIN_LEGACY_SIGNATURES: '1',
-      TEAMS_OPENID_METADATA_URL: 'http://127.0.0.1:8790/openid',
-    })
+    config.vars.TEAMS_OPENID_METADATA_URL = 'http://127.0.0.1:8790/openid'
     const secrets = { ...goodSecrets(), ...teams }
     const list = checkDeployment({ envName: undefined, config, secrets })
-    expect(errors(list).join('\n')).not.toMatch(/LEGACY|TEAMS/)
+    expect(errors(list).join('\n')).not.toMatch(/TEAMS/)
     const warned = warnings(list).map((f) => f.what)
-    expect(warned.filter((what) => /LEGACY|TEAMS_OPENID/.test(what))).toHaveLength(3)
+    expect(warned.filter((what) => /TEAMS_OPENID/.test(what))).toHaveLength(2)
   })
 
   it('the guide: Teams has no secrets and its app ids are a variable; no reader line is empty', () => {

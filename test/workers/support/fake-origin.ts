@@ -34,7 +34,7 @@ export type OriginMode =
   | { kind: 'redirect' }
   /** A proxy in front answering 200 with its own HTML page. Nothing is recorded. */
   | { kind: 'html' }
-  /** The origin answers as it did before scheme v2: right, but without an answer signature. */
+  /** The origin's right answer, without an answer signature (what anyone on the path could send). */
   | { kind: 'unsigned' }
 
 export interface OriginCall {
@@ -183,7 +183,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     })
     if (!verdict.ok)
       return send(res, 401, { error: { code: 'unauthorized', message: 'unauthorized' } })
-    // Like the origin: every answer to a verified request is signed (unless told to act older).
+    // Like the origin: every answer to a verified request is signed (unless told not to).
     const reply: Reply =
       space.mode.kind === 'unsigned'
         ? async (status, answer) => send(res, status, answer)

@@ -92,8 +92,9 @@ export async function forwardBody(
 /**
  * What became of a batch (`POST /v1/events/batch`): an answer per event, in order; the whole batch
  * failed (timeout, network, 5xx, an answer the origin did not sign: each event is retried); or
- * `single`, the origin took no batch (an origin without the route, a refusal of the batch
- * itself): each event goes on its own through {@link forwardBody}.
+ * `single`, the batch was refused as a whole (a proxy's body limit, 413; a WAF's 4xx for one
+ * event's text): each event goes on its own through {@link forwardBody}, so the one refused
+ * does not hold back the others.
  */
 export type BatchForwardResult =
   | { kind: 'answered'; results: ForwardResult[] }

@@ -14,7 +14,7 @@ import { startRedisLayer } from '../../local/redis-layer'
 import { secretsTemplate, templateGuide } from '../../local/secrets-template'
 import { createTestDatabase, databaseUrlOf, REDIS_URL } from '../../local/services'
 import { REPO_ROOT, readWranglerConfig, type WranglerConfig } from '../../local/wrangler-config'
-import { SPOOL_DEFAULTS } from '../../worker/spool/config'
+import { parseSpoolSettings } from '../../worker/spool/config'
 import { GOOD_SECRET, goodConfig, goodSecrets, teams } from './support/deployment'
 
 function findings(config: WranglerConfig, secrets: Record<string, string>): Finding[] {
@@ -248,7 +248,7 @@ describe("the queues' retention: one figure", () => {
     const guarantees = text('docs/guarantees.md')
     expect(guarantees).not.toMatch(/\b(4|14) days\b/)
     expect(guarantees).toContain('(deploying.md#4-the-worker)')
-    const span = spoolScheduleSeconds(SPOOL_DEFAULTS)
+    const span = spoolScheduleSeconds(parseSpoolSettings({}, [], []))
     expect(hours(span)).toBe('10.4')
     expect(guarantees).toContain(`up to ${hours(span)} hours`)
     // The schedule fits the retention with room to spare.

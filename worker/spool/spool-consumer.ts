@@ -169,7 +169,7 @@ async function settleQueued(
 /**
  * Whether a message's claim says its event landed (`done`: the origin took it, live or from this
  * queue). Not known (no Redis, no claim, Redis failing): false, and the message is dead-lettered
- * as unreadable, as before: a spurious failure row at worst, never a dropped event.
+ * as unreadable: a spurious failure row at worst, never a dropped event.
  */
 async function landedAlready(settings: Settings, body: unknown): Promise<boolean> {
   const claimKey = (body as { claimKey?: unknown } | null)?.claimKey

@@ -2,9 +2,9 @@
  * The bench's bottleneck on purpose: a proxy in front of the origin that lets `concurrency`
  * requests through at a time and holds each `delayMs` before forwarding it, so the origin takes
  * at most concurrency ÷ delay requests a second whatever this machine's CPU does (an origin
- * limited by its own round trips, as Postgres over Neon's proxy is). `batch: false` answers the
- * batch route 404, as an origin older than it: the spool consumer then forwards event by event
- * (single ingest), behind the same limit.
+ * limited by its own round trips, as Postgres over Neon's proxy is). `batch: false` refuses each
+ * batch as a whole (413, as a proxy's body limit does): the spool consumer then forwards event by
+ * event (single ingest), behind the same limit.
  *
  * `hold()` closes a gate in front of the limit: every request waits there, nothing reaches the
  * origin, until `release()` (the queue bench parks the spool consumer's batch on it while a
@@ -64,8 +64,8 @@ export async function startSlowProxy(target: string, initial: ProxyLimits): Prom
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
     if (!batch && req.url === '/v1/events/batch') {
-      res.writeHead(404, { 'content-type': 'application/json' })
-      return void res.end('{"error":{"code":"not_found"}}')
+      res.writeHead(413, { 'content-type': 'application/json' })
+      return void res.end('{"error":{"code":"payload_too_large"}}')
     }
     await turn()
     try {

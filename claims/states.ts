@@ -10,8 +10,8 @@
  * the state digit (1 done, 2 spooled), which Redis keeps inside the value object itself (an int-encoded string,
  * no allocation of its own): 16 bytes a key less than `done|{hash}` as a string (bench: Slack
  * keys 120 → 88 B by MEMORY USAGE). 56 bits of hash tell a payload mismatch as well as 64 did.
- * The short-lived in-flight value stays text. Values of the older `done|{hash}` and
- * `spooled|{hash}` form (written before this, alive for one TTL) still read.
+ * The short-lived in-flight value stays text, and so does a settled value whose hash is not
+ * lower-case hex (an event without a payload hash): `done|{hash}`, `spooled|{hash}`.
  * @module
  */
 
@@ -47,14 +47,14 @@ export function inflightValue(token: string, hash: string): string {
 /** Hex digits of the payload hash a settled value keeps (56 bits: the value stays below 2^63). */
 export const SETTLED_HASH_HEX = 14
 const STATE_DIGIT = { done: 1n, spooled: 2n } as const
-/** Decimal integers at least 10: a settled value (smaller ones are an older scheme's flags). */
+/** Decimal integers at least 10: a settled value (one digit is no value written here). */
 const SETTLED_INTEGER = /^[1-9][0-9]{1,18}$/
 
 export function settledValue(state: 'done' | 'spooled', hash: string): string {
   // Payload hashes are lower-case hex (contract/event.ts); anything else keeps the text form.
   if (!/^[0-9a-f]{14}/.test(hash)) return `${state}|${hash}`
   const prefix = BigInt(`0x${hash.slice(0, SETTLED_HASH_HEX)}`)
-  // One more than the prefix, so that a value never reads as an older scheme's one-digit flag.
+  // One more than the prefix, so that a value always has two digits (SETTLED_INTEGER).
   return ((prefix + 1n) * 10n + STATE_DIGIT[state]).toString()
 }
 
@@ -73,7 +73,7 @@ function decodeSettledInteger(
     : { status: 'settled', state: 'done', hash: n % 10n === STATE_DIGIT.done ? hash : null }
 }
 
-/** Reads a stored value. Anything unknown (e.g. an older "1" flag) counts as done: it was seen. */
+/** Reads a stored value. Anything unknown counts as done: a value is there, so it was seen. */
 export function decodeValue(
   value: string,
 ): Exclude<ClaimOutcome, { status: 'claimed' | 'unavailable' }> {

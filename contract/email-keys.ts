@@ -1,6 +1,6 @@
 /**
  * An email's key material and threading references (docs/keys.md's key table), shared by the parser
- * (contract/email.ts) and the origin's lookups across the upgrade that added the sender:
+ * (contract/email.ts) and the origin:
  *
  * - mailbox: the receiving inbox, canonical (contract/mailbox.ts: lower-cased, `+tag` stripped,
  *   aliases mapped; Cloudflare: of the envelope RCPT TO; Gmail: of GMAIL_MAILBOX). The same
@@ -16,8 +16,6 @@
  *   Message-ID (real senders do this): `content-sha256:` + {@link contentHash}, so a redelivered
  *   copy, whatever trace headers were added on the way, still matches.
  * - messageKey `{mailbox}:{sender}:{id}`; delivery key `dedup:email:{mailbox}:{sender}:{id}`.
- *   Rows stored before the sender was part of the key hold `{mailbox}:{id}`:
- *   {@link otherEmailKeyForm}.
  * - references: the ids of In-Reply-To / References under the *replying* sender's scope, so a
  *   reply can only name (and thread into) mail of the same sender in the same mailbox.
  * @module
@@ -31,8 +29,6 @@ import { LIMITS } from './event'
  * 12 + 254 + 1 + 44 + 1 + 200 = 512.
  */
 const MAX_ID_CHARS = 200
-/** `from-sha256-` + 32 hex: the sender part of every email key. */
-const SENDER_PART = /^from-sha256-[0-9a-f]{32}$/
 /** RFC 5321's limit on a forward path; longer is no address of ours. */
 const MAX_MAILBOX_CHARS = 254
 
@@ -49,25 +45,6 @@ export type EmailKey = DeliveryKey & { namespace: 'email'; fallback: boolean }
  */
 export async function emailSenderKeyPart(address: string): Promise<string> {
   return `from-sha256-${(await sha256Hex(address)).slice(0, 32)}`
-}
-
-/**
- * The other form of an email key across the upgrade that added the sender, for rows and events
- * of either side of it: `{mailbox}:{sender}:{id}` → `{mailbox}:{id}` (how it was stored before),
- * and `{mailbox}:{id}` (from a Worker still on the old code) → `{mailbox}:{senderPart}:{id}`,
- * `senderPart` being that of the mail at hand. Null when `key` is no email key of `mailbox`. The
- * sender part never contains `:`, so a key splits one way only; the caller still requires the
- * row it finds to be the same sender's.
- */
-export function otherEmailKeyForm(key: string, mailbox: string, senderPart: string): string | null {
-  const prefix = `${mailbox}:`
-  if (!key.startsWith(prefix)) return null
-  const rest = key.slice(prefix.length)
-  const colon = rest.indexOf(':')
-  if (colon >= 0 && SENDER_PART.test(rest.slice(0, colon))) {
-    return `${prefix}${rest.slice(colon + 1)}`
-  }
-  return `${prefix}${senderPart}:${rest}`
 }
 
 /** Lowercased bare address (`<A@B>` → `a@b`), or null when it is not one. */

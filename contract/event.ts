@@ -148,8 +148,8 @@ const EventFields = v.strictObject({
   /** Email only: message keys named by In-Reply-To / References, nearest first. */
   references: v.optional(v.pipe(v.array(Key), v.maxLength(LIMITS.references))),
   /**
-   * Media and structured content, metadata only (optional: events queued before it existed have
-   * none). The stored row's `body` is the text, or the caption of media-only messages.
+   * Media and structured content, metadata only (absent: none). The stored row's `body` is the
+   * text, or the caption of media-only messages.
    */
   attachments: v.optional(v.pipe(v.array(AttachmentSchema), v.maxLength(LIMITS.attachments))),
   /**

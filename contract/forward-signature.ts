@@ -5,9 +5,8 @@
  * Request, scheme v2: hex HMAC-SHA256(secret, `${timestamp}.${METHOD}.${route}.${body}`), sent as
  * `X-Dedup-Signature: v2=<hex>` with `X-Dedup-Timestamp: <unix seconds>` (the Standard Webhooks
  * shape). `route` is the origin's route (`/v1/events`), not the URL's path: a prefix a proxy strips
- * changes nothing, while a signature for one route is refused on another. v1 (`${timestamp}.${body}`,
- * no method or route) is no longer accepted; the Worker sends it beside v2 only during a rollout
- * (ORIGIN_LEGACY_SIGNATURES), for an origin that knows nothing newer.
+ * changes nothing, while a signature for one route is refused on another. Only `v2=` offers are
+ * read: any other scheme in the header is ignored.
  *
  * Answer: hex HMAC-SHA256(secret, `answer.${status}.${requestSignature}.${body}`) in
  * `X-Dedup-Answer-Signature: v2=<hex>`, where `requestSignature` is the request's
@@ -54,21 +53,16 @@ async function mac(secret: string, text: string): Promise<string> {
   return toHex(await hmac(secret, 'SHA-256', text))
 }
 
-/**
- * The signature headers for one request. `legacy` adds the v1 signature, for an origin older than
- * v2 (rollout only: v1 binds neither method nor route).
- */
+/** The signature headers for one request. */
 export async function signForward(
   secret: string,
   body: string,
   nowSeconds = Math.floor(Date.now() / 1000),
   route: ForwardRoute = EVENTS_ROUTE,
-  legacy = false,
 ): Promise<Record<string, string>> {
   const timestamp = String(nowSeconds)
   const v2 = `${SCHEME}=${await mac(secret, requestText(timestamp, route, body))}`
-  const v1 = legacy ? ` v1=${await mac(secret, `${timestamp}.${body}`)}` : ''
-  return { [TIMESTAMP_HEADER]: timestamp, [SIGNATURE_HEADER]: `${v2}${v1}` }
+  return { [TIMESTAMP_HEADER]: timestamp, [SIGNATURE_HEADER]: v2 }
 }
 
 export type ForwardVerdict =

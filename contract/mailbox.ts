@@ -13,12 +13,6 @@
  *   other form an inbox receives is an alias.
  * - Aliases: EMAIL_MAILBOX_ALIASES maps other addresses delivered into an inbox to that inbox
  *   (`{"help@example.com": "support@example.com"}`), after the two rules above, one step.
- *
- * Rows stored before this rule keep the key and tenant of the address as it was delivered. No
- * other key form is looked up for them (unlike the sender upgrade, contract/email-keys.ts): the
- * event does not carry that address, and only a mail to a `+tag` or an alias, stored before the
- * upgrade and redelivered after it, is affected (a second row); where Gmail polls the inbox its
- * copy was already stored under the canonical key, and that row takes the redelivery.
  * @module
  */
 import { normalizeMailbox } from './email-keys'

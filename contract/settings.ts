@@ -50,9 +50,6 @@ export type SettingRow<N extends string = string> = IntSetting<N> | UrlSetting<N
 /** Declares a row, keeping its name (and the rest) as literal types for the env types. */
 export const setting = <const R extends SettingRow>(row: R): R => row
 
-/** The names of a table's rows. */
-export type SettingName<T extends readonly SettingRow[]> = T[number]['name']
-
 /** A table without repeated names (the same row may reach a wing by two paths). */
 export function settingTable<const G extends readonly (readonly SettingRow[])[]>(
   ...groups: G

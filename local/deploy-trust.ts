@@ -3,14 +3,12 @@
  * error in a deployed environment, with its reason, and a warning at the local top level, where
  * the development stack uses them on purpose (`.dev.vars.example` points Teams at a local key
  * server).
- * - `ORIGIN_LEGACY_SIGNATURES=1`: an unsigned 2xx from the origin is taken as "stored".
  * - `TEAMS_OPENID_METADATA_URL` over plain HTTP, or on a host that is not Microsoft's: whoever
  *   serves (or rewrites) those keys signs Teams tokens the Worker accepts for every bot.
  * @module
  */
 import { BOT_FRAMEWORK_METADATA_URL } from '../worker/channels/teams'
-import { ORIGIN_LEGACY_SIGNATURES } from '../worker/settings'
-import { error, type Finding, varsSection, warn } from './deploy-finding'
+import { error, type Finding, warn } from './deploy-finding'
 
 /** The Worker's variables and secrets, by name, as they will be deployed. */
 type Vars = Record<string, string | undefined>
@@ -29,20 +27,10 @@ export const MICROSOFT_METADATA_HOSTS: readonly string[] = [
 
 export function checkTrust(env: Vars, envName: string | undefined): Finding[] {
   const level = envName ? error : warn
-  return [...checkLegacySignatures(env, envName, level), ...checkTeamsMetadata(env, level)]
+  return checkTeamsMetadata(env, level)
 }
 
 type Level = typeof error
-
-function checkLegacySignatures(env: Vars, envName: string | undefined, level: Level) {
-  if (env[ORIGIN_LEGACY_SIGNATURES.name]?.trim() !== '1') return []
-  return [
-    level(
-      `${ORIGIN_LEGACY_SIGNATURES.name}=1: an answer without the origin's signature is taken as stored, so anyone between the Worker and the origin can answer "stored" for an event that never landed`,
-      `remove it from ${varsSection(envName)}; it is for the window of an upgrade from an origin older than forward signature v2 only (docs/deploying.md, Upgrading)`,
-    ),
-  ]
-}
 
 function checkTeamsMetadata(env: Vars, level: Level): Finding[] {
   const value = env[METADATA_URL]?.trim()

@@ -9,7 +9,7 @@
  * customer, conversation or outbox row behind, and answers with the winner's ids.
  * @module
  */
-import { type InboundEvent, type IngestResult, payloadHashOf } from '../contract/event'
+import type { InboundEvent, IngestResult } from '../contract/event'
 import type { Database, Queryable } from './db'
 import { sqlState } from './db/errors'
 import { ClientGoneError } from './errors'
@@ -60,25 +60,15 @@ function duplicateOf(winner: StoredMessage, event: InboundEvent): IngestResult {
 
 /**
  * The row of a new message (one statement, see {@link ingestNewMessage}): created, or the row
- * that already holds it, as a duplicate. A row found under the other form of an email key
- * (stored before the sender was part of email keys, or after, when this event comes from a
- * Worker still on the old code) had its hash taken over that key, so the mismatch check uses it
- * too.
+ * that already holds it, as a duplicate.
  */
 async function ingestMessage(db: Queryable, event: InboundEvent): Promise<IngestResult> {
   return messageResult(event, await ingestNewMessage(db, event, null))
 }
 
 /** What ingest_message() found or did, as the answer to a new message. */
-async function messageResult(
-  event: InboundEvent,
-  { outcome, stored, otherKey }: NewMessageResult,
-): Promise<IngestResult> {
+function messageResult(event: InboundEvent, { outcome, stored }: NewMessageResult): IngestResult {
   if (outcome === 'created') return resultFor('created', stored)
-  if (outcome === 'other_form' && otherKey !== null) {
-    const payloadHash = await payloadHashOf({ ...event, messageKey: otherKey })
-    return duplicateOf(stored, { ...event, payloadHash })
-  }
   return duplicateOf(stored, event)
 }
 
@@ -158,9 +148,7 @@ export async function ingestEvents(
     const row = event.idempotency ? undefined : rows?.[next++]
     try {
       answers.push(
-        !row || row.outcome === 'failed'
-          ? await ingestEvent(db, event)
-          : await batchResult(event, row),
+        !row || row.outcome === 'failed' ? await ingestEvent(db, event) : batchResult(event, row),
       )
     } catch (err) {
       if (err instanceof ClientGoneError) throw err
@@ -176,15 +164,12 @@ function hasSqlState(err: unknown): boolean {
 }
 
 /** A batch row as the answer the single path gives this event's kind. */
-function batchResult(
-  event: InboundEvent,
-  row: BatchEventRow,
-): Promise<IngestResult> | IngestResult {
+function batchResult(event: InboundEvent, row: BatchEventRow): IngestResult {
   const { outcome, stored } = row
   if (outcome === 'ignored' || outcome === 'failed' || !stored) return IGNORED
   if (outcome === 'created' || outcome === 'updated') return resultFor(outcome, stored)
   if (event.kind === 'message') {
-    return messageResult(event, { outcome, stored, otherKey: row.otherKey })
+    return messageResult(event, { outcome, stored })
   }
   return resultFor('duplicate', stored)
 }

@@ -6,7 +6,6 @@
  * Ids are `bigint` columns, which the driver returns as strings; they stay strings end to end.
  * @module
  */
-import { emailSenderKeyPart, otherEmailKeyForm } from '../contract/email-keys'
 import type { InboundEvent } from '../contract/event'
 import type { Queryable } from './db'
 
@@ -43,15 +42,11 @@ export type NewMessageOutcome =
   | 'created'
   /** A row holds this key (a replay, or the winner of a race): nothing was written. */
   | 'known'
-  /** Email: the same sender's row under the other form of the key: nothing was written. */
-  | 'other_form'
 
 export interface NewMessageResult {
   outcome: NewMessageOutcome
   /** The row created, or the one found. */
   stored: StoredMessage
-  /** For `other_form`: the key that row is stored under. */
-  otherKey: string | null
 }
 
 interface IngestMessageRow extends StoredMessageRow {
@@ -60,7 +55,7 @@ interface IngestMessageRow extends StoredMessageRow {
 
 /**
  * The one statement of a new message: `ingest_message()` (a plpgsql function, see its migration)
- * looks up the key (and, for email, the other form of the key), then upserts the customer, finds
+ * looks up the key, then upserts the customer, finds
  * or creates the conversation, and inserts the message with its `message.created` outbox row; a
  * lost race on the message key (23505) rolls back what it wrote and answers with the winner.
  * One statement is its own transaction, and one database round trip.
@@ -73,7 +68,6 @@ export async function ingestNewMessage(
   event: InboundEvent,
   editedAt: string | null,
 ): Promise<NewMessageResult> {
-  const email = event.channel === 'email' ? await emailKeyForms(event) : null
   const rows = await db.query<IngestMessageRow>(
     `SELECT outcome, message_id AS id, conversation_id, customer_id, payload_hash, edited
        FROM ingest_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz,
@@ -92,19 +86,15 @@ export async function ingestNewMessage(
       editedAt,
       editedAt === null ? null : (event.editSeq ?? null),
       JSON.stringify(event.attachments ?? []),
-      email?.otherKey ?? null,
-      email?.references ?? null,
+      null, // p_other_key: every email key holds its sender, there is no other form to look up
+      emailReferences(event),
     ],
     INGEST_STATEMENT,
   )
   const row = rows[0]
   const stored = toStoredMessage(row)
   if (!row || !stored) throw new Error('ingest_message() returned no row')
-  return {
-    outcome: row.outcome,
-    stored,
-    otherKey: row.outcome === 'other_form' ? (email?.otherKey ?? null) : null,
-  }
+  return { outcome: row.outcome, stored }
 }
 
 /**
@@ -114,22 +104,9 @@ export async function ingestNewMessage(
  */
 const INGEST_STATEMENT = { name: 'ingest_message_v1' }
 
-/**
- * An email's keys on the other side of the upgrade that added the sender to email keys
- * ({@link otherEmailKeyForm}): its own key's other form (a mail stored before the upgrade and
- * redelivered after, or the reverse from a Worker still on the old code, is that row if the same
- * sender sent it), and its thread references, each followed by its other form, nearest first.
- * The function joins a reply to a conversation of the same customer only, whatever it names.
- */
-async function emailKeyForms(
-  event: InboundEvent,
-): Promise<{ otherKey: string | null; references: string[] }> {
-  const senderPart = await emailSenderKeyPart(event.sender.externalId)
-  const references = (event.references ?? []).flatMap((key) => {
-    const other = otherEmailKeyForm(key, event.tenant, senderPart)
-    return other ? [key, other] : [key]
-  })
-  return { otherKey: otherEmailKeyForm(event.messageKey, event.tenant, senderPart), references }
+/** An email's thread references (only email threads by them). */
+function emailReferences(event: InboundEvent): string[] | null {
+  return event.channel === 'email' ? (event.references ?? null) : null
 }
 
 /**
@@ -212,8 +189,6 @@ export interface BatchEventRow {
   outcome: BatchEventOutcome
   /** Null for `ignored` and `failed`. */
   stored: StoredMessage | null
-  /** For `other_form`: the key that row is stored under. */
-  otherKey: string | null
   /** For `failed`: the SQLSTATE that failed this event alone (it is then ingested on its own). */
   sqlState: string | null
 }
@@ -233,7 +208,7 @@ export async function ingestEventsStatement(
   db: Queryable,
   events: readonly InboundEvent[],
 ): Promise<BatchEventRow[]> {
-  const flat = await Promise.all(events.map(flattenForBatch))
+  const flat = events.map(flattenForBatch)
   const rows = await db.query<BatchRow>(
     `SELECT ord, outcome, message_id AS id, conversation_id, customer_id, payload_hash, edited,
             sqlstate
@@ -244,10 +219,9 @@ export async function ingestEventsStatement(
   if (rows.length !== events.length) throw new Error('ingest_events() answered another count')
   return rows
     .sort((a, b) => a.ord - b.ord)
-    .map((row, i) => ({
+    .map((row) => ({
       outcome: row.outcome,
       stored: row.id === null ? null : toStoredMessage(row),
-      otherKey: row.outcome === 'other_form' ? (flat[i]?.otherKey ?? null) : null,
       sqlState: row.sqlstate,
     }))
 }
@@ -255,8 +229,7 @@ export async function ingestEventsStatement(
 const INGEST_BATCH_STATEMENT = { name: 'ingest_events_v1' }
 
 /** One event as ingest_events() reads it: the arguments ingestNewMessage() passes, by name. */
-async function flattenForBatch(event: InboundEvent) {
-  const email = event.channel === 'email' ? await emailKeyForms(event) : null
+function flattenForBatch(event: InboundEvent) {
   return {
     kind: event.kind,
     channel: event.channel,
@@ -271,7 +244,7 @@ async function flattenForBatch(event: InboundEvent) {
     occurredAt: event.occurredAt,
     editSeq: event.editSeq ?? null,
     attachments: event.attachments ?? null,
-    otherKey: email?.otherKey ?? null,
-    references: email?.references ?? null,
+    otherKey: null,
+    references: emailReferences(event),
   }
 }

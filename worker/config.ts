@@ -26,7 +26,6 @@ import {
   INFLIGHT_WAIT_MS,
   MAX_BODY_BYTES,
   MAX_IN_FLIGHT,
-  ORIGIN_LEGACY_SIGNATURES,
   ORIGIN_URL,
   SETTLED_MEMO_ENTRIES,
   SETTLED_MEMO_SECONDS,
@@ -45,11 +44,6 @@ export interface OriginConfig {
   url: string
   /** The first signs; a list so the secret can rotate. */
   secrets: string[]
-  /**
-   * ORIGIN_LEGACY_SIGNATURES=1, for a rollout only: sign v1 beside v2 and take a 2xx JSON answer
-   * without the origin's answer signature (an origin older than scheme v2). @default false
-   */
-  legacySignatures: boolean
 }
 /**
  * The claim settings (claims/settings.ts: Redis, prefix, TTL, lease, the Redis and origin
@@ -123,11 +117,8 @@ export function parseSettings(env: Env): Settings {
 
   const originUrl = readUrl(env, ORIGIN_URL, warnings)
   const originSecrets = secretList(rawValue(env, ORIGIN_SHARED_SECRET.name))
-  const legacySignatures = readInt(env, ORIGIN_LEGACY_SIGNATURES, warnings) === 1
   const origin =
-    originUrl && originSecrets.length > 0
-      ? { url: originUrl, secrets: originSecrets, legacySignatures }
-      : null
+    originUrl && originSecrets.length > 0 ? { url: originUrl, secrets: originSecrets } : null
   const originMissing = [
     ...(originUrl ? [] : ['ORIGIN_URL']),
     ...(originSecrets.length > 0 ? [] : ['ORIGIN_SHARED_SECRET']),

@@ -92,8 +92,9 @@ export async function forwardBody(
 /**
  * What became of a batch (`POST /v1/events/batch`): an answer per event, in order; the whole batch
  * failed (timeout, network, 5xx, an answer the origin did not sign: each event is retried); or
- * `single`, the origin took no batch (an origin without the route, a refusal of the batch
- * itself): each event goes on its own through {@link forwardBody}.
+ * `single`, the batch was refused as a whole (a proxy's body limit, 413; a WAF's 4xx for one
+ * event's text): each event goes on its own through {@link forwardBody}, so the one refused
+ * does not hold back the others.
  */
 export type BatchForwardResult =
   | { kind: 'answered'; results: ForwardResult[] }
@@ -157,7 +158,7 @@ export async function postSigned(
 ): Promise<Posted> {
   const secret = origin.secrets[0] as string
   const route: ForwardRoute = { method: 'POST', path }
-  const signed = await signForward(secret, body, undefined, route, origin.legacySignatures)
+  const signed = await signForward(secret, body, undefined, route)
   let response: Response
   try {
     response = await fetch(`${origin.url}${path}`, {
@@ -182,7 +183,14 @@ export async function postSigned(
   }
   const answer = await readAnswer(response, maxAnswerBytes)
   if (answer === null) return { kind: 'failed', status: response.status, reason: 'network' }
-  const own = await isOriginsAnswer(origin, signed[SIGNATURE_HEADER] as string, response, answer)
+  // Signed by the origin for this request, status and body: nothing else is its answer.
+  const own = await verifyAnswer(
+    origin.secrets,
+    signed[SIGNATURE_HEADER] as string,
+    response.status,
+    answer.text,
+    response.headers.get(ANSWER_SIGNATURE_HEADER),
+  )
   if (!own && (response.ok || PERMANENT_STATUSES.has(response.status))) {
     // Only the origin's own answer may settle an event, for good or for bad.
     return { kind: 'failed', status: response.status, reason: 'unsigned_answer' }
@@ -213,30 +221,6 @@ async function readAnswer(response: Response, maxBytes: number): Promise<Answer 
   } catch {
     return { text, json: {} }
   }
-}
-
-/**
- * Signed by the origin for this request, status and body. During a rollout
- * (ORIGIN_LEGACY_SIGNATURES) an origin older than v2 signs nothing: then its JSON shape stands in,
- * an outcome or a failure id on a 2xx, an error code otherwise; an HTML page has neither.
- */
-async function isOriginsAnswer(
-  origin: OriginConfig,
-  requestSignature: string,
-  response: Response,
-  answer: Answer,
-): Promise<boolean> {
-  const signature = response.headers.get(ANSWER_SIGNATURE_HEADER)
-  if (
-    await verifyAnswer(origin.secrets, requestSignature, response.status, answer.text, signature)
-  ) {
-    return true
-  }
-  if (!origin.legacySignatures || signature) return false
-  const { json } = answer
-  if (response.ok) return typeof json.outcome === 'string' || typeof json.failureId === 'string'
-  const error = json.error as { code?: unknown } | undefined
-  return typeof error?.code === 'string'
 }
 
 function sortAnswer(status: number, answer: Record<string, unknown>): ForwardResult {

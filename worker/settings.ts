@@ -22,15 +22,6 @@ export const ORIGIN_URL = setting({
   secret: false,
   doc: 'the origin; unset: every channel answers 503',
 })
-export const ORIGIN_LEGACY_SIGNATURES = setting({
-  name: 'ORIGIN_LEGACY_SIGNATURES',
-  kind: 'int',
-  secret: false,
-  default: 0,
-  min: 0,
-  max: 1,
-  doc: 'rollout only, 1: also sign v1 and take an unsigned JSON answer (an origin older than v2)',
-})
 // One row for both wings (the origin's console signs in with it too).
 export { OPERATOR_TOKEN } from '../contract/operator-token'
 export const INFLIGHT_WAIT_MS = setting({
@@ -103,7 +94,6 @@ export const DECISION_FLUSH_SECONDS = setting({
 const CORE_SETTINGS = [
   ORIGIN_URL,
   ORIGIN_SHARED_SECRET,
-  ORIGIN_LEGACY_SIGNATURES,
   OPERATOR_TOKEN,
   INFLIGHT_WAIT_MS,
   MAX_BODY_BYTES,

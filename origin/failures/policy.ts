@@ -5,7 +5,7 @@
  */
 import type { Backoff } from '../../contract/backoff'
 import { readInt, setting } from '../../contract/settings'
-import { ConfigError, type OriginEnv } from '../config'
+import type { OriginEnv } from '../config'
 
 export { backoffMs } from '../../contract/backoff'
 
@@ -53,20 +53,6 @@ export const RETRY_SETTINGS = [
   FAILURE_BACKOFF_BASE_MS,
   FAILURE_BACKOFF_MAX_MS,
 ] as const
-
-export const RETRY_DEFAULTS: RetryPolicy = {
-  maxAttempts: FAILURE_MAX_ATTEMPTS.default,
-  baseMs: FAILURE_BACKOFF_BASE_MS.default,
-  maxMs: FAILURE_BACKOFF_MAX_MS.default,
-}
-
-/** @throws {ConfigError} listing every problem. */
-export function loadRetryPolicy(env: OriginEnv = process.env): RetryPolicy {
-  const problems: string[] = []
-  const policy = readRetryPolicy(env, problems)
-  if (problems.length > 0) throw new ConfigError(problems)
-  return policy
-}
 
 export function readRetryPolicy(env: OriginEnv, problems: string[]): RetryPolicy {
   const policy = {

@@ -66,12 +66,6 @@ export const RELAY_SETTINGS = [
   ...RETRY_SETTINGS,
 ] as const
 
-export const RELAY_DEFAULTS = {
-  downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS.default,
-  pollIntervalMs: OUTBOX_POLL_INTERVAL_MS.default,
-  batchSize: OUTBOX_BATCH_SIZE.default,
-} as const
-
 /** Null when DOWNSTREAM_URL is unset (relay off). @throws {ConfigError} listing every problem. */
 export function loadRelayConfig(env: OriginEnv = process.env): RelayConfig | null {
   const problems: string[] = []

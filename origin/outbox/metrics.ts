@@ -12,7 +12,6 @@ import type { Logger } from '../log'
 
 /** new: a row's first hand-off; retry: the retry worker. (Manual replays are the CLI's.) */
 export const RELAY_PATHS = ['new', 'retry'] as const
-export type RelayPath = (typeof RELAY_PATHS)[number]
 
 export interface RelayMetrics {
   relayed: Counter<'path'>

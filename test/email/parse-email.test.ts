@@ -6,7 +6,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { EmailParseError, MAX_EMAIL_BYTES, parseEmail, UNKNOWN_DATE } from '../../contract/email'
-import { messageIdsIn, normalizeMessageId, otherEmailKeyForm } from '../../contract/email-keys'
+import { messageIdsIn, normalizeMessageId } from '../../contract/email-keys'
 import { htmlToText } from '../../contract/email-text'
 import { finalizeEvent, jsonBytes, LIMITS, parseInboundEvent } from '../../contract/event'
 import { rawEmail } from '../../local/vendor-deliveries'
@@ -237,20 +237,6 @@ describe('parseEmail: one sender cannot shadow another', () => {
     ])
     expect(strangerReply.draft.references).not.toContain(original.draft.messageKey)
     expect(genuineReply.draft.references).toEqual([original.draft.messageKey])
-  })
-
-  it('maps a key to its form on the other side of the upgrade ({mailbox}:{id})', async () => {
-    const { draft } = await parse(rawEmail({ messageId: 'kept:colon@customer.example' }))
-    const before = `${mailbox}:kept:colon@customer.example`
-    expect(otherEmailKeyForm(draft.messageKey, mailbox, ada)).toBe(before)
-    expect(otherEmailKeyForm(before, mailbox, ada)).toBe(draft.messageKey)
-    const noId = await parse(rawEmail({ messageId: null }))
-    const noIdBefore = otherEmailKeyForm(noId.draft.messageKey, mailbox, ada)
-    expect(noIdBefore).toMatch(new RegExp(`^${mailbox}:content-sha256:[0-9a-f]{32}$`))
-    expect(otherEmailKeyForm(noIdBefore ?? '', mailbox, ada)).toBe(noId.draft.messageKey)
-    // Another mailbox's key, or no email key at all: nothing to map.
-    expect(otherEmailKeyForm(draft.messageKey, 'other@inbound.example', ada)).toBeNull()
-    expect(otherEmailKeyForm('T1:C1:1.0001', mailbox, ada)).toBeNull()
   })
 })
 

@@ -2,7 +2,7 @@
  * Batched ingest (`ingest_events()`, origin/ingest.ts ingestEvents) answers every event as single
  * ingest does. Property-style, against real Postgres: the same random event sets (duplicates
  * within one batch, edits, deletes and undeletes of messages of the same batch, out of order, email replies
- * threading into messages of the batch, old-form email keys) go one by one into one database and
+ * threading into messages of the batch) go one by one into one database and
  * as batches into another; each event's answer and the rows left behind must be the same (ids
  * compared by the order in which they first appear).
  */
@@ -77,7 +77,6 @@ interface Step {
   minute: number
   seq: number
   replyTo: number | null
-  oldForm: boolean
 }
 
 const stepArb: fc.Arbitrary<Step> = fc.record({
@@ -89,7 +88,6 @@ const stepArb: fc.Arbitrary<Step> = fc.record({
   minute: fc.integer({ min: 0, max: 3 }),
   seq: fc.integer({ min: 1, max: 3 }),
   replyTo: fc.option(fc.integer({ min: 0, max: 5 })),
-  oldForm: fc.boolean(),
 })
 
 /** The event of a step, under tenants of its own run (runs do not see each other's rows). */
@@ -106,9 +104,7 @@ async function eventOf(step: Step, run: string): Promise<InboundEvent> {
     const mailbox = `support-${run}@example.com`
     const part = await emailSenderKeyPart(sender)
     const key = (n: number) => `${mailbox}:${part}:<m${n}@mail.example>`
-    const messageKey = step.oldForm
-      ? `${mailbox}:<m${step.message}@mail.example>`
-      : key(step.message)
+    const messageKey = key(step.message)
     return finalizeEvent({
       ...common,
       channel: 'email',

@@ -14,7 +14,7 @@ import { startRedisLayer } from '../../local/redis-layer'
 import { secretsTemplate, templateGuide } from '../../local/secrets-template'
 import { createTestDatabase, databaseUrlOf, REDIS_URL } from '../../local/services'
 import { REPO_ROOT, readWranglerConfig, type WranglerConfig } from '../../local/wrangler-config'
-import { SPOOL_DEFAULTS } from '../../worker/spool/config'
+import { parseSpoolSettings } from '../../worker/spool/config'
 import { GOOD_SECRET, goodConfig, goodSecrets, teams } from './support/deployment'
 
 function findings(config: WranglerConfig, secrets: Record<string, string>): Finding[] {
@@ -105,11 +105,6 @@ describe('deployment checks', () => {
       'no R2 bucket for the claim check',
       (c) => c.r2Buckets.pop(),
       /SPOOL_BODIES R2 bucket is not bound: an event over 120,000 bytes cannot wait for the origin/,
-    ],
-    [
-      'ORIGIN_LEGACY_SIGNATURES=1 (an unsigned answer taken as stored)',
-      (c) => Object.assign(c.vars, { ORIGIN_LEGACY_SIGNATURES: '1' }),
-      /ORIGIN_LEGACY_SIGNATURES=1: an answer without the origin's signature is taken as stored/,
     ],
     [
       'Teams keys fetched over plain HTTP',
@@ -206,17 +201,14 @@ describe('deployment checks', () => {
     }
   })
 
-  it('at the local top level the two trusting settings are warnings (the dev stack uses them)', () => {
+  it('at the local top level the trusting Teams metadata is a warning (the dev stack uses it)', () => {
     const config = goodConfig()
-    Object.assign(config.vars, {
-      ORIGIN_LEGACY_SIGNATURES: '1',
-      TEAMS_OPENID_METADATA_URL: 'http://127.0.0.1:8790/openid',
-    })
+    config.vars.TEAMS_OPENID_METADATA_URL = 'http://127.0.0.1:8790/openid'
     const secrets = { ...goodSecrets(), ...teams }
     const list = checkDeployment({ envName: undefined, config, secrets })
-    expect(errors(list).join('\n')).not.toMatch(/LEGACY|TEAMS/)
+    expect(errors(list).join('\n')).not.toMatch(/TEAMS/)
     const warned = warnings(list).map((f) => f.what)
-    expect(warned.filter((what) => /LEGACY|TEAMS_OPENID/.test(what))).toHaveLength(3)
+    expect(warned.filter((what) => /TEAMS_OPENID/.test(what))).toHaveLength(2)
   })
 
   it('the guide: Teams has no secrets and its app ids are a variable; no reader line is empty', () => {
@@ -256,7 +248,7 @@ describe("the queues' retention: one figure", () => {
     const guarantees = text('docs/guarantees.md')
     expect(guarantees).not.toMatch(/\b(4|14) days\b/)
     expect(guarantees).toContain('(deploying.md#4-the-worker)')
-    const span = spoolScheduleSeconds(SPOOL_DEFAULTS)
+    const span = spoolScheduleSeconds(parseSpoolSettings({}, [], []))
     expect(hours(span)).toBe('10.4')
     expect(guarantees).toContain(`up to ${hours(span)} hours`)
     // The schedule fits the retention with room to spare.

@@ -28,10 +28,10 @@ describe('claim values', () => {
       settledValue('done', '00000000000000ab'),
       { status: 'settled', state: 'done', hash: '00000000000000' },
     ],
-    // Written before settled values became integers: alive for one TTL after the upgrade.
+    // The text form, written for a hash that is not lower-case hex.
     ['done|aaaabbbbccccdddd', { status: 'settled', state: 'done', hash: 'aaaabbbbccccdddd' }],
     ['spooled|aaaabbbbccccdddd', { status: 'settled', state: 'spooled', hash: 'aaaabbbbccccdddd' }],
-    // A flag from an older plain `SET NX` scheme: seen, hash unknown.
+    // A value this module does not write: seen, hash unknown.
     ['1', { status: 'settled', state: 'done', hash: null }],
   ])('reads %s', (value, expected) => {
     expect(decodeValue(value)).toEqual(expected)

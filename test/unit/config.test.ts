@@ -23,7 +23,6 @@ describe('settings', () => {
     expect(s.origin).toEqual({
       url: 'http://127.0.0.1:8788',
       secrets: ['new', 'old'],
-      legacySignatures: false,
     })
   })
 

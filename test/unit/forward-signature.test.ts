@@ -6,6 +6,7 @@
  * test/workers/origin-answers.test.ts.
  */
 import { describe, expect, it } from 'vitest'
+import { hmac, toHex } from '../../contract/crypto'
 import {
   EVENTS_ROUTE,
   type ForwardRoute,
@@ -55,12 +56,12 @@ describe('request signature v2', () => {
     expect((await verdict(upper, EVENTS_ROUTE)).ok).toBe(false)
   })
 
-  it('legacy adds a v1 signature beside v2; v1 alone is refused', async () => {
-    const both = await signForward(SECRET, BODY, NOW, EVENTS_ROUTE, true)
-    expect(both[SIGNATURE_HEADER]).toMatch(/^v2=[0-9a-f]{64} v1=[0-9a-f]{64}$/)
-    expect((await verdict(both, EVENTS_ROUTE)).ok).toBe(true)
-    const v1Only = { ...both, [SIGNATURE_HEADER]: both[SIGNATURE_HEADER]?.split(' ')[1] ?? '' }
-    expect(await verdict(v1Only, EVENTS_ROUTE)).toEqual({ ok: false, reason: 'bad_signature' })
+  it('signs v2 alone; a MAC of the time and body only (no method, no route) is refused', async () => {
+    const headers = await signForward(SECRET, BODY, NOW)
+    expect(headers[SIGNATURE_HEADER]).toMatch(/^v2=[0-9a-f]{64}$/)
+    const bare = `v1=${toHex(await hmac(SECRET, 'SHA-256', `${NOW}.${BODY}`))}`
+    const refused = { ...headers, [SIGNATURE_HEADER]: bare }
+    expect(await verdict(refused, EVENTS_ROUTE)).toEqual({ ok: false, reason: 'bad_signature' })
   })
 })
 

@@ -60,7 +60,7 @@ afterAll(async () => {
 
 function target(everySeconds: number, pending: Promise<unknown>[]): FlushTarget {
   return {
-    origin: { url, secrets: [SECRET], legacySignatures: false },
+    origin: { url, secrets: [SECRET] },
     everySeconds,
     waitUntil: (p) => pending.push(p),
   }

@@ -1,8 +1,8 @@
 /**
  * Only the origin's own answer settles an event, in workerd against the test origin: a redirect
  * (an SSO wall's 302 to a login page that answers 200) is never followed, a 200 page from a
- * proxy is not "accepted", and an answer without the origin's answer signature is neither, unless
- * a rollout says so (ORIGIN_LEGACY_SIGNATURES). What is not accepted is queued, retried, and lands
+ * proxy is not "accepted", and an answer without the origin's answer signature is neither, even
+ * when its JSON is the origin's own outcome. What is not accepted is queued, retried, and lands
  * once the path is fixed. And `/healthz` reports whether the origin answers, probed once per
  * cache period, not per hit.
  */
@@ -38,6 +38,7 @@ const WALLS: [string, OriginMode, string][] = [
   ['a 302 to a login page that answers 200', { kind: 'redirect' }, '302 redirect'],
   ['a proxy answering 200 with its own HTML', { kind: 'html' }, '200 unsigned_answer'],
   // The live attempt stored the row (answered 201, unsigned): the retry's answer is the duplicate's.
+  // Its JSON is the origin's own outcome: the shape alone is never taken for the origin's word.
   ['an answer without the origin signature', { kind: 'unsigned' }, '200 unsigned_answer'],
 ]
 
@@ -91,23 +92,6 @@ describe.each(WALLS)('the origin behind %s', (_name, wall, why) => {
     expect(await consume(h, SPOOL_DEAD, dead)).toEqual({ acked: false, retried: true })
     await h.setOriginMode({ kind: 'ok' })
     expect(await consume(h, SPOOL_DEAD, dead)).toEqual({ acked: true, retried: false })
-  })
-})
-
-describe('rollout: ORIGIN_LEGACY_SIGNATURES=1 against an origin older than v2', () => {
-  it('its unsigned JSON outcome is accepted; a proxy page and a redirect still are not', async () => {
-    const { h, spool } = withQueues({ ORIGIN_LEGACY_SIGNATURES: '1' })
-    await h.setOriginMode({ kind: 'unsigned' })
-    expect((await h.send(slackDelivery())).status).toBe(200)
-    expect(spool.sent).toHaveLength(0)
-    expect((await h.originCalls()).rows).toBe(1)
-
-    for (const wall of [{ kind: 'html' }, { kind: 'redirect' }] as const) {
-      await h.setOriginMode(wall)
-      expect((await h.send(slackDelivery())).status).toBe(200)
-    }
-    expect(spool.sent).toHaveLength(2)
-    expect((await h.originCalls()).rows).toBe(1)
   })
 })
 

@@ -482,7 +482,7 @@ describe('the spool consumer', () => {
     }
   })
 
-  it('an origin without the batch route: each event forwarded on its own, all land', async () => {
+  it('a batch refused as a whole (a proxy 413): each event forwarded on its own, all land', async () => {
     const { h, spool } = withQueues()
     const messages = await queuedMessages(h, spool, 3)
     await h.setOriginMode({ kind: 'ok', batch: false })

@@ -106,7 +106,8 @@ async function landOrQueue(
       const decision = result.answer.replayed || result.duplicate ? 'duplicate' : 'forwarded'
       return { response: answerResponse(result.answer), decision }
     }
-    // An origin older than the API took it but stored no answer: nothing to give, or replay.
+    // Taken, but without a stored answer the Worker can read (the origin stores one with every
+    // API message): nothing to give the client now; its retry replays the stored answer.
     logProblem('error', 'origin_stored_no_answer', { deliveryKey: event.deliveryKey })
     return { response: unavailable(), decision: 'retry' }
   }

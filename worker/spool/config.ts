@@ -76,13 +76,6 @@ export const SPOOL_SETTINGS = [
   SPOOL_RETRY_MAX_SECONDS,
 ] as const
 
-export const SPOOL_DEFAULTS = {
-  channels: EVERY_CHANNEL,
-  maxAttempts: SPOOL_MAX_ATTEMPTS.default,
-  retryBaseSeconds: SPOOL_RETRY_BASE_SECONDS.default,
-  retryMaxSeconds: SPOOL_RETRY_MAX_SECONDS.default,
-} as const
-
 /**
  * `SPOOL_CHANNELS`: `all`, comma-separated event channels, or `none` to switch the spool off (then
  * an origin failure is answered with the vendor's retry status, and only the vendor retries).

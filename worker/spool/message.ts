@@ -24,7 +24,7 @@ export interface SpoolMessage {
   queuedAt: number
   /**
    * The claim's dedup TTL, so the consumer's `done` lives as long as the channel's claims do.
-   * Absent (queued before it existed, or the default): DEDUP_TTL_SECONDS.
+   * Absent (the producer was given none): DEDUP_TTL_SECONDS.
    */
   ttlSeconds?: number
 }

@@ -96,8 +96,9 @@ async function readQueued(
 }
 
 /**
- * The queued events forwarded in batches (BATCH_LIMITS), one answer each, in order. An origin
- * that takes no batch (older than the batch route) gets each on its own.
+ * The queued events forwarded in batches (BATCH_LIMITS), one answer each, in order. A batch
+ * refused as a whole (a proxy's body limit, a WAF's rule hit by one event) is sent event by
+ * event: the others land, and only the refused one is retried.
  */
 async function forwardQueued(settings: Settings, events: string[]): Promise<ForwardResult[]> {
   const { origin, originTimeoutMs } = settings
@@ -168,7 +169,7 @@ async function settleQueued(
 /**
  * Whether a message's claim says its event landed (`done`: the origin took it, live or from this
  * queue). Not known (no Redis, no claim, Redis failing): false, and the message is dead-lettered
- * as unreadable, as before: a spurious failure row at worst, never a dropped event.
+ * as unreadable: a spurious failure row at worst, never a dropped event.
  */
 async function landedAlready(settings: Settings, body: unknown): Promise<boolean> {
   const claimKey = (body as { claimKey?: unknown } | null)?.claimKey

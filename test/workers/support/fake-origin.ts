@@ -23,7 +23,7 @@ import { readBody } from '../../../local/http-body'
 
 /** How the origin of one namespace answers. */
 export type OriginMode =
-  /** `batch: false`: an origin older than `POST /v1/events/batch` (it answers that route 404). */
+  /** `batch: false`: a proxy in front refusing each batch as a whole (413, its body limit). */
   | { kind: 'ok'; batch?: false }
   | { kind: 'fail'; status: number; delayMs?: number }
   | { kind: 'delay'; ms: number }
@@ -34,7 +34,7 @@ export type OriginMode =
   | { kind: 'redirect' }
   /** A proxy in front answering 200 with its own HTML page. Nothing is recorded. */
   | { kind: 'html' }
-  /** The origin answers as it did before scheme v2: right, but without an answer signature. */
+  /** The origin's right answer, without an answer signature (what anyone on the path could send). */
   | { kind: 'unsigned' }
 
 export interface OriginCall {
@@ -173,7 +173,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     }
     if (req.method !== 'POST') return send(res, 405, {})
     if (route === 'v1/events/batch' && space.mode.kind === 'ok' && space.mode.batch === false) {
-      return send(res, 404, { error: { code: 'not_found' } })
+      return send(res, 413, { error: { code: 'payload_too_large' } })
     }
 
     const requestSignature = req.headers['x-dedup-signature'] as string | undefined
@@ -183,7 +183,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
     })
     if (!verdict.ok)
       return send(res, 401, { error: { code: 'unauthorized', message: 'unauthorized' } })
-    // Like the origin: every answer to a verified request is signed (unless told to act older).
+    // Like the origin: every answer to a verified request is signed (unless told not to).
     const reply: Reply =
       space.mode.kind === 'unsigned'
         ? async (status, answer) => send(res, status, answer)

@@ -21,7 +21,7 @@ import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import { sha256Hex } from '../contract/crypto'
 import type { IdempotentRequest, StoredAnswer } from '../contract/idempotency'
 import { PROBLEM_CONTENT_TYPE, problemResponse } from '../contract/problem'
-import { type ClaimEnd, runClaimed } from './run-claimed'
+import { type ClaimEnd, type ClaimHold, runClaimed } from './run-claimed'
 import type { ClaimStore } from './store'
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key'
@@ -100,7 +100,19 @@ export interface IdempotentCall extends IdempotentRequest {
   body: string
 }
 
-export type IdempotencyVariables = { idempotency: IdempotentCall }
+/**
+ * `idempotencyHold`: how this request stands with its claim while the route runs (the claim is
+ * the middleware's: a route that claims in Redis itself must not claim the same request again).
+ */
+export type IdempotencyVariables = { idempotency: IdempotentCall; idempotencyHold: ClaimHold }
+
+/**
+ * What the middleware answered itself, the route not run: a stored answer replayed, another
+ * request under the key (422), or the key in use (409); and who decided it.
+ */
+export type OwnAnswer =
+  | { kind: 'replayed' | 'reused'; from: 'redis' | 'memo' | 'postgres' }
+  | { kind: 'in_use'; from: 'redis' }
 
 /** A stored answer as the durable layer (Postgres) holds it. */
 export interface DurableAnswer {
@@ -125,6 +137,8 @@ export interface IdempotencyOptions<E extends Env> {
   maxBodyBytes(c: Context<E>): number
   /** Absent: the route's own work stores and finds answers (the Worker's, through the origin). */
   durable?(c: Context<E>): DurableAnswers
+  /** Told of each answer the middleware gives itself (for the route's log and counts). */
+  answered?(c: Context<E>, own: OwnAnswer, response: Response): void
 }
 
 /** The middleware; the route finds its call under `c.get('idempotency')`. */
@@ -141,9 +155,18 @@ export function idempotency<E extends Env & { Variables: IdempotencyVariables }>
     const durable = options.durable?.(c) ?? null
     const store = options.claims(c)
     const scope = await scopeKey(call)
-    const runRoute = async (): Promise<Response> => {
+    const own = (answer: OwnAnswer, response: Response): Response => {
+      options.answered?.(c, answer, response)
+      return response
+    }
+    const runRoute = async (hold: ClaimHold): Promise<Response> => {
       const found = await durable?.find(call)
-      if (found) return found.fingerprint === call.fingerprint ? replay(found) : reused()
+      if (found) {
+        return found.fingerprint === call.fingerprint
+          ? own({ kind: 'replayed', from: 'postgres' }, replay(found))
+          : own({ kind: 'reused', from: 'postgres' }, reused())
+      }
+      c.set('idempotencyHold', hold)
       await next()
       return c.res
     }
@@ -163,22 +186,28 @@ export function idempotency<E extends Env & { Variables: IdempotencyVariables }>
       store,
       { key: scope, hash: call.fingerprint, ttlSeconds: call.ttlSeconds },
       {
-        async settled({ payloadMismatch }) {
-          if (payloadMismatch) return reused()
+        async settled({ payloadMismatch, from }) {
+          if (payloadMismatch) return own({ kind: 'reused', from }, reused())
           // `spooled` too: the queued message may have landed since, its answer kept by a retry.
           const stored = await keptAnswer(store, scope)
-          if (stored?.fingerprint === call.fingerprint) return replay(stored)
-          // Queued and not landed, or the stored answer gone: Postgres decides (via the route).
-          const response = await runRoute()
+          if (stored?.fingerprint === call.fingerprint) {
+            return own({ kind: 'replayed', from }, replay(stored))
+          }
+          // Queued and not landed, or the stored answer gone: Postgres decides (via the route),
+          // the route running beside a claim it does not hold (as after waiting out another's).
+          const response = await runRoute({ redis: 'inflight' })
           if (!isReplayed(response)) await keep(response)
           return response
         },
         inflight: () =>
-          problemResponse('idempotency_key_in_use', undefined, {
-            'retry-after': String(RETRY_AFTER_SECONDS),
-          }),
-        async run() {
-          const response = await runRoute()
+          own(
+            { kind: 'in_use', from: 'redis' },
+            problemResponse('idempotency_key_in_use', undefined, {
+              'retry-after': String(RETRY_AFTER_SECONDS),
+            }),
+          ),
+        async run(hold) {
+          const response = await runRoute(hold)
           const end = endOf(response.status)
           if (end === 'done') await keep(response)
           return { result: response, end }

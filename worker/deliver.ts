@@ -30,6 +30,7 @@ export {
   type DeliveryContext,
   deliveryContext,
   type FrontDoor,
+  type LogTarget,
   logOutcome,
 } from './delivery-context'
 export type { Outcome } from './outcome'
@@ -55,7 +56,7 @@ export async function deliver(
   const event = await finalizeEvent(delivery.draft)
   const valid = parseInboundEvent(event)
   if (!valid.ok) throw new InvalidPayloadError(valid.message)
-  return claimAndForward(ctx, delivery.key, valid.event)
+  return deliverEvent(ctx, delivery.key, valid.event)
 }
 
 async function record(ctx: DeliveryContext, key: DeliveryKey, material: string): Promise<Outcome> {
@@ -72,13 +73,22 @@ async function record(ctx: DeliveryContext, key: DeliveryKey, material: string):
   return { deliveryKey, decision, decidedBy: 'redis', redis: 'ok' }
 }
 
-async function claimAndForward(
+/**
+ * One valid event: claim → shed or forward → queue. A front door that builds its event itself
+ * (the API, whose request is its own parse) enters here; one that holds the claim already
+ * (`ctx.heldClaim`) is not claimed again.
+ */
+export async function deliverEvent(
   ctx: DeliveryContext,
   key: DeliveryKey,
   event: InboundEvent,
 ): Promise<Outcome> {
   const { claims, settings } = ctx
   const base = { channel: event.channel, deliveryKey: event.deliveryKey, fallbackKey: key.fallback }
+  if (ctx.heldClaim) {
+    // The front door ends its claim from the reply it gives (the API: 202 spooled, 2xx done).
+    return (await forwardAndDecide(ctx, key, event, ctx.heldClaim, base)).result
+  }
   return runClaimed<Outcome>(
     claims,
     {
@@ -150,12 +160,15 @@ async function forwardAndDecide(
   if ('queued' in forwarded) return forwarded.queued
   const { result } = forwarded
   if (result.kind === 'accepted') {
+    // An `api` event's stored answer, replayed: the message was there already.
+    const duplicate = result.duplicate || result.answer?.replayed === true
     const outcome: Outcome = {
       ...fields,
-      decision: result.duplicate ? 'duplicate' : 'forwarded',
-      decidedBy: result.duplicate || redis !== 'ok' ? 'postgres' : 'redis',
+      decision: duplicate ? 'duplicate' : 'forwarded',
+      decidedBy: duplicate || redis !== 'ok' ? 'postgres' : 'redis',
       origin: result.outcome ?? String(result.status),
       payloadMismatch: result.payloadMismatch,
+      ...(result.answer ? { answer: result.answer } : {}),
     }
     return { result: outcome, end: 'done' }
   }

@@ -5,7 +5,7 @@
  * ({@link logOutcome}).
  * @module
  */
-import type { ClaimStore } from '../claims'
+import type { ClaimHold, ClaimStore } from '../claims'
 import type { OriginConfig, Settings } from './config'
 import { countDecision, flushTargetOf } from './decision-counters'
 import type { Env } from './env'
@@ -42,6 +42,11 @@ export interface DeliveryContext {
   received?: ReceivedRequest
   /** A replay of a kept unrecognized event: one that is still unrecognized is not kept again. */
   replaying?: boolean
+  /**
+   * The front door holds the delivery's claim already (the API: its Idempotency-Key middleware,
+   * worker/api/routes.ts says why): the core does not claim again, it forwards under this hold.
+   */
+  heldClaim?: ClaimHold
 }
 
 /**
@@ -80,6 +85,7 @@ export interface FrontDoor {
   dedupTtlSeconds?: number
   received?: ReceivedRequest
   replaying?: boolean
+  heldClaim?: ClaimHold
 }
 
 /** The one way a front door builds its context (the origin is required: 503 without it). */
@@ -100,12 +106,17 @@ export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): 
     dedupTtlSeconds: door.dedupTtlSeconds ?? settings.dedupTtlSeconds,
     ...(door.received ? { received: door.received } : {}),
     ...(door.replaying ? { replaying: true } : {}),
+    ...(door.heldClaim ? { heldClaim: door.heldClaim } : {}),
   }
 }
 
+/** What logging a decision needs of a front door (the API logs some before it has a context). */
+export type LogTarget = Pick<DeliveryContext, 'channel' | 'settings' | 'startedAt' | 'waitUntil'>
+
 /** One decision log line for an outcome, with the status of the reply the front door gave. */
-export function logOutcome(ctx: DeliveryContext, outcome: Outcome, status: number): void {
-  const { challenge: _, ...fields }: Outcome & { challenge?: string } = outcome
+export function logOutcome(ctx: LogTarget, outcome: Outcome, status: number): void {
+  // Neither a handshake's challenge nor an API answer's body goes into a log line.
+  const { challenge: _, answer: __, ...fields }: Outcome & { challenge?: string } = outcome
   const line = {
     ...fields,
     channel: outcome.channel ?? ctx.channel,

@@ -131,7 +131,7 @@ export const claimStoreFor: (settings: Settings) => ClaimStore | null = perIsola
 )
 
 /** `ctx.waitUntil` when the runtime gave us one (tests calling `app.request` may not). */
-export function waitUntil(c: GatewayContext, promise: Promise<unknown>): void {
+export function waitUntil(c: Pick<Context, 'executionCtx'>, promise: Promise<unknown>): void {
   try {
     c.executionCtx.waitUntil(promise)
   } catch {

@@ -3,6 +3,7 @@
  * A leaf: the replies (channels/replies.ts) read it without standing on the core.
  * @module
  */
+import type { StoredAnswer } from '../contract/idempotency'
 import type { Decision, WorkerDecisionLog } from './log'
 
 /**
@@ -14,7 +15,11 @@ import type { Decision, WorkerDecisionLog } from './log'
 export type Outcome = OutcomeFields &
   ({ decision: Exclude<Decision, 'challenge'> } | { decision: 'challenge'; challenge: string })
 
-/** A decision's fields; `channel` defaults to the front door's (an event names sms / whatsapp). */
+/**
+ * A decision's fields; `channel` defaults to the front door's (an event names sms / whatsapp).
+ * `answer`: an `api` event's answer as the origin stored it, for the API's reply (never logged).
+ */
 type OutcomeFields = Omit<WorkerDecisionLog, 'channel' | 'decision' | 'status' | 'ms'> & {
   channel?: string
+  answer?: StoredAnswer
 }

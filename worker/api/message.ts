@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot'
 import type { IdempotentCall } from '../../claims/idempotency'
+import type { DeliveryKey } from '../../contract/delivery-key'
 import {
   AttachmentSchema,
   IdentitySchema,
@@ -61,10 +62,24 @@ export function parseMessageRequest(body: string): ParsedRequest {
 /** A key of these characters is its own message key part; any other is hashed. */
 const PLAIN_KEY = /^[A-Za-z0-9_-]{1,64}$/
 
+/** The key's part of the message key: as sent when plain, else its hash. */
+const keyPartOf = (call: Pick<IdempotentCall, 'key' | 'keyHash'>) =>
+  PLAIN_KEY.test(call.key) ? call.key : `sha256:${call.keyHash}`
+
 /** `{tenant}:{key}`, or `{tenant}:sha256:{hash of key}` (never the same: `:` is not plain). */
 export function apiMessageKey(call: Pick<IdempotentCall, 'tenant' | 'key' | 'keyHash'>): string {
-  const part = PLAIN_KEY.test(call.key) ? call.key : `sha256:${call.keyHash}`
-  return `${call.tenant}:${part}`
+  return `${call.tenant}:${keyPartOf(call)}`
+}
+
+/**
+ * The event's delivery key (`dedup:api:{tenant}:{key part}`): the name its spool message carries
+ * (the claim is the Idempotency-Key's, worker/api/routes.ts). The event's own `deliveryKey` is
+ * the same without `dedup:` (`api:{message key}`, docs/keys.md).
+ */
+export function apiDeliveryKey(
+  call: Pick<IdempotentCall, 'tenant' | 'key' | 'keyHash'>,
+): DeliveryKey {
+  return { namespace: 'api', scope: call.tenant, id: keyPartOf(call) }
 }
 
 export function messageDraft(

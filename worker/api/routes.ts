@@ -1,31 +1,48 @@
 /**
  * The public API, `/v1`: POST /v1/messages (an API key's tenant posts a customer's message; it
- * becomes a row through the same ingest path as every channel, channel `api`, queued like any
- * event when the origin is down) behind Idempotency-Key (claims/idempotency.ts), and
- * GET /v1/openapi.json, the document that describes it. Errors are RFC 9457 problems.
+ * becomes a row through the same delivery core as every channel's event, channel `api`: shed,
+ * forwarded, queued when the origin cannot take it, counted and logged) behind Idempotency-Key
+ * (claims/idempotency.ts), and GET /v1/openapi.json, the document that describes it. Errors are
+ * RFC 9457 problems.
+ *
+ * One claim per request, the middleware's. It claims `idem:{hash of tenant, route, key}` with the
+ * request's fingerprint (what tells a replay from another request under the key: 422) and keeps
+ * the stored answer beside it. The event's delivery key `dedup:api:{tenant}:{key}` is another
+ * Redis key, never claimed: the core is handed the middleware's hold (`heldClaim`) instead of
+ * claiming it too. A second claim would cost a round trip per request and could only disagree:
+ * its hash (the event's, which holds the time received) differs on every retry. The delivery key
+ * names the event on the spool queue, which marks it delivered once it lands.
  * @module
  */
-import { Hono } from 'hono'
-import { answerResponse, type IdempotencyVariables, idempotency } from '../../claims/idempotency'
-import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../../contract/event'
+import { type Context, Hono } from 'hono'
+import { type IdempotencyVariables, idempotency } from '../../claims/idempotency'
+import { DECISION_HEADER } from '../../contract/decision-log'
+import { finalizeEvent, parseInboundEvent } from '../../contract/event'
 import { problemResponse } from '../../contract/problem'
 import { admission } from '../admission'
-import { type Settings, settingsFor } from '../config'
+import { settingsFor } from '../config'
+import { deliverEvent, deliveryContext, type LogTarget, logOutcome } from '../deliver'
 import type { Env } from '../env'
-import { forwardEvent } from '../forward'
-import { claimStoreFor } from '../gateway'
-import { describeError, logDecision, logProblem } from '../log'
-import { enqueueEvent } from '../spool/producer'
+import { claimStoreFor, waitUntil } from '../gateway'
+import { describeError, logProblem } from '../log'
 import { apiTenant } from './auth'
 import { apiCors, originAllowedFor } from './cors'
-import { messageDraft, parseMessageRequest } from './message'
+import { apiDeliveryKey, apiMessageKey, messageDraft, parseMessageRequest } from './message'
 import { OPENAPI_DOCUMENT } from './openapi'
+import { apiReply, ownAnswerOutcome, unavailable } from './reply'
 import { apiSettingsFor } from './settings'
 
-type ApiEnv = { Bindings: Env; Variables: IdempotencyVariables & { tenant: string } }
+type ApiEnv = {
+  Bindings: Env
+  Variables: IdempotencyVariables & { tenant: string; startedAt: number }
+}
 
-/** What a client is told to wait before retrying when the gateway cannot take its message now. */
-const UNAVAILABLE_RETRY_AFTER_SECONDS = '5'
+/**
+ * The client waits for one forward (ORIGIN_TIMEOUT_MS) and, should the origin fail it, one queue
+ * send: the core's deadline for an API message.
+ */
+const budgetMs = (settings: { originTimeoutMs: number; redisTimeoutMs: number }) =>
+  2 * settings.originTimeoutMs + settings.redisTimeoutMs
 
 export const api = new Hono<ApiEnv>()
 
@@ -38,6 +55,7 @@ api.post(
   // Before the key is checked or the body parsed: over the isolate's bound, the API's 503.
   admission<ApiEnv>('api', () => unavailable()),
   async (c, next) => {
+    c.set('startedAt', Date.now())
     const settings = apiSettingsFor(c.env)
     const tenant = await apiTenant(settings, c.req.header('authorization'))
     if (tenant === null) {
@@ -55,9 +73,14 @@ api.post(
     claims: (c) => claimStoreFor(settingsFor(c.env)),
     ttlSeconds: (c) => apiSettingsFor(c.env).idempotencyTtlSeconds,
     maxBodyBytes: (c) => settingsFor(c.env).maxBodyBytes,
+    // A replay from Redis, a 422 or a 409: the route never ran, the decision is logged here.
+    answered(c, own, response) {
+      const outcome = ownAnswerOutcome(own, `api:${apiMessageKey(c.get('idempotency'))}`)
+      response.headers.set(DECISION_HEADER, outcome.decision)
+      logOutcome(logTarget(c), outcome, response.status)
+    },
   }),
   async (c) => {
-    const startedAt = Date.now()
     const call = c.get('idempotency')
     const parsed = parseMessageRequest(call.body)
     if (!parsed.ok) return problemResponse('invalid_request', parsed.detail)
@@ -66,18 +89,17 @@ api.post(
       await finalizeEvent(messageDraft(call, parsed.request, new Date())),
     )
     if (!valid.ok) return problemResponse('invalid_request', valid.message)
-    const { response, decision } = await landOrQueue(c.env, settings, valid.event)
-    // Counted like every front door's queued event: the spool's backlog is queued minus landed.
-    const claims = decision === 'spooled' ? claimStoreFor(settings) : null
-    if (claims) c.executionCtx.waitUntil(claims.count('spool_queued:api').catch(() => {}))
-    logDecision({
-      channel: 'api',
-      deliveryKey: valid.event.deliveryKey,
-      decision,
-      decidedBy: decision === 'spooled' || decision === 'retry' ? 'gateway' : 'postgres',
-      status: response.status,
-      ms: Date.now() - startedAt,
+    if (!settings.origin) return unavailable()
+    const ctx = deliveryContext(c.env, settings, {
+      ...logTarget(c),
+      budgetMs: budgetMs(settings),
+      dedupTtlSeconds: call.ttlSeconds,
+      heldClaim: c.get('idempotencyHold'),
     })
+    const { response, outcome } = apiReply(
+      await deliverEvent(ctx, apiDeliveryKey(call), valid.event),
+    )
+    logOutcome(ctx, outcome, response.status)
     return response
   },
 )
@@ -87,54 +109,12 @@ api.onError((err, c) => {
   return problemResponse('internal_error')
 })
 
-/**
- * The event to the origin, whose answer (stored with the message) is the client's; when the
- * origin cannot take it now, onto the spool queue: 202, and the stored answer on a later retry.
- */
-async function landOrQueue(
-  env: Env,
-  settings: Settings,
-  event: InboundEvent,
-): Promise<{
-  response: Response
-  decision: 'forwarded' | 'duplicate' | 'spooled' | 'retry' | 'rejected'
-}> {
-  if (!settings.origin) return { response: unavailable(), decision: 'retry' }
-  const result = await forwardEvent(settings.origin, event, settings.originTimeoutMs)
-  if (result.kind === 'accepted') {
-    if (result.answer) {
-      const decision = result.answer.replayed || result.duplicate ? 'duplicate' : 'forwarded'
-      return { response: answerResponse(result.answer), decision }
-    }
-    // Taken, but without a stored answer the Worker can read (the origin stores one with every
-    // API message): nothing to give the client now; its retry replays the stored answer.
-    logProblem('error', 'origin_stored_no_answer', { deliveryKey: event.deliveryKey })
-    return { response: unavailable(), decision: 'retry' }
+/** The API's side of a decision line: channel `api`, timed from the request's start. */
+function logTarget(c: Context<ApiEnv>): LogTarget {
+  return {
+    channel: 'api',
+    settings: settingsFor(c.env),
+    startedAt: c.get('startedAt'),
+    waitUntil: (promise) => waitUntil(c, promise),
   }
-  if (result.kind === 'permanent') {
-    return {
-      response: problemResponse('invalid_request', 'the message was refused'),
-      decision: 'rejected',
-    }
-  }
-  // Not taken now: queued when possible.
-  const queued = await enqueueEvent(
-    {
-      queue: env.SPOOL ?? null,
-      // An API message is bounded far below a queue message; the bucket is passed all the same.
-      bodies: env.SPOOL_BODIES ?? null,
-      enabled: settings.spool.channels.has('api'),
-      timeoutMs: settings.originTimeoutMs,
-      ttlSeconds: event.idempotency?.ttlSeconds,
-    },
-    `dedup:${event.deliveryKey}`,
-    event,
-  )
-  if (queued.status === 'queued') {
-    return { response: Response.json({ status: 'queued' }, { status: 202 }), decision: 'spooled' }
-  }
-  return { response: unavailable(), decision: 'retry' }
 }
-
-const unavailable = () =>
-  problemResponse('unavailable', undefined, { 'retry-after': UNAVAILABLE_RETRY_AFTER_SECONDS })

@@ -2,13 +2,14 @@
  * The operator console end to end, in a real browser (Debian's Chromium through playwright-core)
  * against the whole local stack: the Worker in Miniflare with real signed vendor deliveries, the
  * origin process, real Postgres and Redis. What the operator sees: sign-in, the overview's counts
- * by deciding layer (from the Worker's flushed counters), lookup by a vendor id (with its edits),
+ * by deciding layer (from the Worker's flushed counters; the API's `api` row too), lookup by a vendor id (with its edits),
  * a dead letter (its spool retry in the health row) replayed with one click, vendor content
  * escaped, CSRF refused.
  */
 import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sha256Hex } from '../../contract/crypto'
 import { launchChromium, type RunningBrowser } from '../../local/chromium'
 import { randomHex, slackDelivery, twilioDelivery } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
@@ -17,6 +18,7 @@ import { ConsolePage } from './support/console-page'
 
 const OPERATOR = 'console-test-operator-token'
 const VIEWER = 'console-test-viewer-token'
+const API_KEY = 'console-test-api-key'
 
 let e2e: TestStack
 let chromium: RunningBrowser
@@ -29,6 +31,7 @@ beforeAll(async () => {
       originEnv: { OPERATOR_TOKEN: OPERATOR, CONSOLE_TOKENS: `vera:viewer:${VIEWER}` },
       originsUseRedis: true,
       workerVars: {
+        API_KEYS: JSON.stringify({ [await sha256Hex(API_KEY)]: 'acme' }),
         DECISION_FLUSH_SECONDS: '1',
         SPOOL_RETRY_BASE_SECONDS: '1',
         SPOOL_RETRY_MAX_SECONDS: '1',
@@ -114,6 +117,30 @@ describe('the operator console', () => {
     expect(offered).toMatch(/^[0-9a-f]{14,}$/)
     expect(offered?.startsWith(stored as string)).toBe(false)
     expect(await e2e.rows(first)).toBe(1)
+  })
+
+  it('API messages: the overview counts an api row by layer (new, duplicate at Redis, mismatch)', async () => {
+    const key = crypto.randomUUID()
+    const post = async (text: string) =>
+      (
+        await fetch(`${e2e.stack.worker.url}/v1/messages`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${API_KEY}`,
+            'content-type': 'application/json',
+            'idempotency-key': key,
+          },
+          body: JSON.stringify({ customer: { id: 'cust-console' }, text }),
+          signal: AbortSignal.timeout(30_000),
+        })
+      ).status
+    expect(await post('hello from the API')).toBe(201)
+    expect(await post('hello from the API')).toBe(201)
+    expect(await post('another text under the same key')).toBe(422)
+    await eventually(async () => (await ui.count('api', 'payload_mismatch')) === 1, 30_000)
+    await eventually(async () => (await ui.count('api', 'duplicate_redis')) === 1, 30_000)
+    expect(await ui.count('api', 'forwarded')).toBe(1)
+    expect(await ui.count('api', 'duplicate_postgres')).toBe(0)
   })
 
   it('a Twilio message looked up by its MessageSid: the row, its customer, outbox and Redis claim', async () => {

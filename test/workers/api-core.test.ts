@@ -8,21 +8,22 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { sha256Hex } from '../../contract/crypto'
 import { type SignedDelivery, slackDelivery } from '../../local/vendor-deliveries'
 import type { Env } from '../../worker/env'
-import type { SpoolMessage } from '../../worker/spool/message'
+import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { GATEWAY, type Harness, harness } from './support/harness'
 import { RecordingQueue } from './support/queues'
 
 const API_KEY = 'acme-core-key-1'
 
-async function apiHarness(overrides: Partial<Env> = {}) {
+async function apiHarness(overrides: Partial<Env> = {}, deadQueueDown = false) {
   const spool = new RecordingQueue<SpoolMessage>()
+  const dead = new RecordingQueue<DeadMessage>(deadQueueDown)
   const h = harness({
     API_KEYS: JSON.stringify({ [await sha256Hex(API_KEY)]: 'acme' }),
     SPOOL: spool as unknown as Env['SPOOL'],
-    SPOOL_DEAD: new RecordingQueue() as unknown as Env['SPOOL_DEAD'],
+    SPOOL_DEAD: dead as unknown as Env['SPOOL_DEAD'],
     ...overrides,
   })
-  return { h, spool }
+  return { h, spool, dead }
 }
 
 const freshKey = () => crypto.randomUUID()
@@ -84,6 +85,24 @@ describe('the API sheds like every channel', () => {
     await h.setOriginMode({ kind: 'ok' })
     expect(await post(h, key)).toMatchObject({ status: 201, decision: 'duplicate' })
     expect((await h.originCalls()).rows).toBe(1)
+  })
+})
+
+describe('a message the origin refuses', () => {
+  it("400 invalid_request, kept as a dead letter like any channel's; not stored: the retry runs again", async () => {
+    const { h, dead } = await apiHarness()
+    await h.setOriginMode({ kind: 'reject' })
+    const key = freshKey()
+    expect(await post(h, key)).toMatchObject({ status: 400, decision: 'rejected' })
+    expect(dead.sent.map((m) => m.claimKey)).toEqual([`dedup:api:acme:${key}`])
+    await h.setOriginMode({ kind: 'ok' })
+    expect(await post(h, key)).toMatchObject({ status: 201, decision: 'forwarded' })
+  })
+
+  it('its dead letter not sent: still 400 (the client fixes it; a 503 would have it retry for ever)', async () => {
+    const { h } = await apiHarness({}, true)
+    await h.setOriginMode({ kind: 'reject' })
+    expect(await post(h, freshKey())).toMatchObject({ status: 400, decision: 'retry' })
   })
 })
 

@@ -9,11 +9,14 @@ import type { OwnAnswer } from '../../claims/idempotency'
 import { answerResponse } from '../../claims/idempotency'
 import { DECISION_HEADER } from '../../contract/decision-log'
 import { problemResponse } from '../../contract/problem'
+import { NOT_RECORDED } from '../deliver-spool'
 import { logProblem } from '../log'
 import type { Outcome } from '../outcome'
 
 /** What a client is told to wait before retrying when the gateway cannot take its message now. */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = '5'
+
+const refused = () => problemResponse('invalid_request', 'the message was refused')
 
 export const unavailable = () =>
   problemResponse('unavailable', undefined, { 'retry-after': UNAVAILABLE_RETRY_AFTER_SECONDS })
@@ -47,9 +50,13 @@ export function apiReply(outcome: Outcome): { response: Response; outcome: Outco
       // Queued (the origin down, or shed): not the answer, only its promise (docs/api.md).
       return answered(Response.json({ status: 'queued' }, { status: 202 }))
     case 'rejected':
-      return answered(problemResponse('invalid_request', 'the message was refused'))
+      return answered(refused())
+    case 'retry':
+      // Refused by the origin, its dead letter not sent: a webhook's vendor is asked to send it
+      // again (it would never be kept otherwise); the API's client is told to fix it, as ever.
+      return answered(outcome.reason === NOT_RECORDED ? refused() : unavailable())
     default:
-      // `retry`; an API event is never a challenge, ignored or recorded.
+      // An API event is never a challenge, ignored or recorded.
       return answered(unavailable())
   }
 }

@@ -62,12 +62,15 @@ export function parseMessageRequest(body: string): ParsedRequest {
 /** A key of these characters is its own message key part; any other is hashed. */
 const PLAIN_KEY = /^[A-Za-z0-9_-]{1,64}$/
 
+/** What the keys of a call are made from: its tenant and its Idempotency-Key. */
+type KeyedCall = Pick<IdempotentCall, 'tenant' | 'key' | 'keyHash'>
+
 /** The key's part of the message key: as sent when plain, else its hash. */
 const keyPartOf = (call: Pick<IdempotentCall, 'key' | 'keyHash'>) =>
   PLAIN_KEY.test(call.key) ? call.key : `sha256:${call.keyHash}`
 
 /** `{tenant}:{key}`, or `{tenant}:sha256:{hash of key}` (never the same: `:` is not plain). */
-export function apiMessageKey(call: Pick<IdempotentCall, 'tenant' | 'key' | 'keyHash'>): string {
+export function apiMessageKey(call: KeyedCall): string {
   return `${call.tenant}:${keyPartOf(call)}`
 }
 
@@ -76,11 +79,12 @@ export function apiMessageKey(call: Pick<IdempotentCall, 'tenant' | 'key' | 'key
  * (the claim is the Idempotency-Key's, worker/api/routes.ts). The event's own `deliveryKey` is
  * the same without `dedup:` (`api:{message key}`, docs/keys.md).
  */
-export function apiDeliveryKey(
-  call: Pick<IdempotentCall, 'tenant' | 'key' | 'keyHash'>,
-): DeliveryKey {
+export function apiDeliveryKey(call: KeyedCall): DeliveryKey {
   return { namespace: 'api', scope: call.tenant, id: keyPartOf(call) }
 }
+
+/** The event's `deliveryKey`: `api:{message key}` (docs/keys.md). */
+export const apiEventKey = (call: KeyedCall) => `api:${apiMessageKey(call)}`
 
 export function messageDraft(
   call: IdempotentCall,
@@ -92,7 +96,7 @@ export function messageDraft(
     kind: 'message',
     channel: 'api',
     tenant: call.tenant,
-    deliveryKey: `api:${messageKey}`,
+    deliveryKey: apiEventKey(call),
     messageKey,
     sender: {
       externalId: request.customer.id,

@@ -27,7 +27,7 @@ import { claimStoreFor, waitUntil } from '../gateway'
 import { describeError, logProblem } from '../log'
 import { apiTenant } from './auth'
 import { apiCors, originAllowedFor } from './cors'
-import { apiDeliveryKey, apiMessageKey, messageDraft, parseMessageRequest } from './message'
+import { apiDeliveryKey, apiEventKey, messageDraft, parseMessageRequest } from './message'
 import { OPENAPI_DOCUMENT } from './openapi'
 import { apiReply, ownAnswerOutcome, unavailable } from './reply'
 import { apiSettingsFor } from './settings'
@@ -75,7 +75,7 @@ api.post(
     maxBodyBytes: (c) => settingsFor(c.env).maxBodyBytes,
     // A replay from Redis, a 422 or a 409: the route never ran, the decision is logged here.
     answered(c, own, response) {
-      const outcome = ownAnswerOutcome(own, `api:${apiMessageKey(c.get('idempotency'))}`)
+      const outcome = ownAnswerOutcome(own, apiEventKey(c.get('idempotency')))
       response.headers.set(DECISION_HEADER, outcome.decision)
       logOutcome(logTarget(c), outcome, response.status)
     },

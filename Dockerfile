@@ -24,6 +24,7 @@ WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY contract ./contract
+COPY shared ./shared
 COPY claims ./claims
 COPY origin ./origin
 COPY migrations ./migrations

@@ -5,7 +5,7 @@
  * build valid for contract/event.ts, so a vendor's odd media never costs the message itself.
  * @module
  */
-import { bounded } from './email-text'
+import { bounded } from '../shared/text'
 import { type Attachment, type AttachmentKind, jsonBytes, LIMITS } from './event'
 
 /**

@@ -4,7 +4,7 @@
  * prefixes them with the deployment's REDIS_KEY_PREFIX.
  * @module
  */
-import { sha256Hex } from './crypto'
+import { sha256Hex } from '../shared/crypto'
 
 /**
  * `dedup:{namespace}:{scope}:{id}`. The namespace is the channel, or a channel-specific namespace

@@ -6,8 +6,8 @@
  * @module
  */
 import type { Attachment as MimePart } from 'postal-mime'
+import { clean } from '../shared/text'
 import { boundAttachments, kindOfMimeType } from './attachments'
-import { clean } from './email-text'
 import type { Attachment } from './event'
 
 export function emailAttachments(parts: readonly MimePart[]): Attachment[] | undefined {

@@ -20,7 +20,7 @@
  *   reply can only name (and thread into) mail of the same sender in the same mailbox.
  * @module
  */
-import { sha256Hex } from './crypto'
+import { sha256Hex } from '../shared/crypto'
 import type { DeliveryKey } from './delivery-key'
 import { LIMITS } from './event'
 

@@ -4,8 +4,8 @@
  * same keys and the same payload hash whichever way (and however often) it arrives.
  *
  * Keys and threading references: contract/email-keys.ts (what each part of a key is and why);
- * the body text and the bounds on every string: contract/email-text.ts; attachments (metadata,
- * never their bytes): contract/email-attachments.ts.
+ * the body text: contract/email-text.ts; the bounds on every string: shared/text.ts; attachments
+ * (metadata, never their bytes): contract/email-attachments.ts.
  *
  * Every field is bounded to the contract's LIMITS, and nothing depends on when or how the email
  * was received: `occurredAt` is the Date header, or the Unix epoch when that is missing or
@@ -13,7 +13,8 @@
  * @module
  */
 import PostalMime, { type Address, type Email } from 'postal-mime'
-import { utf8 } from './crypto'
+import { utf8 } from '../shared/crypto'
+import { bounded, clean } from '../shared/text'
 import { formatDeliveryKey } from './delivery-key'
 import { emailAttachments } from './email-attachments'
 import {
@@ -26,7 +27,7 @@ import {
   normalizeMessageId,
   referenceKeys,
 } from './email-keys'
-import { bodyText, bounded, clean } from './email-text'
+import { bodyText } from './email-text'
 import {
   type Attachment,
   finalizeEvent,

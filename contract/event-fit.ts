@@ -6,7 +6,7 @@
  * text. A message is never refused for its size.
  * @module
  */
-import { bounded } from './email-text'
+import { bounded } from '../shared/text'
 import { type InboundEventDraft, jsonBytes, LIMITS } from './event'
 
 /** What finalizeEvent adds, at its largest (a 64-hex payload hash). */

@@ -15,8 +15,9 @@
  *   (`{"help@example.com": "support@example.com"}`), after the two rules above, one step.
  * @module
  */
+
+import { present, type StringEnv, setting } from '../shared/settings'
 import { normalizeMailbox } from './email-keys'
-import { present, type StringEnv, setting } from './settings'
 
 /** Alias → mailbox, both canonical (lower-cased, without sub-address). */
 export type MailboxAliases = ReadonlyMap<string, string>

@@ -8,9 +8,10 @@
  * the network's.
  * @module
  */
-import { secretList } from '../contract/crypto'
+
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
-import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
+import { secretList } from '../shared/crypto'
+import { OPERATOR_TOKEN, operatorTokenProblem } from '../shared/operator-token'
 import { WEBHOOK_CHANNELS } from '../worker/channels'
 import { channelConfig, parseSettings } from '../worker/config'
 import type { Env } from '../worker/env'
@@ -157,7 +158,7 @@ export function checkSharedSecret(
   ]
 }
 
-/** A short operator token serves no Worker route and stops the origin (contract/operator-token). */
+/** A short operator token serves no Worker route and stops the origin (shared/operator-token). */
 function checkOperatorToken(value: string | undefined, envName: string | undefined): Finding[] {
   const problem = operatorTokenProblem(value)
   if (!problem) return []

@@ -7,7 +7,7 @@
  * gives the same figure and docs/guarantees.md refers to it (test/local/doctor.test.ts checks).
  * @module
  */
-import { backoffMs } from '../contract/backoff'
+import { backoffMs } from '../shared/backoff'
 import type { Settings } from '../worker/config'
 import { EVENT_KEY_PREFIX, MAX_SPOOL_MESSAGE_BYTES } from '../worker/spool/claim-check'
 import { error, type Finding, warn } from './deploy-finding'

@@ -12,10 +12,10 @@ import {
   readClaimSettings,
   type SettledMemoSettings,
 } from '../claims'
-import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
 import { type MailboxAliases, readMailboxAliases } from '../contract/mailbox'
-import { present, rawValue, readInt, readUrl } from '../contract/settings'
+import { secretList } from '../shared/crypto'
+import { present, rawValue, readInt, readUrl } from '../shared/settings'
 import { type ChannelSettings, EVENT_CHANNELS, WEBHOOK_CHANNELS } from './channels'
 import type { ChannelConfig, WebhookChannel } from './channels/types'
 import type { Env } from './env'

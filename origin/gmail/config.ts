@@ -16,7 +16,7 @@ import {
   type MailboxAliases,
   readMailboxAliases,
 } from '../../contract/mailbox'
-import { readInt, readText, readUrl, setting } from '../../contract/settings'
+import { readInt, readText, readUrl, setting } from '../../shared/settings'
 import { ConfigError, type OriginEnv } from '../config'
 
 export interface GmailConfig {

@@ -25,6 +25,7 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY contract ./contract
 COPY shared ./shared
+COPY email ./email
 COPY claims ./claims
 COPY origin ./origin
 COPY migrations ./migrations

@@ -1,6 +1,6 @@
 /**
  * Delivery keys: what one vendor delivery is, as Redis key material. Channels build them (the
- * Worker's channels/, and contract/email.ts for both email paths); the claim store (claims/)
+ * Worker's channels/, and email/parse.ts for both email paths); the claim store (claims/)
  * prefixes them with the deployment's REDIS_KEY_PREFIX.
  * @module
  */

@@ -8,7 +8,7 @@
  */
 import { CLAIM_SETTINGS } from '../claims/settings'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
-import { EMAIL_MAILBOX_ALIASES } from '../contract/mailbox'
+import { EMAIL_MAILBOX_ALIASES } from '../email/mailbox'
 import { OPERATOR_TOKEN } from '../shared/operator-token'
 import { type SettingRow, setting, settingTable } from '../shared/settings'
 import { API_SETTINGS } from './api/settings'

@@ -4,12 +4,13 @@
  * (worker/settings.ts, worker/config.ts `parseSettings`), so a channel's new variable is checked
  * without a list here. Values never appear in a finding: a secret's name, never the secret.
  * The spool's queues and bucket are deploy-spool.ts's, the settings that trust too much
- * deploy-trust.ts's. `npm run doctor` (local/doctor.ts) prints them; deploy-reachability.ts adds
+ * deploy-trust.ts's. `npm run doctor` (ops/doctor.ts) prints them; deploy-reachability.ts adds
  * the network's.
  * @module
  */
 
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
+import type { WranglerConfig } from '../local/wrangler-config'
 import { secretList } from '../shared/crypto'
 import { OPERATOR_TOKEN, operatorTokenProblem } from '../shared/operator-token'
 import { WEBHOOK_CHANNELS } from '../worker/channels'
@@ -19,7 +20,6 @@ import { ORIGIN_URL, WORKER_SETTINGS } from '../worker/settings'
 import { error, type Finding, ok, putSecret, varsSection, warn } from './deploy-finding'
 import { checkSpool } from './deploy-spool'
 import { checkTrust } from './deploy-trust'
-import type { WranglerConfig } from './wrangler-config'
 
 export type { Finding } from './deploy-finding'
 

@@ -1,7 +1,7 @@
 # The origin (origin/main.ts) as a container: `docker build -t inbound-dedup-origin .`
 #
 #   serve:    docker run -e DATABASE_URL=... -e ORIGIN_SHARED_SECRET=... -p 8788:8788 inbound-dedup-origin
-#   migrate:  docker run --rm -e DATABASE_URL=... inbound-dedup-origin node --import tsx local/migrate.ts
+#   migrate:  docker run --rm -e DATABASE_URL=... inbound-dedup-origin node --import tsx ops/migrate.ts
 #
 # Migrations are a one-shot command of their own (run it before each new version starts), never
 # part of the origin's start. The origin answers SIGTERM itself (it drains, then exits 0), so node
@@ -24,10 +24,12 @@ WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY contract ./contract
+COPY shared ./shared
+COPY email ./email
 COPY claims ./claims
 COPY origin ./origin
 COPY migrations ./migrations
-COPY local/migrate.ts ./local/migrate.ts
+COPY ops/migrate.ts ./ops/migrate.ts
 USER node
 EXPOSE 8788
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ORIGIN_PORT || 8788) + '/healthz', { signal: AbortSignal.timeout(2000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]

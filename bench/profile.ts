@@ -27,7 +27,7 @@ function place(url: string): string {
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
   if (pkg?.[1]) return `pkg ${pkg[1]}`
   if (url.startsWith('node:')) return url
-  const ours = /\/((?:origin|contract|local|worker|bench)\/[^?]+)/.exec(url)
+  const ours = /\/((?:origin|contract|shared|email|ops|local|worker|bench)\/[^?]+)/.exec(url)
   return ours?.[1] ?? url.replace(/^file:\/\//, '')
 }
 

@@ -8,8 +8,7 @@
  * change), the same body with a fresh timestamp and signature for Slack (as Slack's retries carry).
  * @module
  */
-import type { RawBody } from '../contract/body'
-import { utf8 } from '../contract/crypto'
+
 import { finalizeEvent, type InboundEvent } from '../contract/event'
 import { signForward } from '../contract/forward-signature'
 import {
@@ -19,6 +18,8 @@ import {
   telegramDelivery,
   twilioDelivery,
 } from '../local/vendor-deliveries'
+import type { RawBody } from '../shared/body'
+import { utf8 } from '../shared/crypto'
 import { classifySlack, parseSlack } from '../worker/channels/slack'
 import { classifyTelegram, parseTelegram } from '../worker/channels/telegram'
 import { classifyTwilio, parseTwilio } from '../worker/channels/twilio'

@@ -17,10 +17,10 @@
  */
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import { parseItem } from 'structured-headers'
-import { BodyOverLimitError, readBoundedBody } from '../contract/body'
-import { sha256Hex } from '../contract/crypto'
 import type { IdempotentRequest, StoredAnswer } from '../contract/idempotency'
 import { PROBLEM_CONTENT_TYPE, problemResponse } from '../contract/problem'
+import { BodyOverLimitError, readBoundedBody } from '../shared/body'
+import { sha256Hex } from '../shared/crypto'
 import { type ClaimEnd, type ClaimHold, runClaimed } from './run-claimed'
 import type { ClaimStore } from './store'
 

@@ -12,7 +12,7 @@ import {
   readUrl,
   type StringEnv,
   setting,
-} from '../contract/settings'
+} from '../shared/settings'
 
 export interface RedisConfig {
   url: string

@@ -1,11 +1,11 @@
 /**
  * What every channel's media mapping shares: the kind a MIME type stands for, and the bounds an
  * attachment list is cut to before it goes into an event. The channels map their vendor's fields
- * (worker/channels/*-media.ts, contract/email-attachments.ts); this module makes any list they
+ * (worker/channels/*-media.ts, email/attachments.ts); this module makes any list they
  * build valid for contract/event.ts, so a vendor's odd media never costs the message itself.
  * @module
  */
-import { bounded } from './email-text'
+import { bounded } from '../shared/text'
 import { type Attachment, type AttachmentKind, jsonBytes, LIMITS } from './event'
 
 /**

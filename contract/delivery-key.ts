@@ -1,10 +1,10 @@
 /**
  * Delivery keys: what one vendor delivery is, as Redis key material. Channels build them (the
- * Worker's channels/, and contract/email.ts for both email paths); the claim store (claims/)
+ * Worker's channels/, and email/parse.ts for both email paths); the claim store (claims/)
  * prefixes them with the deployment's REDIS_KEY_PREFIX.
  * @module
  */
-import { sha256Hex } from './crypto'
+import { sha256Hex } from '../shared/crypto'
 
 /**
  * `dedup:{namespace}:{scope}:{id}`. The namespace is the channel, or a channel-specific namespace

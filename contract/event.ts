@@ -4,7 +4,7 @@
  * @module
  */
 import * as v from 'valibot'
-import { sha256Hex } from './crypto'
+import { sha256Hex } from '../shared/crypto'
 import { IdempotencySchema, type StoredAnswer } from './idempotency'
 import { SignatureBindingSchema } from './signature-binding'
 import { storable } from './storable'

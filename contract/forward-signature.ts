@@ -17,8 +17,8 @@
  * verifies, so a secret can be rotated without dropping traffic.
  * @module
  */
-import { hmac, timingSafeEqual, toHex } from './crypto'
-import { setting } from './settings'
+import { hmac, timingSafeEqual, toHex } from '../shared/crypto'
+import { setting } from '../shared/settings'
 
 /** One row in both wings' settings tables: the Worker signs with it, the origin verifies. */
 export const ORIGIN_SHARED_SECRET = setting({

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path'
 import pg from 'pg'
-import { migrate } from './migrate'
+import { migrate } from '../ops/migrate'
 import { type RunningProxy, startNeonWsProxy } from './neon-ws-proxy'
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './pglite'
 import { once, type Stoppable } from './stoppable'

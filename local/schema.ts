@@ -15,7 +15,7 @@ import { execFile } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { MIGRATIONS_DIR, migrationVersions } from './migrate'
+import { MIGRATIONS_DIR, migrationVersions } from '../ops/migrate'
 import { createTestDatabase } from './services'
 
 const run = promisify(execFile)

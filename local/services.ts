@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { migrate } from './migrate'
+import { migrate } from '../ops/migrate'
 import { redact } from './redact'
 
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'

@@ -6,8 +6,9 @@
  * {@link LOCAL_SETTINGS}.
  * @module
  */
-import { type IntSetting, readInt, type SettingRow, setting } from '../contract/settings'
+
 import { ORIGIN_SETTINGS } from '../origin/settings'
+import { type IntSetting, readInt, type SettingRow, setting } from '../shared/settings'
 import { WORKER_SETTINGS } from '../worker/settings'
 
 const port = <const N extends string>(name: N, fallback: number, doc: string) =>

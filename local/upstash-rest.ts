@@ -13,7 +13,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
-import { timingSafeEqual } from '../contract/crypto'
+import { timingSafeEqual } from '../shared/crypto'
 import { readBody } from './http-body'
 
 type Command = [string, ...(string | number)[]]

@@ -8,7 +8,7 @@
  *
  * Used by the Node tests, the tests inside workerd, the fault suite, the soak, the bench and
  * local/send-webhook.ts. Web APIs only (Request, Web Crypto through the signers and
- * contract/crypto.ts, crypto.getRandomValues): it runs in workerd as it runs in Node.
+ * shared/crypto.ts, crypto.getRandomValues): it runs in workerd as it runs in Node.
  *
  * The payload builders ({@link slackMessageEvent}, {@link twilioParams}, {@link telegramUpdate},
  * {@link rawEmail}) have fixed defaults that the unit tests pin; the fresh deliveries

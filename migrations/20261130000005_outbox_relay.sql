@@ -8,7 +8,7 @@
 -- that dies mid hand-off leaves a lease that simply runs out; another relay takes the row then,
 -- with the same Idempotency-Key. Adding a nullable column without a default rewrites nothing.
 -- A long transaction on the table makes this wait, and every write queue behind it: give up
--- after 2 s instead (npm run migrate retries; see local/migrate.ts).
+-- after 2 s instead (npm run migrate retries; see ops/migrate.ts).
 SET LOCAL lock_timeout = '2s';
 ALTER TABLE outbox ADD COLUMN relay_lease_until timestamptz;
 

@@ -9,7 +9,7 @@
 -- Gmail message id of a message that could not be fetched). Nullable columns without a default
 -- rewrite nothing and take a short lock only.
 -- A long transaction on the table makes this wait, and every write queue behind it: give up
--- after 2 s instead (npm run migrate retries; see local/migrate.ts).
+-- after 2 s instead (npm run migrate retries; see ops/migrate.ts).
 SET LOCAL lock_timeout = '2s';
 ALTER TABLE channel_failures ADD COLUMN IF NOT EXISTS source text,
   ADD COLUMN IF NOT EXISTS source_ref text;

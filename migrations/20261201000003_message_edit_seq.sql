@@ -4,7 +4,7 @@
 -- NULL for messages never edited and for channels without a sequence. Adding a nullable column
 -- without a default rewrites nothing.
 -- A long transaction on the table makes this wait, and every write queue behind it: give up
--- after 2 s instead (npm run migrate retries; see local/migrate.ts).
+-- after 2 s instead (npm run migrate retries; see ops/migrate.ts).
 SET LOCAL lock_timeout = '2s';
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS edit_seq bigint CHECK (edit_seq >= 0);
 

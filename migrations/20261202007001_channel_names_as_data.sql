@@ -10,7 +10,7 @@
 -- The new CHECKs are NOT VALID: adding them then reads no row (a scan of messages under the
 -- ALTER's lock would hold every write), and every existing row passed a stricter list already.
 -- A long transaction on a table makes the ALTERs wait, and every write queue behind them: give
--- up after 2 s instead (npm run migrate retries; see local/migrate.ts).
+-- up after 2 s instead (npm run migrate retries; see ops/migrate.ts).
 SET LOCAL lock_timeout = '2s';
 DO $$
 DECLARE

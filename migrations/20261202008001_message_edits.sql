@@ -16,7 +16,7 @@
 -- history in order.
 --
 -- The REFERENCES locks messages (SHARE ROW EXCLUSIVE, briefly): behind a long transaction on it,
--- give up after 2 s instead (npm run migrate retries; see local/migrate.ts).
+-- give up after 2 s instead (npm run migrate retries; see ops/migrate.ts).
 SET LOCAL lock_timeout = '2s';
 CREATE TABLE message_edits (
   id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -13,7 +13,7 @@
 -- history; 20261202006001) with only the tombstone's read, and the delete branch, changed.
 --
 -- Adding nullable columns and dropping a NOT NULL take the tables' lock briefly: behind a long
--- transaction, give up after 2 s instead (npm run migrate retries; see local/migrate.ts).
+-- transaction, give up after 2 s instead (npm run migrate retries; see ops/migrate.ts).
 SET LOCAL lock_timeout = '2s';
 ALTER TABLE messages ADD COLUMN restored_at timestamptz;
 ALTER TABLE message_tombstones ADD COLUMN restored_at timestamptz;

@@ -31,7 +31,7 @@ export interface OriginDeps {
   /** ORIGIN_SHARED_SECRET as a list: every entry verifies (rotation). */
   secrets: readonly string[]
   maxEventBytes: number
-  /** OPERATOR_TOKEN: opens `GET /metrics` (contract/operator-token.ts); unset, it answers 404. */
+  /** OPERATOR_TOKEN: opens `GET /metrics` (shared/operator-token.ts); unset, it answers 404. */
   operatorToken: string | undefined
   logger: Logger
   /** @default a fresh registry per app */

@@ -6,11 +6,11 @@
  * @module
  */
 import { ORIGIN_TIMEOUT_MS } from '../claims/settings'
-import { secretList } from '../contract/crypto'
 import { LIMITS } from '../contract/event'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
-import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
-import { readInt, readText, readUrl, setting } from '../contract/settings'
+import { secretList } from '../shared/crypto'
+import { OPERATOR_TOKEN, operatorTokenProblem } from '../shared/operator-token'
+import { readInt, readText, readUrl, setting } from '../shared/settings'
 import { DATABASE_DRIVERS, type DatabaseDriver, driverForUrl, isDatabaseDriver } from './db/driver'
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log'
 

@@ -92,4 +92,4 @@ export class ClientGoneError extends fixedError(
 export class InternalError extends fixedError('internal_error', 500, 'internal error') {}
 
 /** A loggable description of any thrown value (the one both wings use). */
-export { describeError } from '../contract/describe-error'
+export { describeError } from '../shared/describe-error'

@@ -12,7 +12,6 @@
  */
 import type { Context, HonoRequest } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import {
   ANSWER_SIGNATURE_HEADER,
   type ForwardRoute,
@@ -21,6 +20,7 @@ import {
   TIMESTAMP_HEADER,
   verifyForward,
 } from '../contract/forward-signature'
+import { BodyOverLimitError, readBoundedBody } from '../shared/body'
 import { BodyTooLargeError, UnauthorizedError } from './errors'
 import type { Logger } from './log'
 
@@ -90,7 +90,7 @@ export async function answerJson(
   })
 }
 
-/** The body as text, at most `maxBytes` (contract/body.ts); over it, a 413. */
+/** The body as text, at most `maxBytes` (shared/body.ts); over it, a 413. */
 async function boundedText(req: HonoRequest, maxBytes: number): Promise<string> {
   try {
     return (await readBoundedBody(req.raw, maxBytes)).text

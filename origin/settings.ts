@@ -8,7 +8,7 @@
  * @module
  */
 import { CLAIM_SETTINGS } from '../claims/settings'
-import { type SettingRow, settingTable } from '../contract/settings'
+import { type SettingRow, settingTable } from '../shared/settings'
 import { CORE_SETTINGS } from './config'
 import { CONSOLE_SETTINGS } from './console/settings'
 import { GMAIL_SETTINGS } from './gmail/config'

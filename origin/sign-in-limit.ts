@@ -1,5 +1,5 @@
 /**
- * The origin's side of guessing a credential, limited (contract/guess-limit.ts): one count per
+ * The origin's side of guessing a credential, limited (shared/guess-limit.ts): one count per
  * client address, shared by a console sign-in, an SSO assertion and the bearer token of
  * `GET /metrics` and of the HTTP replay route. Per process (each origin pod counts its own).
  * Behind a proxy that hides the client's address every client shares one count: an attacker there
@@ -12,7 +12,7 @@ import {
   type LimitedAccess,
   limitedOperatorAccess as limitedAccess,
   type SignInLimit,
-} from '../contract/guess-limit'
+} from '../shared/guess-limit'
 
 export {
   type Attempt,
@@ -21,7 +21,7 @@ export {
   SIGN_IN_WINDOW_MS,
   type SignInLimit,
   signInLimit,
-} from '../contract/guess-limit'
+} from '../shared/guess-limit'
 
 /** The client's address as the socket gives it (not a header a client can set), else `unknown`. */
 export function clientAddress(c: Context): string {

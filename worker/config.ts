@@ -12,10 +12,10 @@ import {
   readClaimSettings,
   type SettledMemoSettings,
 } from '../claims'
-import { secretList } from '../contract/crypto'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
-import { type MailboxAliases, readMailboxAliases } from '../contract/mailbox'
-import { present, rawValue, readInt, readUrl } from '../contract/settings'
+import { type MailboxAliases, readMailboxAliases } from '../email/mailbox'
+import { secretList } from '../shared/crypto'
+import { present, rawValue, readInt, readUrl } from '../shared/settings'
 import { type ChannelSettings, EVENT_CHANNELS, WEBHOOK_CHANNELS } from './channels'
 import type { ChannelConfig, WebhookChannel } from './channels/types'
 import type { Env } from './env'
@@ -56,7 +56,7 @@ export interface Settings extends ClaimSettings, ChannelSettings {
   maxBodyBytes: number
   origin: OriginConfig | null
   /**
-   * EMAIL_MAILBOX_ALIASES: other addresses of our inboxes, for email keys (contract/mailbox.ts).
+   * EMAIL_MAILBOX_ALIASES: other addresses of our inboxes, for email keys (email/mailbox.ts).
    * Null when the setting is invalid: email is then answered with a temporary error rather than
    * keyed without the aliases the origin's Gmail path keys with (the origin refuses to start).
    */

@@ -7,8 +7,8 @@
  * @module
  */
 import { type ClaimEnd, type ClaimHold, runClaimed } from '../claims'
-import { sha256Hex } from '../contract/crypto'
 import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
+import { sha256Hex } from '../shared/crypto'
 import type { Delivery, DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
 import {

@@ -8,9 +8,9 @@
  *   be taken (over 25 MiB, unparseable, no From, refused by the origin as invalid).
  * The log line says which, with the keys; never the body or the sender's address.
  *
- * Keys come from contract/email.ts, the parser the Gmail poller uses too: delivery key
+ * Keys come from email/parse.ts, the parser the Gmail poller uses too: delivery key
  * `dedup:email:{mailbox}:{hash of the From address}:{Message-ID or content hash}` (the mailbox:
- * the RCPT TO without its `+tag`, an alias mapped to its inbox: contract/mailbox.ts), so an email
+ * the RCPT TO without its `+tag`, an alias mapped to its inbox: email/mailbox.ts), so an email
  * that arrives both ways is claimed once in Redis and stored once in Postgres, and another
  * sender reusing its Message-ID is a mail of its own.
  * @module
@@ -20,7 +20,7 @@ import {
   type EmailParseErrorCode,
   MAX_EMAIL_BYTES,
   parseEmail,
-} from '../contract/email'
+} from '../email/parse'
 import { settingsFor } from './config'
 import { type DeliveryContext, deliver, deliveryContext, logOutcome, type Outcome } from './deliver'
 import type { Env } from './env'

@@ -14,7 +14,6 @@
  */
 
 import * as v from 'valibot'
-import { readBoundedBody } from '../contract/body'
 import type { InboundEvent, IngestOutcome } from '../contract/event'
 import { BATCH_LIMITS, type BatchAnswer, batchBody } from '../contract/event-batch'
 import {
@@ -25,7 +24,8 @@ import {
   verifyAnswer,
 } from '../contract/forward-signature'
 import { type StoredAnswer, StoredAnswerSchema } from '../contract/idempotency'
-import { isRedirect, NO_REDIRECT } from '../contract/no-redirect'
+import { readBoundedBody } from '../shared/body'
+import { isRedirect, NO_REDIRECT } from '../shared/no-redirect'
 import type { OriginConfig } from './config'
 
 export type ForwardResult =

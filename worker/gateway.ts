@@ -5,8 +5,8 @@
  */
 import type { Context } from 'hono'
 import { type ClaimStore, claimStore } from '../claims'
-import { BodyOverLimitError, readBoundedBody } from '../contract/body'
 import type { SignatureBinding } from '../contract/signature-binding'
+import { BodyOverLimitError, readBoundedBody } from '../shared/body'
 import {
   type ChannelConfig,
   type Classified,

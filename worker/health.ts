@@ -17,7 +17,7 @@
  */
 
 import type { ClaimStore } from '../claims'
-import { NO_REDIRECT } from '../contract/no-redirect'
+import { NO_REDIRECT } from '../shared/no-redirect'
 import { WEBHOOK_CHANNELS, type WebhookChannelName } from './channels'
 import { channelConfig, type OriginConfig, type Settings } from './config'
 import { claimStoreFor } from './gateway'

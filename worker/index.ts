@@ -8,8 +8,8 @@
  * @module
  */
 import { type Context, Hono } from 'hono'
-import { limitedOperatorAccess, signInLimit } from '../contract/guess-limit'
 import { UNRECOGNIZED_REPLAY_ROUTE } from '../contract/unrecognized-event'
+import { limitedOperatorAccess, signInLimit } from '../shared/guess-limit'
 import { api } from './api/routes'
 import { settingsFor } from './config'
 import { channelOfPath, countDecision, flushTargetOf, refusalReason } from './decision-counters'
@@ -32,7 +32,7 @@ app.route(UNRECOGNIZED_REPLAY_ROUTE.path, unrecognizedReplay)
 app.get('/healthz', async (c) => c.json(await health(settingsFor(c.env), spoolBindings(c.env))))
 
 /**
- * Refused operator tokens per client address (contract/guess-limit.ts), per isolate: Cloudflare
+ * Refused operator tokens per client address (shared/guess-limit.ts), per isolate: Cloudflare
  * sets `CF-Connecting-IP` itself (a client's own is replaced), so it is the client's address.
  */
 const operatorGuesses = signInLimit()

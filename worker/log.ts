@@ -41,5 +41,5 @@ export function logLine(
   console.log(JSON.stringify({ level, msg, ...fields }))
 }
 
-/** An error's name and message as one bounded line (contract/describe-error.ts). */
-export { errorLine as describeError } from '../contract/describe-error'
+/** An error's name and message as one bounded line (shared/describe-error.ts). */
+export { errorLine as describeError } from '../shared/describe-error'

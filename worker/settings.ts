@@ -8,9 +8,9 @@
  */
 import { CLAIM_SETTINGS } from '../claims/settings'
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
-import { EMAIL_MAILBOX_ALIASES } from '../contract/mailbox'
-import { OPERATOR_TOKEN } from '../contract/operator-token'
-import { type SettingRow, setting, settingTable } from '../contract/settings'
+import { EMAIL_MAILBOX_ALIASES } from '../email/mailbox'
+import { OPERATOR_TOKEN } from '../shared/operator-token'
+import { type SettingRow, setting, settingTable } from '../shared/settings'
 import { API_SETTINGS } from './api/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
 import { SHED_SETTINGS } from './shed/config'
@@ -23,7 +23,7 @@ export const ORIGIN_URL = setting({
   doc: 'the origin; unset: every channel answers 503',
 })
 // One row for both wings (the origin's console signs in with it too).
-export { OPERATOR_TOKEN } from '../contract/operator-token'
+export { OPERATOR_TOKEN } from '../shared/operator-token'
 export const INFLIGHT_WAIT_MS = setting({
   name: 'INFLIGHT_WAIT_MS',
   kind: 'int',

@@ -16,8 +16,8 @@
  * @module
  */
 import { type ClaimOutcome, type ClaimStore, formatDeliveryKey, sameHash } from '../claims'
-import { describeError } from '../contract/describe-error'
 import { type BindAnswer, bindAnswer, type SignatureBinding } from '../contract/signature-binding'
+import { describeError } from '../shared/describe-error'
 import type { OnceBinding } from './channels/types'
 import type { Settings } from './config'
 import { RetryLaterError, UnauthorizedError } from './errors'

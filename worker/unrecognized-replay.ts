@@ -14,8 +14,6 @@
  * @module
  */
 import { Hono } from 'hono'
-import { BodyOverLimitError, readBoundedBody } from '../contract/body'
-import { utf8 } from '../contract/crypto'
 import { LIMITS } from '../contract/event'
 import {
   ANSWER_SIGNATURE_HEADER,
@@ -31,6 +29,8 @@ import {
   type UnrecognizedEvent,
   type UnrecognizedReplayAnswer,
 } from '../contract/unrecognized-event'
+import { BodyOverLimitError, readBoundedBody } from '../shared/body'
+import { utf8 } from '../shared/crypto'
 import { WEBHOOK_CHANNELS } from './channels'
 import { deliveriesOf, type RequestParts, type WebhookChannel } from './channels/types'
 import { channelConfig, type Settings, settingsFor } from './config'

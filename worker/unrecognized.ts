@@ -9,7 +9,7 @@
  * replay classifies it again (worker/unrecognized-replay.ts).
  * @module
  */
-import { sha256Hex } from '../contract/crypto'
+
 import { keyPart } from '../contract/delivery-key'
 import type { InboundEventDraft } from '../contract/event'
 import {
@@ -18,6 +18,7 @@ import {
   UNRECOGNIZED_ERROR,
   UNRECOGNIZED_KIND,
 } from '../contract/unrecognized-event'
+import { sha256Hex } from '../shared/crypto'
 import type { Classified, Delivery, WebhookChannel } from './channels/types'
 import { isBatch } from './channels/types'
 import { type DeliveryContext, sendBudgetMs } from './delivery-context'

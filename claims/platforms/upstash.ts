@@ -12,8 +12,8 @@
  * plain JSON reply is exact.
  * @module
  */
-import { readBoundedBody } from '../../contract/body'
-import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
+import { readBoundedBody } from '../../shared/body'
+import { isRedirect, NO_REDIRECT } from '../../shared/no-redirect'
 import type { RedisPort } from '../port'
 import type { RedisConfig } from '../settings'
 

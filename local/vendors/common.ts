@@ -3,8 +3,8 @@
  * forged one, fresh ids, and the shape of a fresh signed delivery.
  * @module
  */
-import { readBoundedBody } from '../../contract/body'
-import { toHex } from '../../contract/crypto'
+import { readBoundedBody } from '../../shared/body'
+import { toHex } from '../../shared/crypto'
 import type { RequestParts } from '../../worker/channels/types'
 
 /** What a gateway is configured with, and what its deliveries are signed with. */

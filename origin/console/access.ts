@@ -17,7 +17,7 @@ import {
   type JWTPayload,
   jwtVerify,
 } from 'jose'
-import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
+import { BodyOverLimitError, readBoundedBody } from '../../shared/body'
 import type { AccessConfig, AccessRule, Role } from './settings'
 
 export const ACCESS_HEADER = 'cf-access-jwt-assertion'

@@ -5,11 +5,11 @@
  * failures, the gateway's sampled decisions for its delivery, and its claim in Redis. Keys end
  * with ":{id}", so "ends with" is an index range on the reversed key (migrations
  * 20261202004001-3); `#123` is a message row id. A Message-ID is found as a header spells it
- * too (`<id@Host>`): keys hold it as the email parser made it (contract/email-keys.ts).
+ * too (`<id@Host>`): keys hold it as the email parser made it (email/keys.ts).
  * @module
  */
 import type { ClaimStore } from '../../claims'
-import { boundedId, normalizeMessageId } from '../../contract/email-keys'
+import { boundedId, normalizeMessageId } from '../../email/keys'
 import type { Queryable } from '../db'
 import { FAILURE_COLUMNS, type FailureRow, toFailureRow } from './failures'
 

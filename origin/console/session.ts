@@ -10,7 +10,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { Context } from 'hono'
 import { getCookie, setCookie } from 'hono/cookie'
-import { timingSafeEqual } from '../../contract/crypto'
+import { timingSafeEqual } from '../../shared/crypto'
 import type { Queryable } from '../db'
 import type { ConsoleToken, Role } from './settings'
 

@@ -5,8 +5,8 @@
  * position, never a token.
  * @module
  */
-import { OPERATOR_TOKEN, OPERATOR_TOKEN_MIN_CHARS } from '../../contract/operator-token'
-import { present, readInt, setting } from '../../contract/settings'
+import { OPERATOR_TOKEN, OPERATOR_TOKEN_MIN_CHARS } from '../../shared/operator-token'
+import { present, readInt, setting } from '../../shared/settings'
 import { ConfigError, type OriginEnv } from '../config'
 
 export const CONSOLE_TOKENS = setting({

@@ -8,7 +8,7 @@
  * @module
  */
 import type { Context, MiddlewareHandler } from 'hono'
-import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
+import { BodyOverLimitError, readBoundedBody } from '../../shared/body'
 import { audit } from '../audit'
 import type { Database } from '../db'
 import type { Logger } from '../log'

@@ -3,11 +3,11 @@
  * dead. Read from the origin's environment by the relay and by `npm run failures` alike.
  * @module
  */
-import type { Backoff } from '../../contract/backoff'
-import { readInt, setting } from '../../contract/settings'
+import type { Backoff } from '../../shared/backoff'
+import { readInt, setting } from '../../shared/settings'
 import type { OriginEnv } from '../config'
 
-export { backoffMs } from '../../contract/backoff'
+export { backoffMs } from '../../shared/backoff'
 
 export interface RetryPolicy extends Backoff {
   /**

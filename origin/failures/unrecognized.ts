@@ -9,8 +9,7 @@
  * `delivered`, and stays dead, saying why, otherwise.
  * @module
  */
-import { readBoundedBody } from '../../contract/body'
-import { secretList } from '../../contract/crypto'
+
 import {
   ANSWER_SIGNATURE_HEADER,
   ORIGIN_SHARED_SECRET,
@@ -18,12 +17,14 @@ import {
   signForward,
   verifyAnswer,
 } from '../../contract/forward-signature'
-import { NO_REDIRECT } from '../../contract/no-redirect'
-import { readUrl } from '../../contract/settings'
 import {
   UNRECOGNIZED_REPLAY_ROUTE,
   type UnrecognizedReplayAnswer,
 } from '../../contract/unrecognized-event'
+import { readBoundedBody } from '../../shared/body'
+import { secretList } from '../../shared/crypto'
+import { NO_REDIRECT } from '../../shared/no-redirect'
+import { readUrl } from '../../shared/settings'
 import { GATEWAY_URL, type OriginEnv } from '../config'
 import type { Queryable } from '../db'
 import { type DeadInboundFailure, resolveInboundFailure } from './inbound'

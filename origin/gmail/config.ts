@@ -10,13 +10,9 @@
  * @module
  */
 
-import { normalizeMailbox } from '../../contract/email-keys'
-import {
-  EMAIL_MAILBOX_ALIASES,
-  type MailboxAliases,
-  readMailboxAliases,
-} from '../../contract/mailbox'
-import { readInt, readText, readUrl, setting } from '../../contract/settings'
+import { normalizeMailbox } from '../../email/keys'
+import { EMAIL_MAILBOX_ALIASES, type MailboxAliases, readMailboxAliases } from '../../email/mailbox'
+import { readInt, readText, readUrl, setting } from '../../shared/settings'
 import { ConfigError, type OriginEnv } from '../config'
 
 export interface GmailConfig {
@@ -28,7 +24,7 @@ export interface GmailConfig {
   refreshToken: string
   /**
    * `GMAIL_MAILBOX`: the polled address, lowercased; its failure rows and sync state are under it.
-   * Keys are scoped by its canonical form (contract/mailbox.ts), as the Worker's RCPT TO's.
+   * Keys are scoped by its canonical form (email/mailbox.ts), as the Worker's RCPT TO's.
    */
   mailbox: string
   /** `EMAIL_MAILBOX_ALIASES`, read as the Worker reads it. */

@@ -1,14 +1,14 @@
 /**
  * HTTP for the Gmail poller: every call has a timeout and a bounded response size, and a call
  * that failed in a way worth repeating (network error, timeout, 429, 5xx) is repeated on the
- * system's one retry schedule (contract/backoff.ts: exponential, equal jitter, so pods that failed
+ * system's one retry schedule (shared/backoff.ts: exponential, equal jitter, so pods that failed
  * together do not retry together). A `Retry-After` from Google (seconds) is honoured up to the
  * cap. Anything else is a {@link GmailHttpError} at once.
  * @module
  */
-import { type Backoff, backoffMs } from '../../contract/backoff'
-import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
-import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
+import { type Backoff, backoffMs } from '../../shared/backoff'
+import { BodyOverLimitError, readBoundedBody } from '../../shared/body'
+import { isRedirect, NO_REDIRECT } from '../../shared/no-redirect'
 
 /** The shared schedule (`baseMs` doubling up to `maxMs`, Retry-After included), and a bound. */
 export interface RetryPolicy extends Backoff {
@@ -143,7 +143,7 @@ function retryAfterMs(header: string | null): number | null {
   return Number(header.trim()) * 1000
 }
 
-/** Reads at most `maxBytes` (contract/body.ts); a body that is not a JSON object reads as `{}`. */
+/** Reads at most `maxBytes` (shared/body.ts); a body that is not a JSON object reads as `{}`. */
 async function readJson(
   response: Response,
   maxBytes: number,

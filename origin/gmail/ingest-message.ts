@@ -1,6 +1,6 @@
 /**
  * One Gmail message through the same dedup as a Cloudflare delivery of the same email: fetched
- * raw, filtered by label, parsed by contract/email.ts (so: the same message key and payload
+ * raw, filtered by label, parsed by email/parse.ts (so: the same message key and payload
  * hash), claimed in Redis under the worker's own key (`dedup:email:{mailbox}:{sender}:{id}`, same
  * ClaimStore protocol), ingested in process through origin/ingest.ts, and the claim completed.
  *
@@ -21,9 +21,9 @@
 
 import { type ClaimStore, formatDeliveryKey, runClaimed } from '../../claims'
 import { DECISION_MSG, type DecisionLog, decisionLevel } from '../../contract/decision-log'
-import { EmailParseError, parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent, type IngestResult } from '../../contract/event'
-import type { MailboxAliases } from '../../contract/mailbox'
+import type { MailboxAliases } from '../../email/mailbox'
+import { EmailParseError, parseEmail } from '../../email/parse'
 import type { Database } from '../db'
 import { describeError, InvalidEventError } from '../errors'
 import { recordInboundFailure } from '../failures/inbound'

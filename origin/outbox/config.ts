@@ -4,7 +4,7 @@
  * another consumer to read.
  * @module
  */
-import { httpUrl, present, readInt, setting } from '../../contract/settings'
+import { httpUrl, present, readInt, setting } from '../../shared/settings'
 import { ConfigError, type OriginEnv } from '../config'
 import { RETRY_SETTINGS, type RetryPolicy, readRetryPolicy } from '../failures/policy'
 

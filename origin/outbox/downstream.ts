@@ -4,12 +4,12 @@
  * retries, a manual replay), so a downstream that honours it applies each row once even when an
  * answer got lost and the row was sent again.
  *
- * Any 2xx is success. Anything else (status, a redirect: never followed, contract/no-redirect.ts;
+ * Any 2xx is success. Anything else (status, a redirect: never followed, shared/no-redirect.ts;
  * timeout, network) is a failure whose text is safe to store and print: the status or the error's
  * code, never the URL (it may carry a token in its query), never the response body.
  * @module
  */
-import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
+import { isRedirect, NO_REDIRECT } from '../../shared/no-redirect'
 import type { DownstreamConfig } from './config'
 
 export interface OutboxRow {

@@ -6,7 +6,7 @@
  */
 import Ajv2020 from 'ajv/dist/2020.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sha256Hex } from '../../contract/crypto'
+import { sha256Hex } from '../../shared/crypto'
 import { eventually, startTestStack, type TestStack } from '../support/test-stack'
 
 const KEYS = { acme: 'e2e-acme-key', globex: 'e2e-globex-key' }

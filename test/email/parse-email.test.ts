@@ -1,14 +1,14 @@
 /**
- * contract/email.ts (with email-keys.ts and email-text.ts), the one parser both email paths use:
+ * email/parse.ts (with keys.ts and body-text.ts), the one parser both email paths use:
  * keys, normalisation, the fallback hash, references, bounds and the permanent errors. Pure logic
  * (postal-mime and Web Crypto only).
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { EmailParseError, MAX_EMAIL_BYTES, parseEmail, UNKNOWN_DATE } from '../../contract/email'
-import { messageIdsIn, normalizeMessageId } from '../../contract/email-keys'
-import { htmlToText } from '../../contract/email-text'
 import { finalizeEvent, jsonBytes, LIMITS, parseInboundEvent } from '../../contract/event'
+import { htmlToText } from '../../email/body-text'
+import { messageIdsIn, normalizeMessageId } from '../../email/keys'
+import { EmailParseError, MAX_EMAIL_BYTES, parseEmail, UNKNOWN_DATE } from '../../email/parse'
 import { rawEmail } from '../../local/vendor-deliveries'
 import {
   CLOUDFLARE_TRACE_HEADERS,

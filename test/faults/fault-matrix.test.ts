@@ -519,7 +519,17 @@ function report(done: readonly CaseResult[]): void {
       return '?'
     }
   }
-  const changed = git('status', '--porcelain', '--', 'worker', 'origin', 'contract', 'migrations')
+  const changed = git(
+    'status',
+    '--porcelain',
+    '--',
+    'worker',
+    'origin',
+    'contract',
+    'shared',
+    'email',
+    'migrations',
+  )
   const problems = done.flatMap((r) => r.problems.map((p) => `- ${r.name}: ${p}`))
   const text = [
     '# Fault matrix: last run',
@@ -528,7 +538,7 @@ function report(done: readonly CaseResult[]): void {
     '`npm test` runs the same suite and prints the same table without writing this file.',
     '',
     `- when: ${new Date().toISOString()}, ${done.length} of ${casesDefined} cases, ${seconds} s in all (stack start-up included)`,
-    `- code: commit ${git('rev-parse', '--short', 'HEAD')}${changed ? ', with uncommitted changes in worker/ origin/ contract/ migrations/' : ''}`,
+    `- code: commit ${git('rev-parse', '--short', 'HEAD')}${changed ? ', with uncommitted changes in worker/ origin/ contract/ shared/ email/ migrations/' : ''}`,
     `- host: ${process.platform}, node ${process.version}, load average ${loadavg()
       .map((l) => l.toFixed(1))
       .join(' ')}`,

@@ -4,8 +4,8 @@
  * origin. The rest of lookup is in origin-console.test.ts.
  */
 import { describe, expect, it } from 'vitest'
-import { parseEmail } from '../../contract/email'
 import { finalizeEvent } from '../../contract/event'
+import { parseEmail } from '../../email/parse'
 import { rawEmail } from '../../local/vendor-deliveries'
 import { lookup, searchTerm } from '../../origin/console/lookup'
 import type { Queryable } from '../../origin/db'

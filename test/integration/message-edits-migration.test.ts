@@ -4,7 +4,7 @@
  * history), up brings the history back and it records again.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { migrate } from '../../local/migrate'
+import { migrate } from '../../ops/migrate'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 
 let bed: SqlTestbed

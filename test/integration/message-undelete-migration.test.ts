@@ -4,7 +4,7 @@
  * undelete is no kind the batch knows); up brings undeletes back, ordered by time.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { migrate } from '../../local/migrate'
+import { migrate } from '../../ops/migrate'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 
 let bed: SqlTestbed

@@ -3,7 +3,7 @@
  * itself: behind a long transaction that reads messages it waits, and every ingest queues behind
  * it. Each migration that locks a table of an earlier migration sets `SET LOCAL lock_timeout`
  * (the rule: test/support/migration-locks.ts), so it gives up at once, and `npm run migrate`
- * (local/migrate.ts) retries it, with pauses, until the blocker is gone or its retries run out.
+ * (ops/migrate.ts) retries it, with pauses, until the blocker is gone or its retries run out.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -15,7 +15,7 @@ import {
   MigrationLockError,
   migrate,
   migrationFiles,
-} from '../../local/migrate'
+} from '../../ops/migrate'
 import { DB_QUERY_TIMEOUT_MS } from '../../origin/config'
 import { lockProblems, type MigrationFile } from '../support/migration-locks'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'

@@ -5,13 +5,13 @@
  */
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { hmac, toHex } from '../../contract/crypto'
 import {
   ANSWER_SIGNATURE_HEADER,
   SIGNATURE_HEADER,
   signForward,
   verifyAnswer,
 } from '../../contract/forward-signature'
+import { hmac, toHex } from '../../shared/crypto'
 import { fileTestbed } from '../support/for-file'
 import { eventFixture, signedPost } from '../support/origin'
 

@@ -5,13 +5,13 @@
  * hashes, and no token in the logs.
  */
 import { describe, expect, it } from 'vitest'
-import { secretList } from '../../contract/crypto'
 import type { ConsoleDeps } from '../../origin/console/app'
 import type { ConsoleConfig } from '../../origin/console/settings'
 import { openDatabase } from '../../origin/db'
 import type { Logger } from '../../origin/log'
 import { silentLogger } from '../../origin/log'
 import { signInLimit } from '../../origin/sign-in-limit'
+import { secretList } from '../../shared/crypto'
 import { mountedConsole } from '../support/console-app'
 import { fileTestbed, forFile } from '../support/for-file'
 import { eventFixture, signedPost } from '../support/origin'

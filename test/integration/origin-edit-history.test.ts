@@ -6,8 +6,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { secretList } from '../../contract/crypto'
 import type { InboundEvent, IngestResult } from '../../contract/event'
+import { secretList } from '../../shared/crypto'
 import { fileTestbed } from '../support/for-file'
 import { type EventOverrides, eventFixture, signedPost } from '../support/origin'
 

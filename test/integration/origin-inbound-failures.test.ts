@@ -4,7 +4,7 @@
  * recorded through the live ingest path: once, however often it is reported or replayed.
  */
 import { describe, expect, it } from 'vitest'
-import { secretList } from '../../contract/crypto'
+import { secretList } from '../../shared/crypto'
 import { fileTestbed } from '../support/for-file'
 import { eventFixture, runFailuresCli, signedPost } from '../support/origin'
 

@@ -4,8 +4,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { parseEmail } from '../../contract/email'
 import { finalizeEvent, type InboundEvent } from '../../contract/event'
+import { parseEmail } from '../../email/parse'
 import { type EmailFixture, rawEmail } from '../../local/vendor-deliveries'
 import { fileTestbed } from '../support/for-file'
 import { type EventOverrides, eventFixture, fetchMetrics } from '../support/origin'
@@ -338,7 +338,7 @@ describe('email threads', () => {
 })
 
 /**
- * Email events as the parser makes them (contract/email.ts: the keys both email paths use), each
+ * Email events as the parser makes them (email/parse.ts: the keys both email paths use), each
  * test in a mailbox of its own.
  */
 const freshMailbox = () => `support-${randomBytes(4).toString('hex')}@inbound.example`

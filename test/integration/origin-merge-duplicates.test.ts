@@ -8,8 +8,8 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate } from '../../local/migrate'
 import type { TestDatabase } from '../../local/services'
+import { migrate } from '../../ops/migrate'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')

@@ -6,7 +6,7 @@
  * bind it) is bound before it is stored: another body under that binding is refused, no row.
  */
 import { describe, expect, it } from 'vitest'
-import { secretList } from '../../contract/crypto'
+import { secretList } from '../../shared/crypto'
 import { fileTestbed } from '../support/for-file'
 import { eventFixture, signedPost } from '../support/origin'
 

@@ -4,7 +4,7 @@
  * tenant), so a replay or an edit after the upgrade finds them instead of making a second row.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate } from '../../local/migrate'
+import { migrate } from '../../ops/migrate'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 
 let bed: SqlTestbed

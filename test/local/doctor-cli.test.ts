@@ -17,8 +17,8 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { secretsTemplate } from '../../local/secrets-template'
 import { REPO_ROOT } from '../../local/wrangler-config'
+import { secretsTemplate } from '../../ops/secrets-template'
 import { goodSecrets } from './support/deployment'
 
 interface Run {
@@ -44,7 +44,7 @@ function doctor(args: string[], env: Record<string, string> = {}): Promise<Run> 
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'local/doctor.ts', ...args],
+      ['--import', 'tsx', 'ops/doctor.ts', ...args],
       { cwd: REPO_ROOT, env: shellEnv(env), timeout: 60_000 },
       settle(resolve),
     )
@@ -104,8 +104,7 @@ describe('npm run doctor', () => {
 })
 
 describe('--secrets-file', () => {
-  const banner =
-    '\n> inbound-dedup@0.1.0 doctor\n> tsx local/doctor.ts --print-secrets-template\n\n'
+  const banner = '\n> inbound-dedup@0.1.0 doctor\n> tsx ops/doctor.ts --print-secrets-template\n\n'
   it.each([
     [
       'text that is not JSON',

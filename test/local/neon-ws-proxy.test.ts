@@ -9,11 +9,11 @@ import { join } from 'node:path'
 import { Client, type DatabaseError, Pool } from '@neondatabase/serverless'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate } from '../../local/migrate'
 import { configureNeonForLocalProxy } from '../../local/neon-local'
 import { type RunningProxy, startNeonWsProxy } from '../../local/neon-ws-proxy'
 import { startEmbeddedPostgres } from '../../local/pglite'
 import { createTestDatabase } from '../../local/services'
+import { migrate } from '../../ops/migrate'
 
 /** A migrated database behind the proxy, and a way to count the server connections still open. */
 interface Target {

@@ -115,7 +115,7 @@ describe('the origin image, its steps done without Docker', () => {
     expect(steps.install).toEqual(['npm', 'ci', '--omit=dev', '--no-audit', '--no-fund'])
     expect(steps.env.ORIGIN_HOST).toBe('0.0.0.0')
     expect(steps.cmd).toEqual(['node', '--import', 'tsx', 'origin/main.ts'])
-    expect(steps.migrate).toEqual(['node', '--import', 'tsx', 'local/migrate.ts'])
+    expect(steps.migrate).toEqual(['node', '--import', 'tsx', 'ops/migrate.ts'])
     expect(steps.healthcheck[0]).toBe('node')
     expect(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')).toMatch(/^USER node$/m)
   })

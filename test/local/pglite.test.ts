@@ -11,10 +11,10 @@ import { Pool } from '@neondatabase/serverless'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDatabaseLayer } from '../../local/database-layer'
-import { migrate } from '../../local/migrate'
 import { configureNeonForLocalProxy } from '../../local/neon-local'
 import { startNeonWsProxy } from '../../local/neon-ws-proxy'
 import { preparePgliteTemplate, startEmbeddedPostgres } from '../../local/pglite'
+import { migrate } from '../../ops/migrate'
 
 let dir: string
 

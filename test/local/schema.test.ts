@@ -6,7 +6,6 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MIGRATIONS_DIR, migrationFiles } from '../../local/migrate'
 import {
   dumpSchema,
   normalizeDump,
@@ -14,6 +13,7 @@ import {
   pgDumpVersion,
   SCHEMA_FILE,
 } from '../../local/schema'
+import { MIGRATIONS_DIR, migrationFiles } from '../../ops/migrate'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 
 let testbed: SqlTestbed

@@ -8,10 +8,10 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { CLAIM_SETTINGS } from '../../claims/settings'
-import type { SettingRow } from '../../contract/settings'
 import { LOCAL_SETTINGS, routeDevSettings } from '../../local/settings'
 import { readWranglerConfig } from '../../local/wrangler-config'
 import { ORIGIN_SETTINGS } from '../../origin/settings'
+import type { SettingRow } from '../../shared/settings'
 import { WORKER_SETTINGS } from '../../worker/settings'
 
 const ROOT = join(import.meta.dirname, '..', '..')

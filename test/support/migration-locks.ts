@@ -3,7 +3,7 @@
  * takes a table lock stronger than a write's on a table an earlier migration created runs in a
  * transaction and sets `SET LOCAL lock_timeout` first. Such a lock waits behind any long
  * transaction on the table, and every write queues behind the waiting lock; the timeout bounds
- * that, and `npm run migrate` retries (local/migrate.ts).
+ * that, and `npm run migrate` retries (ops/migrate.ts).
  *
  * What counts is read from the SQL with patterns (comments removed): ALTER TABLE, CREATE INDEX and
  * DROP INDEX without CONCURRENTLY (which takes no lock that blocks writes), DROP TABLE, TRUNCATE,

@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
-import { secretList } from '../../contract/crypto'
 import {
   finalizeEvent,
   type InboundEvent,
@@ -25,6 +24,7 @@ import { loadConfig, type OriginConfig } from '../../origin/config'
 import { type Database, type DatabaseDriver, openDatabase } from '../../origin/db'
 import { type Logger, silentLogger } from '../../origin/log'
 import { type RunningOrigin, type StartOriginOptions, startOrigin } from '../../origin/server'
+import { secretList } from '../../shared/crypto'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 

@@ -3,8 +3,8 @@
  * offered is hashed and compared; a malformed API_KEYS warns without naming a hash.
  */
 import { describe, expect, it } from 'vitest'
-import { sha256Hex } from '../../contract/crypto'
 import { API_TEST_KEY, API_TEST_KEY_SHA256, vendorBindings } from '../../local/vendor-deliveries'
+import { sha256Hex } from '../../shared/crypto'
 import { apiTenant } from '../../worker/api/auth'
 import { parseApiSettings } from '../../worker/api/settings'
 

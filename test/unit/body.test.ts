@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { BodyOverLimitError, readBoundedBody } from '../../contract/body'
+import { BodyOverLimitError, readBoundedBody } from '../../shared/body'
 
 /** A body that streams `chunks` chunks of `size` bytes and records how many were pulled. */
 function streamingBody(chunks: number, size: number) {

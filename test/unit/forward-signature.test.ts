@@ -6,7 +6,6 @@
  * test/workers/origin-answers.test.ts.
  */
 import { describe, expect, it } from 'vitest'
-import { hmac, toHex } from '../../contract/crypto'
 import {
   EVENTS_ROUTE,
   type ForwardRoute,
@@ -17,6 +16,7 @@ import {
   verifyAnswer,
   verifyForward,
 } from '../../contract/forward-signature'
+import { hmac, toHex } from '../../shared/crypto'
 
 const SECRET = 'new-secret'
 const OLD = 'old-secret'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { canonicalMailbox, readMailboxAliases } from '../../contract/mailbox'
+import { canonicalMailbox, readMailboxAliases } from '../../email/mailbox'
 
 describe('canonicalMailbox', () => {
   it('lower-cases the address and strips the sub-address', () => {

@@ -1,5 +1,5 @@
 /**
- * No outbound call follows a redirect (contract/no-redirect.ts): the outbox's hand-off
+ * No outbound call follows a redirect (shared/no-redirect.ts): the outbox's hand-off
  * downstream, the Upstash port, Gmail's HTTP. Each is sent to a real local server that answers
  * every POST with a 302 to a page answering 200 with the shape that call would take for success;
  * followed, the 302 turns the POST into a GET that "succeeds". Each call must fail instead, and

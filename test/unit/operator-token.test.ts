@@ -1,12 +1,12 @@
 /**
- * The operator token (contract/operator-token.ts): a bearer check in constant time, no route
+ * The operator token (shared/operator-token.ts): a bearer check in constant time, no route
  * without a token, and no route with one too short to resist guessing; and the console's limit on
  * refused credentials (origin/sign-in-limit.ts).
  */
 import { describe, expect, it } from 'vitest'
-import { operatorAccess, operatorTokenProblem } from '../../contract/operator-token'
 import { ConfigError, loadConfig } from '../../origin/config'
 import { signInLimit } from '../../origin/sign-in-limit'
+import { operatorAccess, operatorTokenProblem } from '../../shared/operator-token'
 
 const LONG = 'a-token-long-enough-to-guard'
 

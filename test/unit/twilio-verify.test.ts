@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { sha256Hex } from '../../contract/crypto'
 import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from '../../local/vendor-deliveries'
+import { sha256Hex } from '../../shared/crypto'
 import {
   MAX_TWILIO_PARAMETERS,
   portVariants,

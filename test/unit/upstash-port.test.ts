@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { upstashPort } from '../../claims/platforms/upstash'
-import { BodyOverLimitError } from '../../contract/body'
+import { BodyOverLimitError } from '../../shared/body'
 
 let server: Server
 let url = ''

@@ -1,6 +1,6 @@
 /** The vendors' published known-answer vectors in Node (test/workers/vectors.test.ts: in workerd). */
 import { expect, it } from 'vitest'
-import { CRYPTO_BACKEND } from '../../contract/crypto'
+import { CRYPTO_BACKEND } from '../../shared/crypto'
 import { SIGNATURE_VECTORS } from './vendor-vectors'
 
 it("runs on Node's own crypto (workerd's Web Crypto in test/workers/vectors.test.ts)", () => {

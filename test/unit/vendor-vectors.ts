@@ -3,7 +3,7 @@
  * {@link SIGNATURE_VECTORS}, the same cases for the Node unit tests and again inside workerd.
  * @module
  */
-import { sha256Hex } from '../../contract/crypto'
+import { sha256Hex } from '../../shared/crypto'
 import { slackSignature } from '../../worker/channels/slack'
 import { twilioSignature } from '../../worker/channels/twilio'
 

@@ -4,8 +4,8 @@
  * documented message type and status becomes.
  */
 import { describe, expect, it } from 'vitest'
-import { utf8 } from '../../contract/crypto'
 import { partsOf, waBatch, waRequest, waText } from '../../local/vendor-deliveries'
+import { utf8 } from '../../shared/crypto'
 import type { ChannelDelivery, Classified } from '../../worker/channels/types'
 import {
   classifyWhatsAppCloud,

@@ -7,9 +7,9 @@
  * never bounded; the API answers its own 503.
  */
 import { describe, expect, it } from 'vitest'
-import { sha256Hex } from '../../contract/crypto'
 import { PROBLEM_CONTENT_TYPE } from '../../contract/problem'
 import { type SignedDelivery, slackDelivery } from '../../local/vendor-deliveries'
+import { sha256Hex } from '../../shared/crypto'
 import type { Env } from '../../worker/env'
 import { GATEWAY, type Harness, harness, WEBHOOKS } from './support/harness'
 

@@ -5,8 +5,8 @@
  * those the Idempotency-Key middleware gives from Redis too.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { sha256Hex } from '../../contract/crypto'
 import { type SignedDelivery, slackDelivery } from '../../local/vendor-deliveries'
+import { sha256Hex } from '../../shared/crypto'
 import type { Env } from '../../worker/env'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
 import { GATEWAY, type Harness, harness } from './support/harness'

@@ -7,8 +7,8 @@
  */
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test'
 import { describe, expect, inject, it } from 'vitest'
-import { sha256Hex } from '../../contract/crypto'
 import { PROBLEM_CONTENT_TYPE, problemType } from '../../contract/problem'
+import { sha256Hex } from '../../shared/crypto'
 import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
 import type { SpoolMessage } from '../../worker/spool/message'

@@ -1,6 +1,6 @@
 /** The vendors' official vectors again, inside workerd: Web Crypto there must agree with Node's. */
 import { describe, expect, it } from 'vitest'
-import { CRYPTO_BACKEND } from '../../contract/crypto'
+import { CRYPTO_BACKEND } from '../../shared/crypto'
 import { SIGNATURE_VECTORS } from '../unit/vendor-vectors'
 
 describe('vendor vectors in workerd', () => {

@@ -4,7 +4,7 @@
  * one in constant time: the time taken says neither which key matched nor where one differs.
  * @module
  */
-import { sha256Hex, timingSafeEqual } from '../../contract/crypto'
+import { sha256Hex, timingSafeEqual } from '../../shared/crypto'
 import type { ApiSettings } from './settings'
 
 /** The bound of a key we hash at all (a longer one is no key of ours). */

@@ -5,7 +5,7 @@
  * @module
  */
 import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
-import { rawValue, readInt, type StringEnv, setting } from '../../contract/settings'
+import { rawValue, readInt, type StringEnv, setting } from '../../shared/settings'
 import { parseTenantSecrets } from '../channels/tenant-secrets'
 import { settingsPerIsolate } from '../per-isolate'
 

@@ -20,11 +20,11 @@
  */
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
-import { type Bytes, equalsAny, hmac, toBase64 } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import type { Attachment, EventKind } from '../../contract/event'
 import { LIMITS } from '../../contract/event'
-import type { StringEnv } from '../../contract/settings'
+import { type Bytes, equalsAny, hmac, toBase64 } from '../../shared/crypto'
+import type { StringEnv } from '../../shared/settings'
 import { InvalidPayloadError } from '../errors'
 import { logLine } from '../log'
 import { lineContent } from './line-content'

@@ -7,8 +7,8 @@
  * accounts) are the scopes its items may be keyed under.
  * @module
  */
-import { type Bytes, equalsAny, hmac, secretList, toHex } from '../../contract/crypto'
-import { rawValue, type StringEnv, type TextSetting } from '../../contract/settings'
+import { type Bytes, equalsAny, hmac, secretList, toHex } from '../../shared/crypto'
+import { rawValue, type StringEnv, type TextSetting } from '../../shared/settings'
 import type { TenantSecrets } from './tenant-secrets'
 import { matchingTenant, tenantIds, tenantSecrets } from './tenant-secrets'
 import type { ChannelConfig, HandshakeVerdict, RequestParts, TenantVerdict } from './types'

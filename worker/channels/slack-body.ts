@@ -15,8 +15,9 @@
  * wrote, and often arrives later as a `message_changed`, which must not read as a changed text.
  * @module
  */
-import { bounded } from '../../contract/email-text'
+
 import { LIMITS } from '../../contract/event'
+import { bounded } from '../../shared/text'
 import { list, obj, str } from './untrusted'
 
 /** The row's body for a message event (or an edit's `message`), within LIMITS.body. */

@@ -4,7 +4,7 @@
  * Checked against Slack's published example in test/unit/vendor-vectors.ts.
  * @module
  */
-import { type Bytes, hmac, timingSafeEqual, toHex, utf8 } from '../../contract/crypto'
+import { type Bytes, hmac, timingSafeEqual, toHex, utf8 } from '../../shared/crypto'
 import type { RequestParts, Verdict, VerifyOptions } from './types'
 import { systemClock } from './untrusted'
 

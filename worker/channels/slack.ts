@@ -18,10 +18,10 @@
  */
 
 import { channelTtlSetting } from '../../claims'
-import type { RawBody } from '../../contract/body'
-import { sha256Hex } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
-import { rawValue, type StringEnv } from '../../contract/settings'
+import type { RawBody } from '../../shared/body'
+import { sha256Hex } from '../../shared/crypto'
+import { rawValue, type StringEnv } from '../../shared/settings'
 import { InvalidPayloadError } from '../errors'
 import { plainReplies } from './replies'
 import { SLACK_IGNORED } from './slack-ignored'

@@ -10,9 +10,9 @@
  * @module
  */
 import { importJWK, type JWK } from 'jose'
-import { type Backoff, backoffMs } from '../../contract/backoff'
-import { readBoundedBody } from '../../contract/body'
-import { isRedirect, NO_REDIRECT } from '../../contract/no-redirect'
+import { type Backoff, backoffMs } from '../../shared/backoff'
+import { readBoundedBody } from '../../shared/body'
+import { isRedirect, NO_REDIRECT } from '../../shared/no-redirect'
 import { GatewayError } from '../errors'
 import { list, obj, str } from './untrusted'
 

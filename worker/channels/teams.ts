@@ -21,10 +21,10 @@
  */
 import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
-import { sha256Hex } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import { type InboundEventDraft, LIMITS } from '../../contract/event'
-import { readUrl, type StringEnv, setting } from '../../contract/settings'
+import { sha256Hex } from '../../shared/crypto'
+import { readUrl, type StringEnv, setting } from '../../shared/settings'
 import { UnauthorizedError } from '../errors'
 import { pressBody } from './press'
 import { plainReplies } from './replies'

@@ -12,8 +12,9 @@
  * `Story from {its chat's title} (@{username})`.
  * @module
  */
-import { bounded } from '../../contract/email-text'
+
 import { LIMITS } from '../../contract/event'
+import { bounded } from '../../shared/text'
 import { list, obj, str } from './untrusted'
 
 /** The row's body for a Message, within LIMITS.body ('' when it has no text of any kind). */

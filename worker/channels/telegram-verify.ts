@@ -3,7 +3,7 @@
  * tokens of the bot the path names.
  * @module
  */
-import { equalsAny } from '../../contract/crypto'
+import { equalsAny } from '../../shared/crypto'
 import { type TenantSecrets, verifyForTenant } from './tenant-secrets'
 import type { RequestParts, TenantVerdict, Verdict } from './types'
 

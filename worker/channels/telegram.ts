@@ -20,11 +20,11 @@
  */
 
 import { channelTtlSetting } from '../../claims'
-import type { RawBody } from '../../contract/body'
-import { secretList } from '../../contract/crypto'
 import { keyPart } from '../../contract/delivery-key'
 import type { InboundEventDraft } from '../../contract/event'
-import { present, rawValue, type StringEnv, setting } from '../../contract/settings'
+import type { RawBody } from '../../shared/body'
+import { secretList } from '../../shared/crypto'
+import { present, rawValue, type StringEnv, setting } from '../../shared/settings'
 import { UnauthorizedError } from '../errors'
 import { plainReplies } from './replies'
 import { telegramBody } from './telegram-body'

@@ -9,8 +9,8 @@
  * tenant id: never a secret (a malformed entry may be a secret pasted in the wrong place).
  * @module
  */
-import { secretList } from '../../contract/crypto'
-import { rawValue, type StringEnv, setting, type TextSetting } from '../../contract/settings'
+import { secretList } from '../../shared/crypto'
+import { rawValue, type StringEnv, setting, type TextSetting } from '../../shared/settings'
 import type { ChannelConfig, TenantVerdict, Verdict } from './types'
 
 export type TenantSecrets =

@@ -9,7 +9,7 @@
  * `sidFromCompact` turns a compact SID back (operators reading a key in a log line or in Redis).
  * @module
  */
-import { sha256Hex } from '../../contract/crypto'
+import { sha256Hex } from '../../shared/crypto'
 
 const CANONICAL_SID = /^([A-Z]{2})([0-9a-f]{32})$/
 const COMPACT_SID = /^([A-Z]{2})([A-Za-z0-9_-]{22})$/

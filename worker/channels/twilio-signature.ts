@@ -6,7 +6,7 @@
  * this runs: the signature sorts them all.
  * @module
  */
-import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../contract/crypto'
+import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../shared/crypto'
 import type { RequestParts, Verdict, VerifyOptions } from './types'
 
 /** Parameters as received: a name may repeat. */

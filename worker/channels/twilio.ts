@@ -15,9 +15,9 @@
  */
 
 import { channelTtlSetting } from '../../claims'
-import type { RawBody } from '../../contract/body'
 import { keyPart } from '../../contract/delivery-key'
-import { readUrl, setting } from '../../contract/settings'
+import type { RawBody } from '../../shared/body'
+import { readUrl, setting } from '../../shared/settings'
 import { retryLaterResponse } from './replies'
 import type { TenantSecrets, TenantVariables } from './tenant-secrets'
 import { sharedSecretRow, tenantSecrets, tenantSecretsRow, verifyForTenant } from './tenant-secrets'

@@ -11,10 +11,10 @@
  */
 
 import type { ChannelTtlSetting } from '../../claims'
-import type { RawBody } from '../../contract/body'
 import type { DeliveryKey } from '../../contract/delivery-key'
 import type { Channel, InboundEventDraft } from '../../contract/event'
-import type { SettingRow, StringEnv } from '../../contract/settings'
+import type { RawBody } from '../../shared/body'
+import type { SettingRow, StringEnv } from '../../shared/settings'
 import type { ChannelReplies } from './replies'
 
 export { type DeliveryKey, formatDeliveryKey } from '../../contract/delivery-key'

@@ -6,7 +6,7 @@
  * vectors run on both runtimes (test/unit/wechat.test.ts, test/workers/wechat.test.ts).
  * @module
  */
-import { type Bytes, timingSafeEqual, toBase64, toHex, utf8 } from '../../contract/crypto'
+import { type Bytes, timingSafeEqual, toBase64, toHex, utf8 } from '../../shared/crypto'
 
 /** `hex(sha1(join(sort(parts))))`: `signature` over token, timestamp, nonce; `msg_signature` adds Encrypt. */
 export async function wechatSignature(parts: readonly string[]): Promise<string> {

@@ -6,7 +6,7 @@
  * ({@link OnceBinding}: the plain signature covers no body).
  * @module
  */
-import { type Bytes, equalsAny, sha256Hex, utf8 } from '../../contract/crypto'
+import { type Bytes, equalsAny, sha256Hex, utf8 } from '../../shared/crypto'
 import { type TenantSecrets, verifyForTenant } from './tenant-secrets'
 import type {
   HandshakeVerdict,

@@ -10,7 +10,7 @@ import { channelTtlSetting } from '../../claims'
 import { boundAttachments } from '../../contract/attachments'
 import { keyPart } from '../../contract/delivery-key'
 import { LIMITS } from '../../contract/event'
-import type { StringEnv } from '../../contract/settings'
+import type { StringEnv } from '../../shared/settings'
 import { InvalidPayloadError } from '../errors'
 import {
   META_MAX_BODY_BYTES,

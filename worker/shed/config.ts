@@ -4,7 +4,7 @@
  * breaker.ts.
  * @module
  */
-import { readInt, type StringEnv, setting } from '../../contract/settings'
+import { readInt, type StringEnv, setting } from '../../shared/settings'
 import type { BreakerSettings } from './breaker'
 
 export const SHED_AFTER_FAILURES = setting({

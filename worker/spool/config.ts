@@ -7,7 +7,7 @@
  * @module
  */
 import { CHANNEL_NAME, type Channel } from '../../contract/event'
-import { rawValue, readInt, type StringEnv, setting } from '../../contract/settings'
+import { rawValue, readInt, type StringEnv, setting } from '../../shared/settings'
 
 export interface SpoolSettings {
   /**

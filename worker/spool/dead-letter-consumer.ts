@@ -6,7 +6,7 @@
  * said so in the row's error.
  * @module
  */
-import { backoffMs } from '../../contract/backoff'
+import { backoffMs } from '../../shared/backoff'
 import type { OriginConfig, Settings } from '../config'
 import type { Env } from '../env'
 import { describeForward, type ForwardResult, forwardBody } from '../forward'

@@ -7,8 +7,9 @@
  * isolate holds at the end of every batch when a flush is due.
  * @module
  */
-import { backoffMs } from '../../contract/backoff'
+
 import { SPOOL_RETRIED } from '../../contract/decision-counts'
+import { backoffMs } from '../../shared/backoff'
 import type { Settings } from '../config'
 import { holdDecision } from '../decision-counters'
 import type { ForwardResult } from '../forward'

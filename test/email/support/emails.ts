@@ -1,7 +1,7 @@
 /**
  * What the email tests add to the shared email fixtures (local/vendor-deliveries.ts: `rawEmail`,
  * `uniqueMessageId`, `CUSTOMER`): the sender part of email keys computed independently of
- * contract/email.ts, the trace headers two relays add, and multipart mails with attachments.
+ * email/parse.ts, the trace headers two relays add, and multipart mails with attachments.
  * @module
  */
 import { createHash, randomBytes } from 'node:crypto'
@@ -9,7 +9,7 @@ import { CUSTOMER, type EmailFixture, rawEmail } from '../../../local/vendor-del
 
 /**
  * The sender part of email keys (`from-sha256-` + 32 hex of the lower-cased From address),
- * computed here independently of contract/email.ts, so the tests pin the format.
+ * computed here independently of email/parse.ts, so the tests pin the format.
  */
 export function senderKeyPart(address = CUSTOMER): string {
   return `from-sha256-${createHash('sha256').update(address.toLowerCase()).digest('hex').slice(0, 32)}`

@@ -6,7 +6,7 @@
  * @module
  */
 import { writeFileSync } from 'node:fs'
-import type { SettingRow } from '../contract/settings'
+import type { SettingRow } from '../shared/settings'
 import { WEBHOOK_CHANNELS } from '../worker/channels'
 import { WORKER_SETTINGS } from '../worker/settings'
 import { SECRET_NAMES } from './deploy-checks'

@@ -6,8 +6,9 @@
  * text. A message is never refused for its size.
  * @module
  */
-import { bounded } from './email-text'
-import { type InboundEventDraft, jsonBytes, LIMITS } from './event'
+
+import { type InboundEventDraft, jsonBytes, LIMITS } from '../contract/event'
+import { bounded } from '../shared/text'
 
 /** What finalizeEvent adds, at its largest (a 64-hex payload hash). */
 const FINALIZED_BYTES = jsonBytes({ v: 1, payloadHash: '0'.repeat(64) })

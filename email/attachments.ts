@@ -6,9 +6,9 @@
  * @module
  */
 import type { Attachment as MimePart } from 'postal-mime'
-import { boundAttachments, kindOfMimeType } from './attachments'
-import { clean } from './email-text'
-import type { Attachment } from './event'
+import { boundAttachments, kindOfMimeType } from '../contract/attachments'
+import type { Attachment } from '../contract/event'
+import { clean } from '../shared/text'
 
 export function emailAttachments(parts: readonly MimePart[]): Attachment[] | undefined {
   return boundAttachments(

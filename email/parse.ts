@@ -3,9 +3,9 @@
  * Gmail poller both call {@link parseEmail} on the bytes they received, so the same email gets the
  * same keys and the same payload hash whichever way (and however often) it arrives.
  *
- * Keys and threading references: contract/email-keys.ts (what each part of a key is and why);
- * the body text and the bounds on every string: contract/email-text.ts; attachments (metadata,
- * never their bytes): contract/email-attachments.ts.
+ * Keys and threading references: email/keys.ts (what each part of a key is and why);
+ * the body text: email/body-text.ts; the bounds on every string: shared/text.ts; attachments
+ * (metadata, never their bytes): email/attachments.ts.
  *
  * Every field is bounded to the contract's LIMITS, and nothing depends on when or how the email
  * was received: `occurredAt` is the Date header, or the Unix epoch when that is missing or
@@ -13,9 +13,19 @@
  * @module
  */
 import PostalMime, { type Address, type Email } from 'postal-mime'
-import { utf8 } from './crypto'
-import { formatDeliveryKey } from './delivery-key'
-import { emailAttachments } from './email-attachments'
+import { formatDeliveryKey } from '../contract/delivery-key'
+import {
+  type Attachment,
+  finalizeEvent,
+  type InboundEventDraft,
+  LIMITS,
+  parseInboundEvent,
+} from '../contract/event'
+import { utf8 } from '../shared/crypto'
+import { bounded, clean } from '../shared/text'
+import { emailAttachments } from './attachments'
+import { bodyText } from './body-text'
+import { fitToEventBytes } from './event-fit'
 import {
   boundedId,
   type ContentMaterial,
@@ -25,16 +35,7 @@ import {
   normalizeAddress,
   normalizeMessageId,
   referenceKeys,
-} from './email-keys'
-import { bodyText, bounded, clean } from './email-text'
-import {
-  type Attachment,
-  finalizeEvent,
-  type InboundEventDraft,
-  LIMITS,
-  parseInboundEvent,
-} from './event'
-import { fitToEventBytes } from './event-fit'
+} from './keys'
 import { canonicalMailbox, type MailboxAliases } from './mailbox'
 
 /** Cloudflare Email Routing's limit ("does not support messages bigger than 25 MiB"). */
@@ -77,7 +78,7 @@ export interface ParseEmailOptions {
   mailbox: string
   /**
    * EMAIL_MAILBOX_ALIASES: with the sub-address rule, `mailbox` becomes the inbox that keys and
-   * tenant name (contract/mailbox.ts), the same for both paths.
+   * tenant name (email/mailbox.ts), the same for both paths.
    */
   aliases?: MailboxAliases
 }
@@ -140,7 +141,7 @@ export async function parseEmail(
   return { key, draft: fitted }
 }
 
-/** The fields the fallback id hashes (contract/email-keys.ts: {@link contentHash}). */
+/** The fields the fallback id hashes (email/keys.ts: {@link contentHash}). */
 function contentMaterial(
   email: Email,
   from: string,

@@ -1,8 +1,8 @@
 /**
  * An email's key material and threading references (docs/keys.md's key table), shared by the parser
- * (contract/email.ts) and the origin:
+ * (email/parse.ts) and the origin:
  *
- * - mailbox: the receiving inbox, canonical (contract/mailbox.ts: lower-cased, `+tag` stripped,
+ * - mailbox: the receiving inbox, canonical (email/mailbox.ts: lower-cased, `+tag` stripped,
  *   aliases mapped; Cloudflare: of the envelope RCPT TO; Gmail: of GMAIL_MAILBOX). The same
  *   Message-ID delivered to two of our inboxes (Cc, a list and a direct copy) is two messages, one
  *   per inbox: two support inboxes are two tenants, each must see it.
@@ -20,9 +20,10 @@
  *   reply can only name (and thread into) mail of the same sender in the same mailbox.
  * @module
  */
-import { sha256Hex } from './crypto'
-import type { DeliveryKey } from './delivery-key'
-import { LIMITS } from './event'
+
+import type { DeliveryKey } from '../contract/delivery-key'
+import { LIMITS } from '../contract/event'
+import { sha256Hex } from '../shared/crypto'
 
 /**
  * Longer ids are replaced by their hash, so `dedup:email:{mailbox}:{sender}:{id}` fits LIMITS.key:

@@ -1,8 +1,9 @@
 /**
  * The text of an email as the event carries it: the body as plain text (HTML rendered when there
- * is no text part), control characters dropped, lengths bounded without splitting a character.
+ * is no text part), control characters dropped (shared/text.ts).
  * @module
  */
+import { clean } from '../shared/text'
 
 /** The text part, else the HTML part as text; line ends unified, trailing space dropped. */
 export function bodyText(email: { text?: string | undefined; html?: string | undefined }): string {
@@ -50,17 +51,4 @@ function decodeEntities(text: string): string {
     const surrogate = code >= 0xd800 && code <= 0xdfff
     return code > 0 && code <= 0x10ffff && !surrogate ? String.fromCodePoint(code) : entity
   })
-}
-
-/** Postgres text cannot hold NUL, and other C0 controls are noise; tab and newline stay. */
-export function clean(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '')
-}
-
-/** At most `max` UTF-16 units (what the schema counts), never splitting a surrogate pair. */
-export function bounded(text: string, max: number): string {
-  if (text.length <= max) return text
-  const code = text.charCodeAt(max - 1)
-  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max)
 }

@@ -4,13 +4,15 @@
  * (worker/settings.ts, worker/config.ts `parseSettings`), so a channel's new variable is checked
  * without a list here. Values never appear in a finding: a secret's name, never the secret.
  * The spool's queues and bucket are deploy-spool.ts's, the settings that trust too much
- * deploy-trust.ts's. `npm run doctor` (local/doctor.ts) prints them; deploy-reachability.ts adds
+ * deploy-trust.ts's. `npm run doctor` (ops/doctor.ts) prints them; deploy-reachability.ts adds
  * the network's.
  * @module
  */
-import { secretList } from '../contract/crypto'
+
 import { ORIGIN_SHARED_SECRET } from '../contract/forward-signature'
-import { OPERATOR_TOKEN, operatorTokenProblem } from '../contract/operator-token'
+import type { WranglerConfig } from '../local/wrangler-config'
+import { secretList } from '../shared/crypto'
+import { OPERATOR_TOKEN, operatorTokenProblem } from '../shared/operator-token'
 import { WEBHOOK_CHANNELS } from '../worker/channels'
 import { channelConfig, parseSettings } from '../worker/config'
 import type { Env } from '../worker/env'
@@ -18,7 +20,6 @@ import { ORIGIN_URL, WORKER_SETTINGS } from '../worker/settings'
 import { error, type Finding, ok, putSecret, varsSection, warn } from './deploy-finding'
 import { checkSpool } from './deploy-spool'
 import { checkTrust } from './deploy-trust'
-import type { WranglerConfig } from './wrangler-config'
 
 export type { Finding } from './deploy-finding'
 
@@ -157,7 +158,7 @@ export function checkSharedSecret(
   ]
 }
 
-/** A short operator token serves no Worker route and stops the origin (contract/operator-token). */
+/** A short operator token serves no Worker route and stops the origin (shared/operator-token). */
 function checkOperatorToken(value: string | undefined, envName: string | undefined): Finding[] {
   const problem = operatorTokenProblem(value)
   if (!problem) return []

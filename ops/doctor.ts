@@ -1,7 +1,7 @@
 /**
  * `npm run doctor -- [--env NAME] [--secrets-file PATH] [--check-network]`: what a deployment of
- * one wrangler.toml environment needs, one line per finding with its fix (local/deploy-checks.ts;
- * with `--check-network`, local/deploy-reachability.ts).
+ * one wrangler.toml environment needs, one line per finding with its fix (ops/deploy-checks.ts;
+ * with `--check-network`, ops/deploy-reachability.ts).
  *
  * The Worker's secrets come from `--secrets-file` (the JSON object `wrangler secret bulk` takes,
  * or a dotenv file such as `.dev.vars`), else from this process's environment (only the names the
@@ -22,10 +22,10 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs, parseEnv } from 'node:util'
+import { readWranglerConfig, WRANGLER_TOML } from '../local/wrangler-config'
 import { checkDeployment, type Finding, SECRET_NAMES, WORKER_VARIABLE_NAMES } from './deploy-checks'
 import { checkPostgres, checkRedis } from './deploy-reachability'
 import { templateGuide, templateText, writeTemplate } from './secrets-template'
-import { readWranglerConfig, WRANGLER_TOML } from './wrangler-config'
 
 const USAGE = `usage: npm run doctor -- [--env staging|production] [--config wrangler.toml]
   [--secrets-file secrets.json] [--check-network]

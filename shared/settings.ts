@@ -37,7 +37,7 @@ export interface UrlSetting<N extends string = string> extends Row<N> {
 
 /**
  * The rest are strings the reader of the setting interprets: `secret-list` a comma-separated
- * rotation list (contract/crypto.ts's secretList), `tenant-secrets` a per-tenant list
+ * rotation list (shared/crypto.ts's secretList), `tenant-secrets` a per-tenant list
  * (worker/channels/tenant-secrets.ts), `list` comma-separated names, `string` the trimmed value.
  */
 export interface TextSetting<N extends string = string> extends Row<N> {

@@ -81,7 +81,7 @@ export type LimitedAccess =
     }
 
 /**
- * The operator token check of a bearer route (contract/operator-token.ts) behind `limit`, for the
+ * The operator token check of a bearer route (shared/operator-token.ts) behind `limit`, for the
  * client at `address`. A route that does not exist (no token configured) counts nothing: there is
  * nothing to guess.
  */

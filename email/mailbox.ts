@@ -2,7 +2,7 @@
  * The canonical mailbox: which of our inboxes an email was delivered to, whichever address it
  * was sent to and whichever way it arrived. Cloudflare names the envelope RCPT TO
  * (`Support+Billing@Inbound.example`, an alias), the Gmail poller its GMAIL_MAILBOX; both hand it
- * to the parser (contract/email.ts), which scopes keys and picks the tenant by this one function,
+ * to the parser (email/parse.ts), which scopes keys and picks the tenant by this one function,
  * so a mail that reaches one inbox both ways is one key, one row and one conversation.
  *
  * - Case: the whole address is lower-cased. RFC 5321 lets the local part be case-sensitive, but
@@ -15,8 +15,9 @@
  *   (`{"help@example.com": "support@example.com"}`), after the two rules above, one step.
  * @module
  */
-import { normalizeMailbox } from './email-keys'
-import { present, type StringEnv, setting } from './settings'
+
+import { present, type StringEnv, setting } from '../shared/settings'
+import { normalizeMailbox } from './keys'
 
 /** Alias → mailbox, both canonical (lower-cased, without sub-address). */
 export type MailboxAliases = ReadonlyMap<string, string>

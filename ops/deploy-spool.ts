@@ -7,11 +7,12 @@
  * gives the same figure and docs/guarantees.md refers to it (test/local/doctor.test.ts checks).
  * @module
  */
-import { backoffMs } from '../contract/backoff'
+
+import type { WranglerConfig } from '../local/wrangler-config'
+import { backoffMs } from '../shared/backoff'
 import type { Settings } from '../worker/config'
 import { EVENT_KEY_PREFIX, MAX_SPOOL_MESSAGE_BYTES } from '../worker/spool/claim-check'
 import { error, type Finding, warn } from './deploy-finding'
-import type { WranglerConfig } from './wrangler-config'
 
 /**
  * How long both spool queues keep a message: 14 days, Cloudflare's maximum (a queue keeps 60 s to

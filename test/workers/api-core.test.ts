@@ -64,7 +64,8 @@ describe('the API sheds like every channel', () => {
     for (const key of keys) {
       const answer = await post(h, key)
       expect(answer).toMatchObject({ status: 202, decision: 'spooled' })
-      expect(answer.ms).toBeLessThan(250)
+      // Not waited on: well under the origin's 700 ms (and the origin is not called, below).
+      expect(answer.ms).toBeLessThan(600)
     }
     expect((await h.originCalls()).calls).toHaveLength(called)
     const queued = spool.sent.filter((m) => m.event.channel === 'api')

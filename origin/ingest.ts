@@ -14,6 +14,7 @@ import type { Database, Queryable } from './db'
 import { sqlState } from './db/errors'
 import { ClientGoneError } from './errors'
 import { ingestAnswered } from './idempotency'
+import { bindEventSignature } from './signature-bindings'
 import {
   applyDeletion,
   applyEdit,
@@ -106,7 +107,16 @@ async function ingestDeletion(db: Database, event: InboundEvent): Promise<Ingest
   return resultFor(outcome === 'updated' ? 'updated' : 'duplicate', stored)
 }
 
-export function ingestEvent(db: Database, event: InboundEvent): Promise<IngestResult> {
+export async function ingestEvent(db: Database, event: InboundEvent): Promise<IngestResult> {
+  await bindEventSignature(db, event)
+  return ingestBound(db, event)
+}
+
+/**
+ * An event whose one-time signature, if it carries one pending, is bound to it: every path that
+ * stores an event (the Worker's routes, a replay) passes {@link ingestEvent} first.
+ */
+function ingestBound(db: Database, event: InboundEvent): Promise<IngestResult> {
   // An `api` event (a message) has its answer stored with it (origin/idempotency.ts).
   if (event.idempotency) return ingestAnswered(db, event, event.idempotency, ingestMessage)
   switch (event.kind) {
@@ -132,6 +142,30 @@ export async function ingestEvents(
   db: Database,
   events: readonly InboundEvent[],
 ): Promise<Array<IngestResult | Error>> {
+  // A pending signature binding held by another body refuses its event alone, before any row.
+  const refusals = await Promise.all(events.map((event) => bindingRefusal(db, event)))
+  const taken = events.filter((_, i) => !refusals[i])
+  const answers = await ingestTaken(db, taken)
+  let next = 0
+  return events.map((_, i) => refusals[i] ?? (answers[next++] as IngestResult | Error))
+}
+
+/** The error binding an event's pending signature met (a caller gone ends the batch), or null. */
+async function bindingRefusal(db: Database, event: InboundEvent): Promise<Error | null> {
+  try {
+    await bindEventSignature(db, event)
+    return null
+  } catch (err) {
+    if (err instanceof ClientGoneError) throw err
+    return err instanceof Error ? err : new Error(String(err))
+  }
+}
+
+/** {@link ingestEvents} of events whose signatures are bound. */
+async function ingestTaken(
+  db: Database,
+  events: readonly InboundEvent[],
+): Promise<Array<IngestResult | Error>> {
   // An `api` event stores its answer with its row (origin/idempotency.ts): the single path only.
   const inStatement = events.filter((event) => !event.idempotency)
   let rows: BatchEventRow[] | null
@@ -148,7 +182,7 @@ export async function ingestEvents(
     const row = event.idempotency ? undefined : rows?.[next++]
     try {
       answers.push(
-        !row || row.outcome === 'failed' ? await ingestEvent(db, event) : batchResult(event, row),
+        !row || row.outcome === 'failed' ? await ingestBound(db, event) : batchResult(event, row),
       )
     } catch (err) {
       if (err instanceof ClientGoneError) throw err

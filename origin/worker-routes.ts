@@ -34,7 +34,7 @@ import { answerJson, type ForwardAuthDeps, type ForwardEnv, verifiedBody } from 
 import { ingestEvent, ingestEvents } from './ingest'
 import type { Logger } from './log'
 import { countGatewayDecisions, type OriginMetrics, seriesOf } from './metrics'
-import { bindEventSignature, bindSignature, parseSignatureBinding } from './signature-bindings'
+import { bindSignature, parseSignatureBinding } from './signature-bindings'
 
 export interface WorkerRouteDeps extends ForwardAuthDeps {
   db: Database
@@ -57,7 +57,6 @@ export function workerRoutes(deps: WorkerRouteDeps): Hono<ForwardEnv> {
 
   routes.post('/v1/events', async (c) => {
     const event = parseEvent(await signedBody(c, EVENTS))
-    await bindEventSignature(db, event)
     const started = performance.now()
     // The Worker hangs up at its forward budget; from then on nobody waits for this work.
     const result = await ingestEvent(db.withSignal(c.req.raw.signal), event)
@@ -88,9 +87,7 @@ export function workerRoutes(deps: WorkerRouteDeps): Hono<ForwardEnv> {
   // The spool consumer's queue batch: one statement for all, an answer per event (200 as a whole).
   routes.post('/v1/events/batch', async (c) => {
     const items = parseBatch(await signedBody(c, EVENTS_BATCH, BATCH_LIMITS.bytes))
-    const parsed = await Promise.all(
-      items.map((item) => boundBatchItem(db, parseBatchItem(item, deps.maxEventBytes))),
-    )
+    const parsed = items.map((item) => parseBatchItem(item, deps.maxEventBytes))
     const events = parsed.filter((item): item is InboundEvent => !(item instanceof Error))
     const started = performance.now()
     const results = await ingestEvents(db.withSignal(c.req.raw.signal), events)
@@ -147,18 +144,6 @@ function parseBatchItem(item: unknown, maxEventBytes: number): InboundEvent | Or
   if (jsonBytes(item) > maxEventBytes) return new BodyTooLargeError(maxEventBytes)
   const parsed = parseInboundEvent(item)
   return parsed.ok ? parsed.event : new InvalidEventError(parsed.message)
-}
-
-/** A batch item's pending signature binding, bound (or its refusal, as a single event's). */
-async function boundBatchItem(
-  db: Database,
-  item: InboundEvent | OriginError,
-): Promise<InboundEvent | Error> {
-  if (item instanceof Error || !item.signatureBinding) return item
-  return bindEventSignature(db, item).then(
-    () => item,
-    (err: unknown) => (err instanceof Error ? err : new InternalError({ cause: err })),
-  )
 }
 
 /** An event's error inside a batch answer, as onError answers it for a single event. */

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest'
 import { secretList } from '../../shared/crypto'
 import { fileTestbed } from '../support/for-file'
-import { eventFixture, signedPost } from '../support/origin'
+import { eventFixture, runFailuresCli, signedPost } from '../support/origin'
 
 const tb = fileTestbed()
 let n = 0
@@ -129,6 +129,24 @@ describe('an event carrying a pending binding (POST /v1/events, /v1/events/batch
     }
     expect(results.map((r) => r.status)).toEqual([422, 201, 201])
     expect(results[0]?.error?.code).toBe('signature_reused')
+    expect(await tb.count('messages', 'channel_message_id = $1', [forged.messageKey])).toBe(0)
+  })
+  it("an operator's replay of a dead event under a binding another body holds is refused too: no row", async () => {
+    const key = freshKey()
+    await bind({ key, hash: 'aaaaaaaaaaaaaaaa', ttlSeconds: 600 })
+    const forged = await wechatEvent({ key, hash: 'bbbbbbbbbbbbbbbb' }, 'pay me')
+    const report = {
+      channel: forged.channel,
+      deliveryKey: forged.deliveryKey,
+      event: forged,
+      error: 'origin 503 after 5 attempts',
+      attempts: 5,
+    }
+    const recorded = await post('/v1/failures/inbound', report)
+    expect(recorded.status).toBe(201)
+    const { failureId } = (await recorded.json()) as { failureId: string }
+    const replay = await runFailuresCli(tb, ['replay', failureId], { DOWNSTREAM_URL: '' })
+    expect(replay.code).not.toBe(0)
     expect(await tb.count('messages', 'channel_message_id = $1', [forged.messageKey])).toBe(0)
   })
 })

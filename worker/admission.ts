@@ -14,6 +14,7 @@
  */
 import type { MiddlewareHandler } from 'hono'
 import { DECISION_HEADER } from '../contract/decision-log'
+import { DelayLimit } from './admission-limit'
 import { type AdmissionSettings, settingsFor } from './config'
 import { countDecision, flushTargetOf } from './decision-counters'
 import type { Env } from './env'
@@ -47,15 +48,24 @@ export class AdmissionGate {
   private readonly admitted = new Set<Entry>()
   /** Requests waiting for a place, first come first woken. */
   private readonly waiting: Array<() => void> = []
+  /** The bound now: MAX_IN_FLIGHT, lowered while the isolate is behind (see {@link DelayLimit}). */
+  private readonly limit: DelayLimit
 
   constructor(
     private readonly settings: AdmissionSettings,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.limit = new DelayLimit(settings, now())
+  }
 
   /** Requests admitted and not yet released (stale ones pruned when the bound is reached). */
   get inFlight(): number {
     return this.admitted.size
+  }
+
+  /** How many may be in flight now (at most MAX_IN_FLIGHT). */
+  get bound(): number {
+    return this.limit.bound
   }
 
   /**
@@ -76,21 +86,28 @@ export class AdmissionGate {
   }
 
   private tryEnter(): Release | null {
-    if (this.admitted.size >= this.settings.maxInFlight) this.pruneStale()
-    if (this.admitted.size >= this.settings.maxInFlight) return null
+    if (this.admitted.size >= this.limit.bound) this.pruneStale()
+    if (this.admitted.size >= this.limit.bound) return null
     const entry = { admittedAt: this.now() }
     this.admitted.add(entry)
+    this.limit.admitted(this.admitted.size)
     return () => {
       if (!this.admitted.delete(entry)) return
+      const at = this.now()
+      this.limit.released(entry.admittedAt, at, this.admitted.size)
       // The woken one tries again rather than being handed this place: should workerd have
       // cancelled it meanwhile, no place is lost with it.
       this.waiting.shift()?.()
     }
   }
 
+  /** The set keeps admission order: the stale are its first entries, and the walk stops at a fresh one. */
   private pruneStale(): void {
     const before = this.now() - STALE_AFTER_MS
-    for (const entry of this.admitted) if (entry.admittedAt <= before) this.admitted.delete(entry)
+    for (const entry of this.admitted) {
+      if (entry.admittedAt > before) return
+      this.admitted.delete(entry)
+    }
   }
 
   /** Until a place is released or `ms` passed; the timer is this request's own, cleared by it. */
@@ -166,7 +183,7 @@ function refuse(
     decidedBy: 'admission',
     reason: OVER_CAPACITY,
   })
-  noteRefusal(settings.admission)
+  noteRefusal(settings.admission, gateFor(settings.admission).bound)
   const reply = retryLater()
   if (!reply.headers.has('retry-after')) reply.headers.set('retry-after', '1')
   reply.headers.set(DECISION_HEADER, 'retry')
@@ -174,12 +191,14 @@ function refuse(
 }
 
 /** One log line per LOG_EVERY_MS at most, however many are refused: an overload is no log flood. */
-export function noteRefusal(limits: AdmissionSettings, now = Date.now()): void {
+export function noteRefusal(limits: AdmissionSettings, bound: number, now = Date.now()): void {
   refusals.unlogged++
   if (now - refusals.loggedAt < LOG_EVERY_MS) return
   logProblem('warn', 'admission_refused', {
     refused: refusals.unlogged,
     maxInFlight: limits.maxInFlight,
+    bound,
+    targetMs: limits.targetMs,
     maxWaitMs: limits.maxWaitMs,
   })
   refusals.unlogged = 0

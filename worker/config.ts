@@ -21,6 +21,7 @@ import type { ChannelConfig, WebhookChannel } from './channels/types'
 import type { Env } from './env'
 import { settingsPerIsolate } from './per-isolate'
 import {
+  ADMISSION_TARGET_MS,
   ADMISSION_WAIT_MS,
   DECISION_FLUSH_SECONDS,
   INFLIGHT_WAIT_MS,
@@ -34,9 +35,14 @@ import type { BreakerSettings } from './shed/breaker'
 import { parseShedSettings } from './shed/config'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
-/** MAX_IN_FLIGHT (256; 0 = no bound) and ADMISSION_WAIT_MS (0: refused at once). */
+/**
+ * MAX_IN_FLIGHT (256, the ceiling; 0 = no bound), ADMISSION_TARGET_MS (1,000: the delay past which
+ * the bound drops, worker/admission-limit.ts; 0 = the ceiling alone) and ADMISSION_WAIT_MS (0:
+ * refused at once).
+ */
 export interface AdmissionSettings {
   maxInFlight: number
+  targetMs: number
   maxWaitMs: number
 }
 
@@ -153,6 +159,7 @@ export function parseSettings(env: Env): Settings {
     spool: parseSpoolSettings(env, warnings, EVENT_CHANNELS),
     admission: {
       maxInFlight: readInt(env, MAX_IN_FLIGHT, warnings),
+      targetMs: readInt(env, ADMISSION_TARGET_MS, warnings),
       maxWaitMs: readInt(env, ADMISSION_WAIT_MS, warnings),
     },
     shed: parseShedSettings(env, warnings),

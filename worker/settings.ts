@@ -52,6 +52,15 @@ export const MAX_IN_FLIGHT = setting({
   max: 100_000,
   doc: "webhook and API requests each isolate works on at once; past it the channel's retry answer (503 + Retry-After) before any verification or claim; 0: no bound",
 })
+export const ADMISSION_TARGET_MS = setting({
+  name: 'ADMISSION_TARGET_MS',
+  kind: 'int',
+  secret: false,
+  default: 100,
+  min: 0,
+  max: 30_000,
+  doc: 'with the in-flight bound reached and even the quickest request of 100 ms slower than this from admission to answer, the isolate is behind: the bound drops below MAX_IN_FLIGHT until it is not; 0: MAX_IN_FLIGHT alone',
+})
 export const ADMISSION_WAIT_MS = setting({
   name: 'ADMISSION_WAIT_MS',
   kind: 'int',
@@ -98,6 +107,7 @@ const CORE_SETTINGS = [
   INFLIGHT_WAIT_MS,
   MAX_BODY_BYTES,
   MAX_IN_FLIGHT,
+  ADMISSION_TARGET_MS,
   ADMISSION_WAIT_MS,
   SETTLED_MEMO_ENTRIES,
   SETTLED_MEMO_SECONDS,

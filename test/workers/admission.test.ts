@@ -4,12 +4,14 @@
  * gets its channel's retry answer before anything is claimed, and once the held ones are answered
  * a new one is admitted; a place is given back however a request ends (an error answered, a
  * throw, a body that fails mid-stream); ADMISSION_WAIT_MS lets one wait for a place; /healthz is
- * never bounded; the API answers its own 503.
+ * never bounded; the API answers its own 503; and with requests slower than ADMISSION_TARGET_MS
+ * the bound drops below MAX_IN_FLIGHT (worker/admission-limit.ts).
  */
 import { describe, expect, it } from 'vitest'
 import { PROBLEM_CONTENT_TYPE } from '../../contract/problem'
 import { type SignedDelivery, slackDelivery } from '../../local/vendor-deliveries'
 import { sha256Hex } from '../../shared/crypto'
+import { MIN_BOUND } from '../../worker/admission-limit'
 import type { Env } from '../../worker/env'
 import { GATEWAY, type Harness, harness, WEBHOOKS } from './support/harness'
 
@@ -116,6 +118,32 @@ describe('admission: the in-flight bound', () => {
     const off = gated({ MAX_IN_FLIGHT: '0' })
     const many = await holdInFlight(off, 5)
     for (const one of await Promise.all(many)) expect(one.status).toBe(200)
+  })
+
+  it('slower than ADMISSION_TARGET_MS: the bound drops under MAX_IN_FLIGHT; 0 keeps MAX_IN_FLIGHT alone', async () => {
+    // Every request waits HELD_MS on the origin: even the quickest is over a 100 ms target.
+    const bound = String(2 * MIN_BOUND)
+    const slowed = gated({ MAX_IN_FLIGHT: bound, ADMISSION_TARGET_MS: '100' })
+    const first = await holdInFlight(slowed, 2 * MIN_BOUND)
+    for (const one of await Promise.all(first)) expect(one.status).toBe(200)
+    // The bound was reached and the quickest took 6× the target: it is MIN_BOUND now.
+    const second = await holdInFlight(slowed, MIN_BOUND)
+    const refused = slackDelivery()
+    expect(await answer(slowed, refused)).toEqual({
+      status: 503,
+      retryAfter: '1',
+      decision: 'retry',
+    })
+    expect(await slowed.redisGet(refused.deliveryKey)).toBeNull()
+    for (const one of await Promise.all(second)) expect(one.status).toBe(200)
+
+    const counted = gated({ MAX_IN_FLIGHT: bound, ADMISSION_TARGET_MS: '0' })
+    for (const one of await Promise.all(await holdInFlight(counted, 2 * MIN_BOUND))) {
+      expect(one.status).toBe(200)
+    }
+    const more = await holdInFlight(counted, MIN_BOUND)
+    expect((await answer(counted, slackDelivery())).status).toBe(200)
+    for (const one of await Promise.all(more)) expect(one.status).toBe(200)
   })
 
   it('the API answers its own 503 problem, Retry-After 5', async () => {

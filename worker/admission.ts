@@ -44,6 +44,8 @@ interface Entry {
   admittedAt: number
 }
 
+const NO_BOUND: Release = () => {}
+
 export class AdmissionGate {
   private readonly admitted = new Set<Entry>()
   /** Requests waiting for a place, first come first woken. */
@@ -74,7 +76,8 @@ export class AdmissionGate {
    */
   async enter(): Promise<Release | null> {
     const { maxInFlight, maxWaitMs } = this.settings
-    if (maxInFlight === 0) return () => {}
+    const placed = this.enterNow()
+    if (placed || maxWaitMs === 0) return placed
     const deadline = this.now() + maxWaitMs
     for (;;) {
       const release = this.tryEnter()
@@ -83,6 +86,11 @@ export class AdmissionGate {
       if (left <= 0 || this.waiting.length >= maxInFlight) return null
       await this.waitForRelease(left)
     }
+  }
+
+  /** A place now, or null (no wait): the hot path, without a promise. */
+  enterNow(): Release | null {
+    return this.settings.maxInFlight === 0 ? NO_BOUND : this.tryEnter()
   }
 
   private tryEnter(): Release | null {
@@ -143,7 +151,9 @@ export function admission<E extends GatewayEnv>(
 ): MiddlewareHandler<E> {
   return async (c, next) => {
     const settings = settingsFor(c.env)
-    const release = await gateFor(settings.admission).enter()
+    const gate = gateFor(settings.admission)
+    // The place is taken without a promise when there is one; only the refused wait or retry.
+    const release = gate.enterNow() ?? (await gate.enter())
     if (!release) {
       await discardBody(c.req.raw)
       // `executionCtx` throws where there is none (a test's `app.request`): the flush then runs unheld.

@@ -21,6 +21,12 @@ import type { AdmissionSettings } from './config'
 export const INTERVAL_MS = 100
 /** The bound never drops below this: a few in flight cannot be what keeps the thread behind. */
 export const MIN_BOUND = 8
+/**
+ * No release at all for this many targets, half the bound in flight: the isolate is stalled
+ * (swamped at once, its thread busy with what piles up): the bound drops at the next arrival,
+ * without waiting for a release to measure it.
+ */
+export const STALL_TARGETS = 5
 
 export class DelayLimit {
   private limit: number
@@ -30,6 +36,7 @@ export class DelayLimit {
   /** The most in flight at once in the window. */
   private windowPeak = 0
   private droppedAt = Number.NEGATIVE_INFINITY
+  private releasedAt: number
 
   constructor(
     private readonly settings: AdmissionSettings,
@@ -37,11 +44,26 @@ export class DelayLimit {
   ) {
     this.limit = settings.maxInFlight
     this.windowStart = now
+    this.releasedAt = now
   }
 
   /** How many may be in flight now. */
   get bound(): number {
     return Math.floor(this.limit)
+  }
+
+  /**
+   * A request arrives at `now` with `inFlight` in flight, the oldest admitted at `oldestAt`: none
+   * released since that one came in, STALL_TARGETS targets ago, is a stall, and the bound drops
+   * before any release measures it (a burst into an idle isolate is no stall: its oldest is new).
+   */
+  arriving(now: number, inFlight: number, oldestAt: number): void {
+    const { targetMs } = this.settings
+    const quiet = now - Math.max(this.releasedAt, this.droppedAt, oldestAt)
+    if (targetMs === 0 || quiet < STALL_TARGETS * targetMs) return
+    const bound = this.bound
+    if (inFlight * 2 < bound || bound <= MIN_BOUND) return
+    this.drop((Math.min(bound, inFlight) * targetMs) / quiet, now, inFlight)
   }
 
   /** A request was admitted; `inFlight` counts it. */
@@ -52,6 +74,7 @@ export class DelayLimit {
   /** A request admitted at `admittedAt` was released at `now`, `inFlight` left. */
   released(admittedAt: number, now: number, inFlight: number): void {
     if (this.settings.targetMs === 0) return
+    this.releasedAt = now
     if (admittedAt >= this.droppedAt && now - admittedAt < this.windowMin) {
       this.windowMin = now - admittedAt
     }
@@ -72,8 +95,14 @@ export class DelayLimit {
     // requests are few and slow (a slow origin, a few clients in a loop), not piling up.
     const bound = this.bound
     if (this.windowPeak * 2 < bound || bound <= MIN_BOUND) return
-    const held = Math.min(bound, this.windowPeak)
-    this.limit = Math.max(MIN_BOUND, (held * targetMs) / this.windowMin)
+    this.drop((Math.min(bound, this.windowPeak) * targetMs) / this.windowMin, now, this.windowPeak)
+  }
+
+  private drop(to: number, now: number, inFlight: number): void {
+    this.limit = Math.max(MIN_BOUND, to)
     this.droppedAt = now
+    this.windowStart = now
+    this.windowMin = Number.POSITIVE_INFINITY
+    this.windowPeak = inFlight
   }
 }

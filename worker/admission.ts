@@ -94,6 +94,8 @@ export class AdmissionGate {
   }
 
   private tryEnter(): Release | null {
+    const size = this.admitted.size
+    if (size * 2 >= this.limit.bound) this.limit.arriving(this.now(), size, this.oldestAt())
     if (this.admitted.size >= this.limit.bound) this.pruneStale()
     if (this.admitted.size >= this.limit.bound) return null
     const entry = { admittedAt: this.now() }
@@ -107,6 +109,12 @@ export class AdmissionGate {
       // cancelled it meanwhile, no place is lost with it.
       this.waiting.shift()?.()
     }
+  }
+
+  /** When the oldest in flight was admitted (the set keeps admission order). */
+  private oldestAt(): number {
+    for (const entry of this.admitted) return entry.admittedAt
+    return this.now()
   }
 
   /** The set keeps admission order: the stale are its first entries, and the walk stops at a fresh one. */

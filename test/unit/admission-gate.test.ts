@@ -2,8 +2,9 @@
  * The admission gate's bookkeeping (worker/admission.ts), pure logic on a fake clock: the bound,
  * a release given back once only, a request workerd cancelled (never released) no longer counted
  * after STALE_AFTER_MS, the waiters' own bound, and one log line per window however many are
- * refused; the bound that drops while even the quickest request is over the delay target and
- * grows back once it is not (worker/admission-limit.ts). The routes are tested in workerd
+ * refused; the bound that drops while even the quickest request is over the delay target, or
+ * none is answered for a while (a stall), and grows back once it is not
+ * (worker/admission-limit.ts). The routes are tested in workerd
  * (test/workers/admission.test.ts).
  */
 import { describe, expect, it, vi } from 'vitest'
@@ -14,7 +15,7 @@ import {
   type Release,
   STALE_AFTER_MS,
 } from '../../worker/admission'
-import { INTERVAL_MS, MIN_BOUND } from '../../worker/admission-limit'
+import { INTERVAL_MS, MIN_BOUND, STALL_TARGETS } from '../../worker/admission-limit'
 
 function gate(maxInFlight: number, maxWaitMs = 0, targetMs = 0) {
   let now = 1_000
@@ -121,6 +122,30 @@ describe('AdmissionGate: the bound follows the delay target', () => {
     // Quick again: the bound grows by its square root a step, up to MAX_IN_FLIGHT.
     for (let step = 0; step < 20; step++) await slowRound(g, advance, 2, INTERVAL_MS)
     expect(g.bound).toBe(64)
+  })
+
+  it('a stall (no release for STALL_TARGETS targets, half the bound in flight): the bound drops at the next arrival', async () => {
+    const { g, advance } = gate(256, 0, TARGET)
+    await admitAll(g, 200)
+    advance(STALL_TARGETS * TARGET - 1)
+    expect(await g.enter()).not.toBeNull()
+    advance(1)
+    // 201 in flight, none answered for 5 targets: 201 × 1/5 = 40, and this one is refused.
+    expect(await g.enter()).toBeNull()
+    expect(g.bound).toBe(40)
+
+    const counted = gate(256, 0, 0)
+    await admitAll(counted.g, 200)
+    counted.advance(STALL_TARGETS * TARGET)
+    expect(await counted.g.enter()).not.toBeNull()
+  })
+
+  it('a burst into an idle isolate is no stall', async () => {
+    const { g, advance } = gate(256, 0, TARGET)
+    ;(await g.enter())?.()
+    advance(60_000)
+    await admitAll(g, 256)
+    expect(g.bound).toBe(256)
   })
 
   it('never under MIN_BOUND', async () => {

@@ -11,8 +11,10 @@
  * isolate is behind: the bound drops to what was in flight × target ÷ that time (never under
  * {@link MIN_BOUND}); a step judges only requests admitted after the last drop, which waited in
  * what that drop left (the ones before it are slow for what it already cut). At or under the
- * target the bound grows back by √bound a step, up to MAX_IN_FLIGHT, the hard ceiling.
- * No timers: a step is taken on a release, from the clock the release reads.
+ * target the bound grows back by √bound a step, up to MAX_IN_FLIGHT, the hard ceiling. An isolate
+ * swamped at once may release nothing for a while: that stall lowers the bound on an arrival
+ * ({@link STALL_TARGETS}). No timers: a step is taken on a release or an arrival, on the clock it
+ * reads (workerd's, which moves with I/O).
  * @module
  */
 import type { AdmissionSettings } from './config'

@@ -36,9 +36,9 @@ import { parseShedSettings } from './shed/config'
 import { parseSpoolSettings, type SpoolSettings } from './spool/config'
 
 /**
- * MAX_IN_FLIGHT (256, the ceiling; 0 = no bound), ADMISSION_TARGET_MS (1,000: the delay past which
- * the bound drops, worker/admission-limit.ts; 0 = the ceiling alone) and ADMISSION_WAIT_MS (0:
- * refused at once).
+ * MAX_IN_FLIGHT (256, the ceiling; 0 = no bound), ADMISSION_TARGET_MS (100: the delay past which
+ * the bound drops, worker/admission-limit.ts; 0 = the ceiling alone, and so with shedding off) and
+ * ADMISSION_WAIT_MS (0: refused at once).
  */
 export interface AdmissionSettings {
   maxInFlight: number
@@ -113,6 +113,20 @@ export function channelConfig<C extends WebhookChannel>(
   return byName[channel.name as C['name']]
 }
 
+/**
+ * With shedding off every forward is waited for up to ORIGIN_TIMEOUT_MS, so a request's time says
+ * how slow the origin is, not how far behind the isolate: the delay target is off then, and
+ * MAX_IN_FLIGHT alone bounds (a slow origin's late 2xx is kept; a 503 would not be).
+ */
+function admissionSettings(env: Env, shed: BreakerSettings, warnings: string[]): AdmissionSettings {
+  const targetMs = readInt(env, ADMISSION_TARGET_MS, warnings)
+  return {
+    maxInFlight: readInt(env, MAX_IN_FLIGHT, warnings),
+    targetMs: shed.tripAfter === 0 ? 0 : targetMs,
+    maxWaitMs: readInt(env, ADMISSION_WAIT_MS, warnings),
+  }
+}
+
 export function parseSettings(env: Env): Settings {
   const warnings: string[] = []
   const claims = readClaimSettings(env, warnings)
@@ -149,6 +163,7 @@ export function parseSettings(env: Env): Settings {
     ]),
   )
 
+  const shed = parseShedSettings(env, warnings)
   return {
     ...claims,
     inflightWaitMs,
@@ -157,12 +172,8 @@ export function parseSettings(env: Env): Settings {
     ...channels,
     mailboxAliases: mailboxAliasesOrNull(env, warnings),
     spool: parseSpoolSettings(env, warnings, EVENT_CHANNELS),
-    admission: {
-      maxInFlight: readInt(env, MAX_IN_FLIGHT, warnings),
-      targetMs: readInt(env, ADMISSION_TARGET_MS, warnings),
-      maxWaitMs: readInt(env, ADMISSION_WAIT_MS, warnings),
-    },
-    shed: parseShedSettings(env, warnings),
+    admission: admissionSettings(env, shed, warnings),
+    shed,
     settledMemo: {
       maxEntries: memoEntries,
       maxAgeMs: 1_000 * Math.min(memoSeconds, claims.dedupTtlSeconds),

@@ -120,10 +120,16 @@ describe('admission: the in-flight bound', () => {
     for (const one of await Promise.all(many)) expect(one.status).toBe(200)
   })
 
-  it('slower than ADMISSION_TARGET_MS: the bound drops under MAX_IN_FLIGHT; 0 keeps MAX_IN_FLIGHT alone', async () => {
+  it('slower than ADMISSION_TARGET_MS: the bound drops under MAX_IN_FLIGHT; with shedding off MAX_IN_FLIGHT alone bounds', async () => {
     // Every request waits HELD_MS on the origin: even the quickest is over a 100 ms target.
+    // Shedding on (the target is off without it), a forward under SHED_SLOW_MS not slow to it.
     const bound = String(2 * MIN_BOUND)
-    const slowed = gated({ MAX_IN_FLIGHT: bound, ADMISSION_TARGET_MS: '100' })
+    const slowed = gated({
+      MAX_IN_FLIGHT: bound,
+      ADMISSION_TARGET_MS: '100',
+      SHED_AFTER_FAILURES: '3',
+      SHED_SLOW_MS: '5000',
+    })
     const first = await holdInFlight(slowed, 2 * MIN_BOUND)
     for (const one of await Promise.all(first)) expect(one.status).toBe(200)
     // The bound was reached and the quickest took 6× the target: it is MIN_BOUND now.
@@ -137,7 +143,8 @@ describe('admission: the in-flight bound', () => {
     expect(await slowed.redisGet(refused.deliveryKey)).toBeNull()
     for (const one of await Promise.all(second)) expect(one.status).toBe(200)
 
-    const counted = gated({ MAX_IN_FLIGHT: bound, ADMISSION_TARGET_MS: '0' })
+    // Shedding off (gated's SHED_AFTER_FAILURES=0): the target is off, MAX_IN_FLIGHT alone bounds.
+    const counted = gated({ MAX_IN_FLIGHT: bound, ADMISSION_TARGET_MS: '100' })
     for (const one of await Promise.all(await holdInFlight(counted, 2 * MIN_BOUND))) {
       expect(one.status).toBe(200)
     }

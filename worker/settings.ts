@@ -59,7 +59,7 @@ export const ADMISSION_TARGET_MS = setting({
   default: 100,
   min: 0,
   max: 30_000,
-  doc: 'with the in-flight bound reached and even the quickest request of 100 ms slower than this from admission to answer, the isolate is behind: the bound drops below MAX_IN_FLIGHT until it is not; 0 (and with shedding off): MAX_IN_FLIGHT alone',
+  doc: 'with half the in-flight bound used and even the quickest request of 100 ms slower than this from admission to answer, the isolate is behind: the bound drops below MAX_IN_FLIGHT until it is not; 0 (and with shedding off): MAX_IN_FLIGHT alone',
 })
 export const ADMISSION_WAIT_MS = setting({
   name: 'ADMISSION_WAIT_MS',

@@ -27,7 +27,7 @@ export default defineConfig({
           ...shared,
           name: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/workers/**', 'node_modules/**'],
+          exclude: ['test/workers/**', 'test/**/*.workers.test.ts', 'node_modules/**'],
         },
       },
       {

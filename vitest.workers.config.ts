@@ -35,7 +35,8 @@ export default defineConfig({
   plugins: [
     cloudflareTest(({ inject }) => ({
       main: './worker/index.ts',
-      // wrangler.toml, read where no developer's .dev.vars adds bindings to the tests'.
+      // wrangler.toml, read where no developer's .dev.vars adds bindings to the tests': its KV
+      // namespace CONNECTIONS too (local, empty at each test's start; the tests put records in).
       wrangler: { configPath: wranglerConfigWithoutDevVars() },
       miniflare: {
         bindings: {
@@ -57,7 +58,8 @@ export default defineConfig({
     })),
   ],
   test: {
-    include: ['test/workers/**/*.test.ts'],
+    // The connections' edge tests run here too (their Node tests, the origin's, beside them).
+    include: ['test/workers/**/*.test.ts', 'test/connections/**/*.workers.test.ts'],
     globalSetup: ['test/workers/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -26,6 +26,7 @@ export function goodConfig(): WranglerConfig {
       ],
     },
     r2Buckets: [{ binding: 'SPOOL_BODIES', bucketName: 'bodies-production' }],
+    kvNamespaces: [{ binding: 'CONNECTIONS', id: 'f'.repeat(32) }],
   }
 }
 

@@ -46,6 +46,8 @@ export interface OriginCall {
   answered: number
   body: string
   attachments?: InboundEvent['attachments']
+  /** The connection the Worker says verified it (worker/connections/). */
+  connection?: InboundEvent['connection']
 }
 
 /** A dead-letter report (`POST /v1/failures/inbound`) as the origin received it. */
@@ -224,6 +226,7 @@ export async function startFakeOrigin(secrets: string[]): Promise<FakeOrigin> {
       answered: 0,
       body: event.body,
       ...(event.attachments ? { attachments: event.attachments } : {}),
+      ...(event.connection ? { connection: event.connection } : {}),
     }
     space.calls.push(call)
     const mode = space.mode

@@ -16,6 +16,7 @@ import {
   OTHER_EDGE_KEKS,
   putConnection,
   routeOf,
+  type SecretSpec,
   silentKv,
 } from './support/edge'
 
@@ -29,7 +30,7 @@ async function expectNothingWritten(h: Harness): Promise<void> {
 describe.each(CASES)('$channel, by route id', (c) => {
   const put = (
     tenant = c.tenant(),
-    secrets = [{ field: c.field, value: c.secret() }],
+    secrets: SecretSpec[] = [{ field: c.field, value: c.secret() }],
     extra = {},
   ) =>
     putConnection({

@@ -1,78 +1,24 @@
 /**
  * The edge's side of the registry, as the tests inside workerd put it together: connections
- * sealed the way the origin's publisher seals them (shared/envelope.ts `seal` under EDGE_KEKS,
- * contract `secretAad`), put into the Worker's KV namespace (CONNECTIONS) under the contract's
- * keys, and the connection routes of each channel.
+ * sealed as the origin's publisher seals them (record.ts), put into the Worker's KV namespace
+ * (CONNECTIONS) under the contract's keys, and the connection routes of each channel.
  * @module
  */
 import { env } from 'cloudflare:workers'
-import {
-  type ConnectionChannel,
-  type EdgeConnection,
-  kvKeys,
-  newConnectionId,
-  secretAad,
-} from '../../../contract/connection'
-import { importKeyRing, newKekEntry, seal } from '../../../shared/envelope'
+import { type EdgeConnection, kvKeys } from '../../../contract/connection'
 import type { Env } from '../../../worker/env'
 import { GATEWAY, type Harness, harness } from '../../workers/support/harness'
+import { type ConnectionSpec, edgeRecord, TEST_EDGE_KEKS } from './record'
 
-/** The Worker's key ring in these tests: one KEK, made once per test run. */
-export const TEST_EDGE_KEKS = newKekEntry('test')
-/** Another ring: what it seals, the Worker cannot open. */
-export const OTHER_EDGE_KEKS = newKekEntry('other')
-
-export interface SecretSpec {
-  field: string
-  value: string
-  kid?: string
-  /** When it stops verifying (a replaced secret); default null (the current one). */
-  notAfter?: string | null
-}
-
-export interface ConnectionSpec {
-  channel: ConnectionChannel
-  account: string
-  ids?: string[]
-  settings?: Record<string, string>
-  status?: 'active' | 'disabled'
-  version?: number
-  secrets: SecretSpec[]
-  id?: string
-  /** Sealed under this ring instead of the Worker's. */
-  keks?: string
-}
+export {
+  type ConnectionSpec,
+  edgeRecord,
+  OTHER_EDGE_KEKS,
+  type SecretSpec,
+  TEST_EDGE_KEKS,
+} from './record'
 
 export const kv = (): KVNamespace => (env as Env).CONNECTIONS as KVNamespace
-
-/** The edge record of a spec, its secrets sealed as the publisher seals them. */
-export async function edgeRecord(spec: ConnectionSpec): Promise<EdgeConnection> {
-  const id = spec.id ?? newConnectionId()
-  const ring = await importKeyRing(spec.keks ?? TEST_EDGE_KEKS)
-  if (!ring) throw new Error('no ring')
-  const secrets = await Promise.all(
-    spec.secrets.map(async (secret, index) => {
-      const kid = secret.kid ?? `k${index + 1}`
-      return {
-        field: secret.field,
-        kid,
-        notAfter: secret.notAfter ?? null,
-        sealed: await seal(ring, secret.value, secretAad(id, secret.field, kid)),
-      }
-    }),
-  )
-  return {
-    v: 1,
-    id,
-    channel: spec.channel,
-    account: spec.account,
-    ids: spec.ids ?? [],
-    settings: spec.settings ?? {},
-    status: spec.status ?? 'active',
-    version: spec.version ?? 1,
-    secrets,
-  }
-}
 
 /** Puts a connection into KV (and its index entries, as the publisher writes them). */
 export async function putConnection(

@@ -22,6 +22,7 @@ const INDEXED_BY: Partial<Record<ConnectionChannel, (tenant: Tenant) => string[]
   line: (t) => [t.account],
   'whatsapp-cloud': (t) => t.ids,
   messenger: (t) => t.ids,
+  instagram: (t) => t.ids,
 }
 const INDEXED = CASES.filter((c) => c.channel in INDEXED_BY)
 
@@ -114,6 +115,11 @@ function variablesFor(c: ChannelCase, tenant: Tenant, secret: string): Record<st
       return {
         MESSENGER_APP_SECRETS_BY_APP: `${tenant.account}=${secret}`,
         MESSENGER_PAGES_BY_APP: `${tenant.account}=${ids}`,
+      }
+    case 'instagram':
+      return {
+        INSTAGRAM_APP_SECRETS_BY_APP: `${tenant.account}=${secret}`,
+        INSTAGRAM_ACCOUNTS_BY_APP: `${tenant.account}=${ids}`,
       }
     default:
       throw new Error(`no variables for ${c.channel}`)

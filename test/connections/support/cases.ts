@@ -145,6 +145,24 @@ export const CASES: ChannelCase[] = [
     env: { MESSENGER_VERIFY_TOKEN: 'messenger-verify' },
   },
   {
+    channel: 'instagram',
+    field: 'app_secret',
+    tenant: () => ({ account: digits(15), ids: [digits(15)] }),
+    secret: () => randomHex(16),
+    request: (url, tenant, secret) =>
+      metaRequest(
+        url,
+        messagingBody('instagram', [
+          {
+            id: tenant.ids[0] as string,
+            messaging: [messagingText(metaMid(), 'hi', { recipient: tenant.ids[0] as string })],
+          },
+        ]),
+        secret,
+      ),
+    env: { INSTAGRAM_VERIFY_TOKEN: 'instagram-verify' },
+  },
+  {
     channel: 'wechat',
     field: 'token',
     tenant: () => ({ account: `gh_${randomHex(6)}`, ids: [] }),

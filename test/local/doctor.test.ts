@@ -107,6 +107,16 @@ describe('deployment checks', () => {
       /SPOOL_BODIES R2 bucket is not bound: an event over 120,000 bytes cannot wait for the origin/,
     ],
     [
+      "the connections' KV namespace under wrangler.toml's placeholder id",
+      (c) => Object.assign(c.kvNamespaces[0] ?? {}, { id: '0'.repeat(32) }),
+      /CONNECTIONS KV namespace id is wrangler.toml's placeholder/,
+    ],
+    [
+      'EDGE_KEKS not of the form the origin seals with',
+      (_, s) => Object.assign(s, { EDGE_KEKS: 'edge:not-32-bytes' }),
+      /EDGE_KEKS is not id:<32 bytes base64>/,
+    ],
+    [
       'Teams keys fetched over plain HTTP',
       (c, s) => {
         Object.assign(s, { ...teams })
@@ -185,7 +195,10 @@ describe('deployment checks', () => {
   it('reads the environments wrangler.toml ships', async () => {
     const config = await readWranglerConfig(undefined, 'staging')
     const list = checkDeployment({ envName: 'staging', config, secrets: goodSecrets() })
-    expect(errors(list)).toEqual(['ORIGIN_URL is still the placeholder https://origin.example.com'])
+    expect(errors(list)).toEqual([
+      'ORIGIN_URL is still the placeholder https://origin.example.com',
+      "the CONNECTIONS KV namespace id is wrangler.toml's placeholder",
+    ])
   })
 
   it('Microsoft’s own Teams metadata (the public and the US Government cloud) is no finding', () => {

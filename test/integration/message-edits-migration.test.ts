@@ -35,7 +35,6 @@ async function ingest(kind: 'message' | 'edit', n: number, body: string, minute:
     occurredAt: new Date(Date.UTC(2026, 11, 1, 9, minute)).toISOString(),
     editSeq: null,
     attachments: null,
-    otherKey: null,
     references: null,
   }
   const { rows } = await bed.sql.query<{ outcome: string }>(

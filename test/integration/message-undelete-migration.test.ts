@@ -29,7 +29,7 @@ async function ingest(kind: string, n: number, second: number) {
       deliveryKey: `dedup:teams:BOT:${n}:${kind}:${second}`,
     },
     ...{ occurredAt: new Date(Date.UTC(2026, 11, 3, 9, 0, second)).toISOString(), editSeq: null },
-    ...{ attachments: null, otherKey: null, references: null },
+    ...{ attachments: null, references: null },
   }
   const { rows } = await bed.sql.query<{ outcome: string }>(
     'SELECT outcome FROM ingest_events($1::jsonb)',

@@ -1,9 +1,13 @@
 /**
- * The pure parts of claims/idempotency.ts: the Idempotency-Key header (a Structured Field string,
- * or the same characters bare) and the request fingerprint (method, path, canonical body).
+ * The key rules of claims/idempotency-key.ts: an Idempotency-Key (a Structured Field string, or
+ * the same characters bare) and the request fingerprint (method, path, canonical body).
  */
 import { describe, expect, it } from 'vitest'
-import { canonicalJson, parseIdempotencyKey, requestFingerprint } from '../../claims/idempotency'
+import {
+  canonicalJson,
+  parseIdempotencyKey,
+  requestFingerprint,
+} from '../../claims/idempotency-key'
 
 describe('parseIdempotencyKey', () => {
   it.each([

@@ -27,14 +27,14 @@ export default defineConfig({
           ...shared,
           name: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/workers/**', 'node_modules/**'],
+          exclude: ['test/workers/**', 'test/**/*.workers.test.ts', 'node_modules/**'],
         },
       },
       {
         test: {
           ...shared,
           name: 'integration-pg',
-          include: ['test/integration/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/**/*.pg.test.ts'],
           exclude: ['test/integration/origin-db-faults.test.ts', 'node_modules/**'],
           env: { TEST_DATABASE_DRIVER: 'pg' },
         },

@@ -57,7 +57,7 @@ export default defineConfig({
     })),
   ],
   test: {
-    include: ['test/workers/**/*.test.ts'],
+    include: ['test/workers/**/*.test.ts', 'test/**/*.workers.test.ts'],
     globalSetup: ['test/workers/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -1,7 +1,7 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
 import { defineConfig } from 'vitest/config'
 import { wranglerConfigWithoutDevVars } from './local/wrangler-no-dev-vars'
-import { holdBackExpectedNotices } from './test/workers/support/workerd-notices'
+import { holdBackExpectedNotices } from './test/support/workerd/workerd-notices'
 
 /**
  * Tests that run inside workerd (the Workers runtime) with the real Worker module: its routes, the
@@ -26,7 +26,7 @@ const heldBack = holdBackExpectedNotices()
 process.on('exit', () => {
   if (heldBack() > 0) {
     process.stdout.write(
-      `workerd: ${heldBack()} notices of connections refused on purpose held back (test/workers/support/workerd-notices.ts)\n`,
+      `workerd: ${heldBack()} notices of connections refused on purpose held back (test/support/workerd/workerd-notices.ts)\n`,
     )
   }
 })
@@ -58,7 +58,7 @@ export default defineConfig({
   ],
   test: {
     include: ['test/workers/**/*.test.ts', 'test/**/*.workers.test.ts'],
-    globalSetup: ['test/workers/global-setup.ts'],
+    globalSetup: ['test/support/workerd/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     maxWorkers: 1,

@@ -11,7 +11,7 @@ import { PROBLEM_CONTENT_TYPE } from '../../contract/problem'
 import { type SignedDelivery, slackDelivery } from '../../local/vendor-deliveries'
 import { sha256Hex } from '../../shared/crypto'
 import type { Env } from '../../worker/env'
-import { GATEWAY, type Harness, harness, WEBHOOKS } from './support/harness'
+import { GATEWAY, type Harness, harness, WEBHOOKS } from '../support/workerd/harness'
 
 /** The origin holds each forward this long: the requests before it stay in flight meanwhile. */
 const HELD_MS = 600

@@ -9,8 +9,8 @@ import { type SignedDelivery, slackDelivery } from '../../local/vendor-deliverie
 import { sha256Hex } from '../../shared/crypto'
 import type { Env } from '../../worker/env'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
-import { GATEWAY, type Harness, harness } from './support/harness'
-import { RecordingQueue } from './support/queues'
+import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
+import { RecordingQueue } from '../support/workerd/queues'
 
 const API_KEY = 'acme-core-key-1'
 

@@ -12,8 +12,8 @@ import { sha256Hex } from '../../shared/crypto'
 import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
 import type { SpoolMessage } from '../../worker/spool/message'
-import { GATEWAY, type Harness, harness } from './support/harness'
-import { RecordingQueue } from './support/queues'
+import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
+import { RecordingQueue } from '../support/workerd/queues'
 
 const MESSAGES = `${GATEWAY}/v1/messages`
 const KEYS = { acme: 'acme-test-key-1', globex: 'globex-test-key-1' }

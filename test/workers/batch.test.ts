@@ -12,9 +12,9 @@ import { settingsFor } from '../../worker/config'
 import type { Env } from '../../worker/env'
 import { forwardEvent } from '../../worker/forward'
 import type { DeadMessage, SpoolMessage } from '../../worker/spool/message'
-import { deliverToCore } from './support/core'
-import { harness } from './support/harness'
-import { RecordingQueue } from './support/queues'
+import { deliverToCore } from '../support/workerd/core'
+import { harness } from '../support/workerd/harness'
+import { RecordingQueue } from '../support/workerd/queues'
 
 function setup(overrides: Partial<Env> = {}) {
   const spool = new RecordingQueue<SpoolMessage>()

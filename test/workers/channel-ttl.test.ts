@@ -11,8 +11,8 @@ import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
 import type { SpoolMessage } from '../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
-import { harness } from './support/harness'
-import { RecordingQueue } from './support/queues'
+import { harness } from '../support/workerd/harness'
+import { RecordingQueue } from '../support/workerd/queues'
 
 const HOUR = 3_600
 const slackTtl = { DEDUP_TTL_SECONDS_SLACK: String(2 * HOUR) } as Partial<Env>

@@ -16,7 +16,7 @@ import {
   twilioDeliveryKey,
 } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
-import { GATEWAY, type Harness, harness } from './support/harness'
+import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
 
 interface ChannelCase {
   name: string

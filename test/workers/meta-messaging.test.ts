@@ -19,7 +19,7 @@ import {
 import { META_MAX_BODY_BYTES } from '../../worker/channels/meta-webhook'
 import type { Env } from '../../worker/env'
 import { DONE_VALUE } from '../support/claim-values'
-import { GATEWAY, type Harness, harness } from './support/harness'
+import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
 
 const CHANNELS = [
   { name: 'messenger', object: 'page', env: 'MESSENGER', ids: 'MESSENGER_PAGES_BY_APP' },

@@ -20,7 +20,7 @@ import {
 } from '../../local/crafted-requests'
 import { randomId } from '../../local/vendor-deliveries'
 import { WEBHOOK_CHANNELS } from '../../worker/channels'
-import { GATEWAY, type Harness, harness } from './support/harness'
+import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
 
 /** What ran while one request was answered. */
 const seen = { channelParse: 0, xmlParse: 0, parsedChars: 0 }

@@ -16,8 +16,8 @@ import {
   twilioRequest,
 } from '../../local/vendor-deliveries'
 import * as media from '../unit/media-payloads'
-import { GATEWAY, harness, WEBHOOKS } from './support/harness'
-import { withQueues } from './support/queues'
+import { GATEWAY, harness, WEBHOOKS } from '../support/workerd/harness'
+import { withQueues } from '../support/workerd/queues'
 
 const { slack: slackUrl, twilio: twilioUrl, telegram: telegramUrl } = WEBHOOKS
 

@@ -10,8 +10,8 @@ import { type SignedDelivery, slackDelivery } from '../../local/vendor-deliverie
 import type { Env } from '../../worker/env'
 import type { SpoolMessage } from '../../worker/spool/message'
 import { SPOOLED_VALUE } from '../support/claim-values'
-import { type Harness, harness } from './support/harness'
-import { RecordingQueue } from './support/queues'
+import { type Harness, harness } from '../support/workerd/harness'
+import { RecordingQueue } from '../support/workerd/queues'
 
 function shedding(overrides: Partial<Env> = {}, queueRefuses = false) {
   const spool = new RecordingQueue<SpoolMessage>(queueRefuses)

@@ -23,7 +23,7 @@ import {
 import type { Env } from '../../worker/env'
 import type { SpoolMessage } from '../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
-import { GATEWAY, type Harness, harness } from './support/harness'
+import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
 
 const URL_ = `${GATEWAY}/webhooks/teams`
 

@@ -23,7 +23,7 @@ import {
   whatsappCloudPost,
 } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
-import { GATEWAY, type Harness, harness, WEBHOOKS } from './support/harness'
+import { GATEWAY, type Harness, harness, WEBHOOKS } from '../support/workerd/harness'
 
 const { slack: slackUrl, twilio: twilioUrl } = WEBHOOKS
 const telegramUrl = (bot: string) => `${WEBHOOKS.telegram}/${bot}`

@@ -32,8 +32,8 @@ import {
 import type { Env } from '../../worker/env'
 import worker from '../../worker/index'
 import type { DeadMessage } from '../../worker/spool/message'
-import { GATEWAY, type Harness } from './support/harness'
-import { RecordingQueue, withQueues } from './support/queues'
+import { GATEWAY, type Harness } from '../support/workerd/harness'
+import { RecordingQueue, withQueues } from '../support/workerd/queues'
 
 const lineUrl = `${GATEWAY}/webhooks/line`
 const LINE: Partial<Env> = { LINE_CHANNEL_SECRET: LINE_TEST_SECRET }

@@ -28,8 +28,8 @@ import {
   tencentSampleRequest,
   WECHAT_PLAIN_VECTORS,
 } from '../unit/wechat-fixtures'
-import { GATEWAY, type Harness, harness } from './support/harness'
-import { withQueues } from './support/queues'
+import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
+import { withQueues } from '../support/workerd/queues'
 
 const OTHER = 'gh_ffffffffffff'
 const URL_ = `${GATEWAY}/webhooks/wechat/${WECHAT_ACCOUNT}`

@@ -7,14 +7,14 @@
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import type { TestProject } from 'vitest/node'
-import type { TestServers } from './support/servers'
+import type { TestServers } from './servers'
 
 declare module 'vitest' {
   export interface ProvidedContext extends TestServers {}
 }
 
 export default async function setup(project: TestProject) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/workers/support/servers.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/workerd/servers.ts'], {
     stdio: ['pipe', 'pipe', 'inherit'],
   })
   const servers = await new Promise<TestServers>((resolve, reject) => {

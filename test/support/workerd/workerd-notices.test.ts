@@ -5,7 +5,7 @@
  * another uncaught error.
  */
 import { describe, expect, it } from 'vitest'
-import { noticeFilter } from '../workers/support/workerd-notices'
+import { noticeFilter } from './workerd-notices'
 
 const STACK =
   'stack: /repo/node_modules/@cloudflare/workerd-linux-64/bin/workerd@52008e2 /repo/node_modules/@cloudflare/workerd-linux-64/bin/workerd@5200ac5'

@@ -22,7 +22,7 @@ import {
 } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
 import { send, startTestStack, type TestStack } from '../support/test-stack'
-import * as media from '../unit/media-payloads'
+import * as media from '../channels/support/media-payloads'
 
 let e2e: TestStack
 

@@ -3,8 +3,8 @@
  * real Postgres and a stand-in for the Worker's route that checks the origin's signature as the
  * Worker does: the row is resolved only on the Worker's signed `delivered`; an answer it did not
  * sign, or `unrecognized`, leaves the row dead; without GATEWAY_URL the replay is refused, saying
- * so. (The Worker's side: test/workers/unrecognized.test.ts; both through the whole stack:
- * test/e2e/line.test.ts.)
+ * so. (The Worker's side: test/channels/unrecognized.workers.test.ts; both through the whole stack:
+ * test/channels/line/line.e2e.test.ts.)
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'

@@ -30,7 +30,7 @@ import {
   startTestStack,
   type TestStack,
 } from '../support/test-stack'
-import { META_IMAGE_MESSAGE } from '../unit/whatsapp-cloud-fixtures'
+import { META_IMAGE_MESSAGE } from '../channels/whatsapp-cloud/whatsapp-cloud-fixtures'
 import { startDownstream, type TestDownstream } from './support/downstream'
 
 const MAX_ATTEMPTS = 6

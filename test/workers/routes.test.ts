@@ -15,7 +15,7 @@ import {
   twilioParams,
   twilioRequest,
 } from '../../local/vendor-deliveries'
-import * as media from '../unit/media-payloads'
+import * as media from '../channels/support/media-payloads'
 import { GATEWAY, harness, WEBHOOKS } from '../support/workerd/harness'
 import { withQueues } from '../support/workerd/queues'
 

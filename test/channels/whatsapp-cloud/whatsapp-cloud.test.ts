@@ -4,9 +4,9 @@
  * documented message type and status becomes.
  */
 import { describe, expect, it } from 'vitest'
-import { partsOf, waBatch, waRequest, waText } from '../../local/vendor-deliveries'
-import { utf8 } from '../../shared/crypto'
-import type { ChannelDelivery, Classified } from '../../worker/channels/types'
+import { partsOf, waBatch, waRequest, waText } from '../../../local/vendor-deliveries'
+import { utf8 } from '../../../shared/crypto'
+import type { ChannelDelivery, Classified } from '../../../worker/channels/types'
 import {
   classifyWhatsAppCloud,
   MAX_BATCH_ITEMS,
@@ -14,9 +14,9 @@ import {
   verifyWhatsAppCloud,
   whatsappCloud,
   whatsappSignature,
-} from '../../worker/channels/whatsapp-cloud'
-import { parseSettings } from '../../worker/config'
-import type { Env } from '../../worker/env'
+} from '../../../worker/channels/whatsapp-cloud'
+import { parseSettings } from '../../../worker/config'
+import type { Env } from '../../../worker/env'
 import {
   META_IMAGE_MESSAGE,
   META_SENT_STATUS,

@@ -15,11 +15,11 @@ import {
   messagingText,
   metaMid,
   metaRequest,
-} from '../../local/vendor-deliveries'
-import { META_MAX_BODY_BYTES } from '../../worker/channels/meta-webhook'
-import type { Env } from '../../worker/env'
-import { DONE_VALUE } from '../support/claim-values'
-import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
+} from '../../../local/vendor-deliveries'
+import { META_MAX_BODY_BYTES } from '../../../worker/channels/meta-webhook'
+import type { Env } from '../../../worker/env'
+import { DONE_VALUE } from '../../support/claim-values'
+import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
 
 const CHANNELS = [
   { name: 'messenger', object: 'page', env: 'MESSENGER', ids: 'MESSENGER_PAGES_BY_APP' },

@@ -13,11 +13,11 @@ import {
   lineText,
   lineUnsend,
   partsOf,
-} from '../../local/vendor-deliveries'
-import { classifyLine, line, lineSignature, verifyLine } from '../../worker/channels/line'
-import type { ChannelDelivery, Classified } from '../../worker/channels/types'
-import { parseSettings } from '../../worker/config'
-import type { Env } from '../../worker/env'
+} from '../../../local/vendor-deliveries'
+import { classifyLine, line, lineSignature, verifyLine } from '../../../worker/channels/line'
+import type { ChannelDelivery, Classified } from '../../../worker/channels/types'
+import { parseSettings } from '../../../worker/config'
+import type { Env } from '../../../worker/env'
 
 const URL_ = 'https://gateway.test/webhooks/line'
 const OTHER_BOT = 'Ufedcba9876543210fedcba9876543210'

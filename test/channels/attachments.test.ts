@@ -17,8 +17,8 @@ import { classifyTelegram } from '../../worker/channels/telegram'
 import { classifyTwilio } from '../../worker/channels/twilio'
 import { MAX_SPOOL_MESSAGE_BYTES } from '../../worker/spool/claim-check'
 import { spoolMessage } from '../../worker/spool/message'
-import { draftOf, expectValid } from './drafts'
-import * as media from './media-payloads'
+import { draftOf, expectValid } from './support/drafts'
+import * as media from './support/media-payloads'
 
 const bot = TEST_SECRETS.telegramBotId
 

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from '../../local/vendor-deliveries'
-import { sha256Hex } from '../../shared/crypto'
+import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from '../../../local/vendor-deliveries'
+import { sha256Hex } from '../../../shared/crypto'
 import {
   MAX_TWILIO_PARAMETERS,
   portVariants,
   signedUrl,
   twilioSignature,
   verifyTwilio,
-} from '../../worker/channels/twilio'
-import { TWILIO_BODY_VECTOR, TWILIO_DOCS_TOKEN, twilioCallParams } from './vendor-vectors'
+} from '../../../worker/channels/twilio'
+import { TWILIO_BODY_VECTOR, TWILIO_DOCS_TOKEN, twilioCallParams } from '../support/vendor-vectors'
 
 const DOCS_TOKEN = TWILIO_DOCS_TOKEN
 

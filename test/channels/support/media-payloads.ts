@@ -4,7 +4,7 @@
  * helpers (telegramRequest, slackRequest, twilioRequest) like any other delivery.
  * @module
  */
-import { slackMessageEvent, twilioParams } from '../../local/vendor-deliveries'
+import { slackMessageEvent, twilioParams } from '../../../local/vendor-deliveries'
 
 export const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 

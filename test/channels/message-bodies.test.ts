@@ -9,7 +9,7 @@ import { LIMITS } from '../../contract/event'
 import { slackMessageEvent, TEST_SECRETS, telegramUpdate } from '../../local/vendor-deliveries'
 import { classifySlack } from '../../worker/channels/slack'
 import { classifyTelegram } from '../../worker/channels/telegram'
-import { draftOf, expectValid } from './drafts'
+import { draftOf, expectValid } from './support/drafts'
 
 /** A lone surrogate (half a pair); with the `u` flag a whole pair is one code point, not Cs. */
 const HALF_PAIR = /\p{Cs}/u

@@ -7,7 +7,7 @@
  */
 import { createServer } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type KeyDocumentServer, startKeyDocuments } from '../../local/key-documents'
+import { type KeyDocumentServer, startKeyDocuments } from '../../../local/key-documents'
 import {
   TEAMS_CONVERSATION_TAG as C,
   partsOf,
@@ -18,8 +18,8 @@ import {
   teamsRequest,
   teamsSigner,
   teamsToken,
-} from '../../local/vendor-deliveries'
-import { classifyTeams, teamsAttachments } from '../../worker/channels/teams'
+} from '../../../local/vendor-deliveries'
+import { classifyTeams, teamsAttachments } from '../../../worker/channels/teams'
 import {
   BotKeyCache,
   BotKeysUnavailableError,
@@ -28,9 +28,9 @@ import {
   KEYS_RETRY,
   KEYS_STALE_MS,
   UNKNOWN_KID_REFETCH_MS,
-} from '../../worker/channels/teams-keys'
-import { verifyTeams } from '../../worker/channels/teams-verify'
-import { ForbiddenError } from '../../worker/errors'
+} from '../../../worker/channels/teams-keys'
+import { verifyTeams } from '../../../worker/channels/teams-verify'
+import { ForbiddenError } from '../../../worker/errors'
 
 let server: KeyDocumentServer
 beforeAll(async () => {

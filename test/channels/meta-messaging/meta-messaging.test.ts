@@ -1,7 +1,7 @@
 /**
  * Messenger and Instagram (the Messenger Platform's webhook events): what each event becomes,
  * its keys, kind and attachments, or why it is acknowledged and not stored; and their settings.
- * The signature and handshake are WhatsApp Cloud's (meta-webhook.ts, test/unit/whatsapp-cloud.test.ts).
+ * The signature and handshake are WhatsApp Cloud's (meta-webhook.ts, test/channels/whatsapp-cloud/whatsapp-cloud.test.ts).
  */
 import { describe, expect, it } from 'vitest'
 import {
@@ -11,14 +11,14 @@ import {
   messagingEvent,
   messagingText,
   metaMid,
-} from '../../local/vendor-deliveries'
-import { instagram } from '../../worker/channels/instagram'
-import { messenger } from '../../worker/channels/messenger'
-import { MAX_MESSAGING_ITEMS } from '../../worker/channels/meta-messaging'
-import type { ChannelDelivery, Classified } from '../../worker/channels/types'
-import { parseSettings } from '../../worker/config'
-import type { Env } from '../../worker/env'
-import { InvalidPayloadError } from '../../worker/errors'
+} from '../../../local/vendor-deliveries'
+import { instagram } from '../../../worker/channels/instagram'
+import { messenger } from '../../../worker/channels/messenger'
+import { MAX_MESSAGING_ITEMS } from '../../../worker/channels/meta-messaging'
+import type { ChannelDelivery, Classified } from '../../../worker/channels/types'
+import { parseSettings } from '../../../worker/config'
+import type { Env } from '../../../worker/env'
+import { InvalidPayloadError } from '../../../worker/errors'
 
 const items = (classified: Classified): readonly ChannelDelivery[] =>
   Array.isArray(classified) ? classified : [classified as ChannelDelivery]

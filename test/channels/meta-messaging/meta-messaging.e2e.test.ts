@@ -16,8 +16,8 @@ import {
   messagingText,
   metaMid,
   metaRequest,
-} from '../../local/vendor-deliveries'
-import { send, startTestStack, type TestStack } from '../support/test-stack'
+} from '../../../local/vendor-deliveries'
+import { send, startTestStack, type TestStack } from '../../support/test-stack'
 
 let e2e: TestStack
 

@@ -14,14 +14,14 @@ import {
   waBatch,
   waRequest,
   waText,
-} from '../../local/vendor-deliveries'
-import { whatsappSignature } from '../../worker/channels/whatsapp-cloud'
-import type { Env } from '../../worker/env'
-import type { SpoolMessage } from '../../worker/spool/message'
-import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
-import { META_IMAGE_MESSAGE, META_SENT_STATUS, WA_VECTORS } from '../unit/whatsapp-cloud-fixtures'
-import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
-import { RecordingQueue } from '../support/workerd/queues'
+} from '../../../local/vendor-deliveries'
+import { whatsappSignature } from '../../../worker/channels/whatsapp-cloud'
+import type { Env } from '../../../worker/env'
+import type { SpoolMessage } from '../../../worker/spool/message'
+import { DONE_VALUE, SPOOLED_VALUE } from '../../support/claim-values'
+import { META_IMAGE_MESSAGE, META_SENT_STATUS, WA_VECTORS } from './whatsapp-cloud-fixtures'
+import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
+import { RecordingQueue } from '../../support/workerd/queues'
 
 const URL_ = `${GATEWAY}/webhooks/whatsapp-cloud`
 const WA: Partial<Env> = {

@@ -19,11 +19,11 @@ import {
   teamsRequest,
   teamsSigner,
   teamsToken,
-} from '../../local/vendor-deliveries'
-import type { Env } from '../../worker/env'
-import type { SpoolMessage } from '../../worker/spool/message'
-import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
-import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
+} from '../../../local/vendor-deliveries'
+import type { Env } from '../../../worker/env'
+import type { SpoolMessage } from '../../../worker/spool/message'
+import { DONE_VALUE, SPOOLED_VALUE } from '../../support/claim-values'
+import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
 
 const URL_ = `${GATEWAY}/webhooks/teams`
 

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type KeyDocumentServer, startKeyDocuments } from '../../local/key-documents'
+import { type KeyDocumentServer, startKeyDocuments } from '../../../local/key-documents'
 import {
   TEAMS_CONVERSATION_TAG as C,
   TEAMS_APP,
@@ -17,8 +17,8 @@ import {
   teamsKeyDocuments,
   teamsRequest,
   teamsToken,
-} from '../../local/vendor-deliveries'
-import { send, startTestStack, type TestStack } from '../support/test-stack'
+} from '../../../local/vendor-deliveries'
+import { send, startTestStack, type TestStack } from '../../support/test-stack'
 
 let e2e: TestStack
 let documents: KeyDocumentServer

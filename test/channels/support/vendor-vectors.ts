@@ -3,9 +3,9 @@
  * {@link SIGNATURE_VECTORS}, the same cases for the Node unit tests and again inside workerd.
  * @module
  */
-import { sha256Hex } from '../../shared/crypto'
-import { slackSignature } from '../../worker/channels/slack'
-import { twilioSignature } from '../../worker/channels/twilio'
+import { sha256Hex } from '../../../shared/crypto'
+import { slackSignature } from '../../../worker/channels/slack'
+import { twilioSignature } from '../../../worker/channels/twilio'
 
 export const SLACK_DOCS_VECTOR = {
   secret: '8f742231b10e8888abcd99yyyzzz85a5',

@@ -16,8 +16,8 @@ import {
   wechatRequest,
   wechatText,
   wechatXml,
-} from '../../local/vendor-deliveries'
-import type { RequestParts } from '../../worker/channels/types'
+} from '../../../local/vendor-deliveries'
+import type { RequestParts } from '../../../worker/channels/types'
 import {
   classifyWeChat,
   parseWeChat,
@@ -25,12 +25,12 @@ import {
   verifyWeChatHandshake,
   type WeChatConfig,
   xmlRoot,
-} from '../../worker/channels/wechat'
-import { decryptWeChat, encryptWeChat, wechatSignature } from '../../worker/channels/wechat-crypto'
-import { declaresDoctype, firstElementText } from '../../worker/channels/xml-scan'
-import { parseSettings } from '../../worker/config'
-import type { Env } from '../../worker/env'
-import { InvalidPayloadError } from '../../worker/errors'
+} from '../../../worker/channels/wechat'
+import { decryptWeChat, encryptWeChat, wechatSignature } from '../../../worker/channels/wechat-crypto'
+import { declaresDoctype, firstElementText } from '../../../worker/channels/xml-scan'
+import { parseSettings } from '../../../worker/config'
+import type { Env } from '../../../worker/env'
+import { InvalidPayloadError } from '../../../worker/errors'
 import {
   TENCENT_SAMPLE,
   TENCENT_SAMPLE_BINDINGS,

@@ -4,9 +4,9 @@ import {
   type SlackRequestOptions,
   slackRequest,
   TEST_SECRETS,
-} from '../../local/vendor-deliveries'
-import { slackSignature, verifySlack } from '../../worker/channels/slack'
-import { SLACK_DOCS_VECTOR } from './vendor-vectors'
+} from '../../../local/vendor-deliveries'
+import { slackSignature, verifySlack } from '../../../worker/channels/slack'
+import { SLACK_DOCS_VECTOR } from '../support/vendor-vectors'
 
 const DOCS = SLACK_DOCS_VECTOR
 const URL_ = 'https://gateway.example/webhooks/slack'

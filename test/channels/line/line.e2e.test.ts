@@ -7,8 +7,8 @@
  * cannot place is kept as a dead letter and lands once the code knows it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { signForward } from '../../contract/forward-signature'
-import { keptBody, UNRECOGNIZED_KIND } from '../../contract/unrecognized-event'
+import { signForward } from '../../../contract/forward-signature'
+import { keptBody, UNRECOGNIZED_KIND } from '../../../contract/unrecognized-event'
 import {
   LINE_DESTINATION,
   LINE_TEST_SECRET,
@@ -20,9 +20,9 @@ import {
   lineText,
   lineUnsend,
   TEST_SECRETS,
-} from '../../local/vendor-deliveries'
-import { runFailuresCli } from '../support/origin'
-import { eventually, send, startTestStack, type TestStack } from '../support/test-stack'
+} from '../../../local/vendor-deliveries'
+import { runFailuresCli } from '../../support/origin'
+import { eventually, send, startTestStack, type TestStack } from '../../support/test-stack'
 
 let e2e: TestStack
 

@@ -3,8 +3,8 @@
  * is an event the origin would take once finalized.
  */
 import { expect } from 'vitest'
-import { finalizeEvent, type InboundEventDraft, parseInboundEvent } from '../../contract/event'
-import type { Delivery } from '../../worker/channels/types'
+import { finalizeEvent, type InboundEventDraft, parseInboundEvent } from '../../../contract/event'
+import type { Delivery } from '../../../worker/channels/types'
 
 export function draftOf(delivery: Delivery): InboundEventDraft {
   if (delivery.action !== 'forward') throw new Error(`not forwarded: ${JSON.stringify(delivery)}`)

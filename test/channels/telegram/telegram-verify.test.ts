@@ -4,8 +4,8 @@ import {
   TEST_SECRETS,
   telegramRequest,
   telegramUpdate,
-} from '../../local/vendor-deliveries'
-import { verifyTelegram } from '../../worker/channels/telegram-verify'
+} from '../../../local/vendor-deliveries'
+import { verifyTelegram } from '../../../worker/channels/telegram-verify'
 
 const url = 'https://gateway.example/webhooks/telegram'
 

@@ -14,12 +14,12 @@ import {
   lineRequest,
   lineText,
   lineUnsend,
-} from '../../local/vendor-deliveries'
-import { line, lineSignature } from '../../worker/channels/line'
-import type { Env } from '../../worker/env'
-import { DONE_VALUE } from '../support/claim-values'
-import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
-import { withQueues } from '../support/workerd/queues'
+} from '../../../local/vendor-deliveries'
+import { line, lineSignature } from '../../../worker/channels/line'
+import type { Env } from '../../../worker/env'
+import { DONE_VALUE } from '../../support/claim-values'
+import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
+import { withQueues } from '../../support/workerd/queues'
 
 const URL_ = `${GATEWAY}/webhooks/line`
 const LINE: Partial<Env> = { LINE_CHANNEL_SECRET: LINE_TEST_SECRET }

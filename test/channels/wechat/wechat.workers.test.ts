@@ -6,7 +6,7 @@
  * encrypted, events, and the largest body.
  */
 import { describe, expect, inject, it } from 'vitest'
-import { DECISION_HEADER } from '../../contract/decision-log'
+import { DECISION_HEADER } from '../../../contract/decision-log'
 import {
   nowSeconds,
   WECHAT_ACCOUNT,
@@ -18,18 +18,18 @@ import {
   wechatRequest,
   wechatText,
   wechatXml,
-} from '../../local/vendor-deliveries'
-import { decryptWeChat, wechatSignature } from '../../worker/channels/wechat-crypto'
-import type { Env } from '../../worker/env'
-import { DONE_VALUE } from '../support/claim-values'
+} from '../../../local/vendor-deliveries'
+import { decryptWeChat, wechatSignature } from '../../../worker/channels/wechat-crypto'
+import type { Env } from '../../../worker/env'
+import { DONE_VALUE } from '../../support/claim-values'
 import {
   TENCENT_SAMPLE,
   TENCENT_SAMPLE_BINDINGS,
   tencentSampleRequest,
   WECHAT_PLAIN_VECTORS,
-} from '../unit/wechat-fixtures'
-import { GATEWAY, type Harness, harness } from '../support/workerd/harness'
-import { withQueues } from '../support/workerd/queues'
+} from './wechat-fixtures'
+import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
+import { withQueues } from '../../support/workerd/queues'
 
 const OTHER = 'gh_ffffffffffff'
 const URL_ = `${GATEWAY}/webhooks/wechat/${WECHAT_ACCOUNT}`

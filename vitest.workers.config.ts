@@ -49,7 +49,7 @@ export default defineConfig({
           UPSTASH_REDIS_REST_TOKEN: inject('redisToken'),
           REDIS_KEY_PREFIX: `${inject('keyPrefix')}self:`,
           // Off: a flush waits in waitUntil, and every test here waits for the execution context.
-          // The counters are tested in Node (test/unit/worker-decision-flush.test.ts) and through
+          // The counters are tested in Node (test/gateway/decision-flush.test.ts) and through
           // Miniflare end to end (test/e2e/console.test.ts).
           DECISION_FLUSH_SECONDS: '0',
         },

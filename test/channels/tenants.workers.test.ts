@@ -2,7 +2,7 @@
  * Per-tenant secrets in workerd, through the real routes, with real vendor signatures: a request
  * signed with tenant A's secret but naming tenant B is refused (401) and leaves nothing behind (no
  * Redis key, no origin call); each tenant's own secrets, rotation included, verify; the
- * single-tenant variables keep working (test/workers/routes.test.ts runs on them).
+ * single-tenant variables keep working (test/gateway/routes.workers.test.ts runs on them).
  */
 import { describe, expect, it } from 'vitest'
 import {

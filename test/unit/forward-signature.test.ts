@@ -3,7 +3,7 @@
  * request signature binds (method, route, time, body) and what an answer signature binds (its
  * request, status and body), with rotation. The origin's refusals over HTTP are in
  * test/integration/origin-auth.test.ts; the Worker's use of the answer in
- * test/workers/origin-answers.test.ts.
+ * test/gateway/origin-answers.workers.test.ts.
  */
 import { describe, expect, it } from 'vitest'
 import {

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document of the public API, served at GET /v1/openapi.json. Written by hand
  * beside the code it describes (the valibot schema in message.ts, the problems in
- * contract/problem.ts); test/e2e/api.test.ts validates every real answer of its tests against it,
+ * contract/problem.ts); test/api/api.e2e.test.ts validates every real answer of its tests against it,
  * so the two cannot drift unseen.
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * POST /v1/messages in workerd: the real Worker, real Redis (through the Upstash stand-in), the
  * test origin (which stores answers per Idempotency-Key as origin/idempotency.ts does; the real
- * origin and Postgres are test/e2e/api.test.ts). The draft's cases (missing, malformed, replay,
+ * origin and Postgres are test/api/api.e2e.test.ts). The draft's cases (missing, malformed, replay,
  * in flight, mismatch), 50 at once with one key, two tenants, Redis down, origin down, expiry,
  * CORS, and the key's two spellings.
  */

@@ -2,7 +2,7 @@
  * The admission gate's bookkeeping (worker/admission.ts), pure logic on a fake clock: the bound,
  * a release given back once only, a request workerd cancelled (never released) no longer counted
  * after STALE_AFTER_MS, the waiters' own bound, and one log line per window however many are refused. The routes are tested in workerd
- * (test/workers/admission.test.ts).
+ * (test/gateway/admission.workers.test.ts).
  */
 import { describe, expect, it, vi } from 'vitest'
 import { AdmissionGate, LOG_EVERY_MS, noteRefusal, STALE_AFTER_MS } from '../../worker/admission'

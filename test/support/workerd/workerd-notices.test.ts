@@ -37,7 +37,7 @@ describe('workerd notices held back', () => {
     '{"level":"info","msg":"decision","redis":"unavailable","reason":"Error: Network connection lost."}\n',
     'uncaught exception; source = Uncaught (in promise); stack = TypeError: Cannot read properties of undefined\n',
     'exception = kj/async-io-unix.c++:1538: disconnected: connect(): Connection reset by peer\n',
-    ' ✓ test/workers/claims.test.ts (25 tests)\n',
+    ' ✓ test/claims/claims.workers.test.ts (25 tests)\n',
   ])('passes %j, even after a refused connection', (line) => {
     expect(passed([REFUSED, line])).toEqual([line])
   })

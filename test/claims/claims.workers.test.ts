@@ -59,7 +59,7 @@ describe.each(CHANNELS)('$name', ({ delivery }) => {
   })
 
   it('origin failing: claim released, vendor told to retry; the retry after recovery forwards', async () => {
-    // The path without the spool (test/workers/spool.test.ts has the spooled one).
+    // The path without the spool (test/spool/spool.workers.test.ts has the spooled one).
     const h = harness({ SPOOL_CHANNELS: 'none' })
     const d = delivery()
     await h.setOriginMode({ kind: 'fail', status: 503 })

@@ -3,7 +3,7 @@
  * printing nothing: replayed (which path, which ids), already resolved, not found, refused with a
  * stable code (nothing written), failed with one (the row not resolved). Real Postgres, a real
  * HTTP downstream; the CLI's and the console's wording of the same outcomes:
- * test/spool/outbox-relay.test.ts, test/integration/origin-inbound-failures.test.ts,
+ * test/origin/outbox/outbox-relay.test.ts, test/integration/origin-inbound-failures.test.ts,
  * test/integration/origin-console.test.ts.
  */
 import { createServer, type Server } from 'node:http'

@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { readBody } from '../../../local/http-body'
+import { readBody } from '../../local/http-body'
 
 export type DownstreamMode =
   | { kind: 'ok'; delayMs?: number }

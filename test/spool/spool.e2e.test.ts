@@ -31,7 +31,7 @@ import {
   type TestStack,
 } from '../support/test-stack'
 import { META_IMAGE_MESSAGE } from '../channels/whatsapp-cloud/whatsapp-cloud-fixtures'
-import { startDownstream, type TestDownstream } from './support/downstream'
+import { startDownstream, type TestDownstream } from '../support/downstream'
 
 const MAX_ATTEMPTS = 6
 

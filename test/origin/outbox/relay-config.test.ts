@@ -2,11 +2,11 @@
  * Pure logic of the relay and the failures CLI: settings, backoff, argument parsing, its help.
  */
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../../origin/config'
-import { loadCliConfig, runCli } from '../../origin/failures/cli'
-import { parseArgs, USAGE } from '../../origin/failures/cli-args'
-import { backoffMs, isExhausted, readRetryPolicy } from '../../origin/failures/policy'
-import { loadRelayConfig } from '../../origin/outbox/config'
+import { ConfigError, loadConfig } from '../../../origin/config'
+import { loadCliConfig, runCli } from '../../../origin/failures/cli'
+import { parseArgs, USAGE } from '../../../origin/failures/cli-args'
+import { backoffMs, isExhausted, readRetryPolicy } from '../../../origin/failures/policy'
+import { loadRelayConfig } from '../../../origin/outbox/config'
 
 describe('loadRelayConfig', () => {
   it('is off (null) without DOWNSTREAM_URL: outbox rows stay for another consumer', () => {

@@ -35,7 +35,7 @@ export default defineConfig({
           ...shared,
           name: 'integration-pg',
           include: ['test/integration/**/*.test.ts', 'test/**/*.pg.test.ts'],
-          exclude: ['test/integration/origin-db-faults.test.ts', 'node_modules/**'],
+          exclude: ['test/origin/db/db-faults.test.ts', 'node_modules/**'],
           env: { TEST_DATABASE_DRIVER: 'pg' },
         },
       },

@@ -50,7 +50,7 @@ export default defineConfig({
           REDIS_KEY_PREFIX: `${inject('keyPrefix')}self:`,
           // Off: a flush waits in waitUntil, and every test here waits for the execution context.
           // The counters are tested in Node (test/gateway/decision-flush.test.ts) and through
-          // Miniflare end to end (test/e2e/console.test.ts).
+          // Miniflare end to end (test/origin/console/console.e2e.test.ts).
           DECISION_FLUSH_SECONDS: '0',
         },
       },

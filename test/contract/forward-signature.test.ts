@@ -2,7 +2,7 @@
  * The forward signature's scheme v2 (contract/forward-signature.ts), as pure logic: what a
  * request signature binds (method, route, time, body) and what an answer signature binds (its
  * request, status and body), with rotation. The origin's refusals over HTTP are in
- * test/integration/origin-auth.test.ts; the Worker's use of the answer in
+ * test/origin/auth.pg.test.ts; the Worker's use of the answer in
  * test/gateway/origin-answers.workers.test.ts.
  */
 import { describe, expect, it } from 'vitest'

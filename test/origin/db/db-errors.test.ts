@@ -4,8 +4,8 @@
  * the shape of a SQLSTATE; the SQLSTATEs with a letter in their class (3D000, 0A000) are still ones.
  */
 import { describe, expect, it } from 'vitest'
-import { sqlState, toDatabaseError } from '../../origin/db/errors'
-import { DatabaseUnavailableError, InvalidEventError } from '../../origin/errors'
+import { sqlState, toDatabaseError } from '../../../origin/db/errors'
+import { DatabaseUnavailableError, InvalidEventError } from '../../../origin/errors'
 
 const failure = (code: string) => Object.assign(new Error('driver failure'), { code })
 

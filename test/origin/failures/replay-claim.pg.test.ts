@@ -11,17 +11,17 @@ import {
   claimStore,
   inflightValue,
   settledValue,
-} from '../../claims'
-import { startRedisLayer } from '../../local/redis-layer'
-import { REDIS_URL, scratch } from '../../local/services'
-import type { Database } from '../../origin/db'
+} from '../../../claims'
+import { startRedisLayer } from '../../../local/redis-layer'
+import { REDIS_URL, scratch } from '../../../local/services'
+import type { Database } from '../../../origin/db'
 import {
   getDeadInboundFailure,
   recordInboundFailure,
   replayInboundEvent,
-} from '../../origin/failures/inbound'
-import { fileTestbed } from '../support/for-file'
-import { eventFixture, openTestDb } from '../support/origin'
+} from '../../../origin/failures/inbound'
+import { fileTestbed } from '../../support/for-file'
+import { eventFixture, openTestDb } from '../../support/origin'
 
 const tb = fileTestbed()
 const run = scratch('replay-claim')

@@ -1,7 +1,7 @@
 /**
  * Single sign-on for the console, in a real browser (Debian's Chromium through playwright-core)
  * against `npm run origin` configured only with CONSOLE_ACCESS_* (no token at all) and a
- * Cloudflare Access team served on this machine (test/support/access-team.ts). The browser sends
+ * Cloudflare Access team served on this machine (test/origin/console/support/access-team.ts). The browser sends
  * `Cf-Access-Jwt-Assertion` on every request, as Access does in front of the origin: a valid
  * assertion signs the person in on the first page, their replay is audited under their email, a
  * viewer may not replay; a wrong audience, an expired assertion, a foreign key or a wrong issuer
@@ -10,16 +10,16 @@
 import { randomBytes } from 'node:crypto'
 import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { launchChromium, type RunningBrowser } from '../../local/chromium'
-import type { OriginHandle } from '../../local/origin-process'
-import { createTestDatabase, databasePool, type TestDatabase } from '../../local/services'
+import { launchChromium, type RunningBrowser } from '../../../local/chromium'
+import type { OriginHandle } from '../../../local/origin-process'
+import { createTestDatabase, databasePool, type TestDatabase } from '../../../local/services'
 import {
   type AccessTeam,
   type AssertionOptions,
   startAccessTeam,
   TEST_AUD,
-} from '../support/access-team'
-import { eventFixture, signedPost, startOriginPod } from '../support/origin'
+} from './support/access-team'
+import { eventFixture, signedPost, startOriginPod } from '../../support/origin'
 
 const secret = `access-e2e-${randomBytes(8).toString('hex')}`
 let db: TestDatabase

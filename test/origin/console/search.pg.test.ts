@@ -7,12 +7,12 @@
  */
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { containsPattern, SEARCH_LIMIT, snippetOf } from '../../origin/console/search'
-import { openDatabase } from '../../origin/db'
-import { silentLogger } from '../../origin/log'
-import { mountedConsole } from '../support/console-app'
-import { fileTestbed, forFile } from '../support/for-file'
-import { eventFixture, TEST_DATABASE_DRIVER } from '../support/origin'
+import { containsPattern, SEARCH_LIMIT, snippetOf } from '../../../origin/console/search'
+import { openDatabase } from '../../../origin/db'
+import { silentLogger } from '../../../origin/log'
+import { mountedConsole } from '../../support/console-app'
+import { fileTestbed, forFile } from '../../support/for-file'
+import { eventFixture, TEST_DATABASE_DRIVER } from '../../support/origin'
 
 const TOKEN = 'search-test-operator-token'
 const BASE = 'http://console.test/console'

@@ -3,30 +3,30 @@
  * printing nothing: replayed (which path, which ids), already resolved, not found, refused with a
  * stable code (nothing written), failed with one (the row not resolved). Real Postgres, a real
  * HTTP downstream; the CLI's and the console's wording of the same outcomes:
- * test/origin/outbox/outbox-relay.test.ts, test/integration/origin-inbound-failures.test.ts,
- * test/integration/origin-console.test.ts.
+ * test/origin/outbox/outbox-relay.test.ts, test/origin/failures/inbound.pg.test.ts,
+ * test/origin/console/console.pg.test.ts.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { keptBody, UNRECOGNIZED_KIND } from '../../contract/unrecognized-event'
-import type { Database } from '../../origin/db'
-import { recordInboundFailure } from '../../origin/failures/inbound'
-import { NO_GMAIL } from '../../origin/failures/replay-inbound'
-import type { FailureReplay } from '../../origin/failures/replay-outcome'
+import { keptBody, UNRECOGNIZED_KIND } from '../../../contract/unrecognized-event'
+import type { Database } from '../../../origin/db'
+import { recordInboundFailure } from '../../../origin/failures/inbound'
+import { NO_GMAIL } from '../../../origin/failures/replay-inbound'
+import type { FailureReplay } from '../../../origin/failures/replay-outcome'
 import {
   NO_DOWNSTREAM,
   type ReplayServiceDeps,
   replayAllDead,
   replayFailure,
-} from '../../origin/failures/replay-service'
-import { auditResult, describeReplay } from '../../origin/failures/replay-text'
-import { recordDownstreamFailure } from '../../origin/failures/store'
-import { NO_GATEWAY } from '../../origin/failures/unrecognized'
-import { ingestEvent } from '../../origin/ingest'
-import { OUTBOX_COLUMNS, type OutboxRowRecord, toOutboxRow } from '../../origin/outbox/store'
-import { eventFixture, openTestDb } from '../support/origin'
-import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
+} from '../../../origin/failures/replay-service'
+import { auditResult, describeReplay } from '../../../origin/failures/replay-text'
+import { recordDownstreamFailure } from '../../../origin/failures/store'
+import { NO_GATEWAY } from '../../../origin/failures/unrecognized'
+import { ingestEvent } from '../../../origin/ingest'
+import { OUTBOX_COLUMNS, type OutboxRowRecord, toOutboxRow } from '../../../origin/outbox/store'
+import { eventFixture, openTestDb } from '../../support/origin'
+import { openSqlTestbed, type SqlTestbed } from '../../support/sql-testbed'
 
 let tb: SqlTestbed
 let db: Database

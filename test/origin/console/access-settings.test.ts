@@ -2,12 +2,12 @@
  * The console's Cloudflare Access settings (origin/console/settings.ts): which team domains the
  * console trusts keys from, what must come with one, and how emails, domains and groups map to
  * roles (origin/console/access.ts's roleOf). Pure logic; the sign-in itself is
- * test/integration/origin-console-access.test.ts.
+ * test/origin/console/access.pg.test.ts.
  */
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../origin/config'
-import { roleOf } from '../../origin/console/access'
-import { loadConsoleConfig } from '../../origin/console/settings'
+import { ConfigError } from '../../../origin/config'
+import { roleOf } from '../../../origin/console/access'
+import { loadConsoleConfig } from '../../../origin/console/settings'
 
 const ACCESS = {
   CONSOLE_ACCESS_TEAM_DOMAIN: 'acme.cloudflareaccess.com',

@@ -4,12 +4,12 @@
  * origin. The rest of lookup is in origin-console.test.ts.
  */
 import { describe, expect, it } from 'vitest'
-import { finalizeEvent } from '../../contract/event'
-import { parseEmail } from '../../email/parse'
-import { rawEmail } from '../../local/vendor-deliveries'
-import { lookup, searchTerm } from '../../origin/console/lookup'
-import type { Queryable } from '../../origin/db'
-import { fileTestbed } from '../support/for-file'
+import { finalizeEvent } from '../../../contract/event'
+import { parseEmail } from '../../../email/parse'
+import { rawEmail } from '../../../local/vendor-deliveries'
+import { lookup, searchTerm } from '../../../origin/console/lookup'
+import type { Queryable } from '../../../origin/db'
+import { fileTestbed } from '../../support/for-file'
 
 const tb = fileTestbed()
 const db: Queryable = {

@@ -4,9 +4,9 @@
  * recorded through the live ingest path: once, however often it is reported or replayed.
  */
 import { describe, expect, it } from 'vitest'
-import { secretList } from '../../shared/crypto'
-import { fileTestbed } from '../support/for-file'
-import { eventFixture, runFailuresCli, signedPost } from '../support/origin'
+import { secretList } from '../../../shared/crypto'
+import { fileTestbed } from '../../support/for-file'
+import { eventFixture, runFailuresCli, signedPost } from '../../support/origin'
 
 const tb = fileTestbed()
 

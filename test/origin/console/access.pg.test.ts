@@ -1,6 +1,6 @@
 /**
  * Single sign-on for the console with Cloudflare Access (origin/console/access.ts, sign-in.tsx),
- * against real Postgres and a key set served on this machine (test/support/access-team.ts): a
+ * against real Postgres and a key set served on this machine (test/origin/console/support/access-team.ts): a
  * valid assertion signs in, with its email in the audit and the role its email, domain or group
  * maps to; a wrong audience, an expired one, a foreign key, a wrong issuer, `alg: none` or an
  * HMAC made with the public key do not, whoever sends them straight to the origin; an Access
@@ -8,15 +8,15 @@
  * assertions count in the limit on refused credentials; keys Access cannot serve are a 503.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ConsoleDeps } from '../../origin/console/app'
-import { loadConsoleConfig } from '../../origin/console/settings'
-import { openDatabase } from '../../origin/db'
-import { silentLogger } from '../../origin/log'
-import { signInLimit } from '../../origin/sign-in-limit'
-import { type AccessTeam, startAccessTeam, TEST_AUD } from '../support/access-team'
-import { mountedConsole } from '../support/console-app'
-import { fileTestbed } from '../support/for-file'
-import { TEST_DATABASE_DRIVER } from '../support/origin'
+import type { ConsoleDeps } from '../../../origin/console/app'
+import { loadConsoleConfig } from '../../../origin/console/settings'
+import { openDatabase } from '../../../origin/db'
+import { silentLogger } from '../../../origin/log'
+import { signInLimit } from '../../../origin/sign-in-limit'
+import { type AccessTeam, startAccessTeam, TEST_AUD } from './support/access-team'
+import { mountedConsole } from '../../support/console-app'
+import { fileTestbed } from '../../support/for-file'
+import { TEST_DATABASE_DRIVER } from '../../support/origin'
 
 const BASE = 'http://console.test/console'
 const HEADER = 'cf-access-jwt-assertion'

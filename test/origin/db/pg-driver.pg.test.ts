@@ -4,12 +4,12 @@
  * DATABASE_DRIVER or, unset, by the URL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createTestDatabase, type TestDatabase } from '../../local/services'
-import { loadConfig } from '../../origin/config'
-import { createDatabase } from '../../origin/db'
-import { silentLogger } from '../../origin/log'
-import type { RunningOrigin } from '../../origin/server'
-import { eventFixture, signedPost, startOriginInProcess } from '../support/origin'
+import { createTestDatabase, type TestDatabase } from '../../../local/services'
+import { loadConfig } from '../../../origin/config'
+import { createDatabase } from '../../../origin/db'
+import { silentLogger } from '../../../origin/log'
+import type { RunningOrigin } from '../../../origin/server'
+import { eventFixture, signedPost, startOriginInProcess } from '../../support/origin'
 
 let database: TestDatabase
 let origin: RunningOrigin

@@ -5,16 +5,16 @@
  * hashes, and no token in the logs.
  */
 import { describe, expect, it } from 'vitest'
-import type { ConsoleDeps } from '../../origin/console/app'
-import type { ConsoleConfig } from '../../origin/console/settings'
-import { openDatabase } from '../../origin/db'
-import type { Logger } from '../../origin/log'
-import { silentLogger } from '../../origin/log'
-import { signInLimit } from '../../origin/sign-in-limit'
-import { secretList } from '../../shared/crypto'
-import { mountedConsole } from '../support/console-app'
-import { fileTestbed, forFile } from '../support/for-file'
-import { eventFixture, signedPost } from '../support/origin'
+import type { ConsoleDeps } from '../../../origin/console/app'
+import type { ConsoleConfig } from '../../../origin/console/settings'
+import { openDatabase } from '../../../origin/db'
+import type { Logger } from '../../../origin/log'
+import { silentLogger } from '../../../origin/log'
+import { signInLimit } from '../../../origin/sign-in-limit'
+import { secretList } from '../../../shared/crypto'
+import { mountedConsole } from '../../support/console-app'
+import { fileTestbed, forFile } from '../../support/for-file'
+import { eventFixture, signedPost } from '../../support/origin'
 
 const OPERATOR = 'integration-operator-token'
 const logged: string[] = []

@@ -15,20 +15,20 @@ import {
   signAnswer,
   TIMESTAMP_HEADER,
   verifyForward,
-} from '../../contract/forward-signature'
+} from '../../../contract/forward-signature'
 import {
   keptBody,
   UNRECOGNIZED_KIND,
   UNRECOGNIZED_REPLAY_ROUTE,
-} from '../../contract/unrecognized-event'
-import { NO_GATEWAY } from '../../origin/failures/unrecognized'
+} from '../../../contract/unrecognized-event'
+import { NO_GATEWAY } from '../../../origin/failures/unrecognized'
 import {
   type OriginTestbed,
   runFailuresCli,
   signedPost,
   startOriginTestbed,
   TEST_OPERATOR_TOKEN,
-} from '../support/origin'
+} from '../../support/origin'
 
 const SECRET = `test-secret-${crypto.randomUUID()}`
 type Mode = 'delivered' | 'unrecognized' | 'unsigned'

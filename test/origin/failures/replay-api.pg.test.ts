@@ -5,9 +5,9 @@
  * another failure is 422; concurrent replays with one key make one row and one answer.
  */
 import { describe, expect, it } from 'vitest'
-import { secretList } from '../../shared/crypto'
-import { fileTestbed } from '../support/for-file'
-import { eventFixture, signedPost, TEST_OPERATOR_TOKEN } from '../support/origin'
+import { secretList } from '../../../shared/crypto'
+import { fileTestbed } from '../../support/for-file'
+import { eventFixture, signedPost, TEST_OPERATOR_TOKEN } from '../../support/origin'
 
 const tb = fileTestbed()
 

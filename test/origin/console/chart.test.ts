@@ -4,8 +4,8 @@
  * and both axes are labelled along their length, not only at their ends.
  */
 import { describe, expect, it } from 'vitest'
-import type { SeriesPoint } from '../../origin/console/overview'
-import { Chart, niceCeiling } from '../../origin/console/pages/chart'
+import type { SeriesPoint } from '../../../origin/console/overview'
+import { Chart, niceCeiling } from '../../../origin/console/pages/chart'
 
 const since = new Date('2026-12-03T10:00:00Z')
 const until = new Date('2026-12-03T11:00:00Z')

@@ -7,10 +7,10 @@
 import { randomBytes } from 'node:crypto'
 import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { launchChromium, type RunningBrowser } from '../../local/chromium'
-import type { OriginHandle } from '../../local/origin-process'
-import { createTestDatabase, type TestDatabase } from '../../local/services'
-import { eventFixture, signedPost, startOriginPod, TEST_OPERATOR_TOKEN } from '../support/origin'
+import { launchChromium, type RunningBrowser } from '../../../local/chromium'
+import type { OriginHandle } from '../../../local/origin-process'
+import { createTestDatabase, type TestDatabase } from '../../../local/services'
+import { eventFixture, signedPost, startOriginPod, TEST_OPERATOR_TOKEN } from '../../support/origin'
 import { ConsolePage } from './support/console-page'
 
 const secret = `search-e2e-${randomBytes(8).toString('hex')}`

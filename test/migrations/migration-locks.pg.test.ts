@@ -2,7 +2,7 @@
  * Migrations on live tables (issue 19, item 9). `ALTER TABLE messages …` needs the table to
  * itself: behind a long transaction that reads messages it waits, and every ingest queues behind
  * it. Each migration that locks a table of an earlier migration sets `SET LOCAL lock_timeout`
- * (the rule: test/support/migration-locks.ts), so it gives up at once, and `npm run migrate`
+ * (the rule: test/migrations/support/migration-locks.ts), so it gives up at once, and `npm run migrate`
  * (ops/migrate.ts) retries it, with pauses, until the blocker is gone or its retries run out.
  */
 import { readFileSync } from 'node:fs'
@@ -17,7 +17,7 @@ import {
   migrationFiles,
 } from '../../ops/migrate'
 import { DB_QUERY_TIMEOUT_MS } from '../../origin/config'
-import { lockProblems, type MigrationFile } from '../support/migration-locks'
+import { lockProblems, type MigrationFile } from './support/migration-locks'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 import { eventually } from '../support/test-stack'
 

@@ -4,9 +4,10 @@ import { wranglerConfigWithoutDevVars } from './local/wrangler-no-dev-vars'
 import { holdBackExpectedNotices } from './test/support/workerd/workerd-notices'
 
 /**
- * Tests that run inside workerd (the Workers runtime) with the real Worker module: its routes, the
- * vendor vectors again in that runtime, and the claim protocol against real Redis through the
- * Upstash stand-in. The global setup starts the Node-side servers and hands their URLs over.
+ * Tests that run inside workerd (the Workers runtime) with the real Worker module, every
+ * `test/**\/*.workers.test.ts` beside its subject's Node tests: its routes, the vendor vectors again
+ * in that runtime, and the claim protocol against real Redis through the Upstash stand-in. The
+ * global setup (test/support/workerd/) starts the Node-side servers and hands their URLs over.
  */
 /**
  * The secrets the test fixtures sign with (TEST_SECRETS of local/vendor-deliveries.ts; written out
@@ -57,7 +58,7 @@ export default defineConfig({
     })),
   ],
   test: {
-    include: ['test/workers/**/*.test.ts', 'test/**/*.workers.test.ts'],
+    include: ['test/**/*.workers.test.ts'],
     globalSetup: ['test/support/workerd/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

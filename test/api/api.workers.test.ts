@@ -138,7 +138,7 @@ describe('POST /v1/messages: the Idempotency-Key draft', () => {
   })
 
   it('a repeat while the first still runs: 409 with Retry-After; after it, the stored answer', async () => {
-    // Shedding off: the slow first request is waited for, not queued (api-core.test.ts sheds).
+    // Shedding off: the slow first request is waited for, not queued (api-core.workers.test.ts sheds).
     const h = await apiHarness({ SHED_AFTER_FAILURES: '0' })
     await h.setOriginMode({ kind: 'delay', ms: 1_200 })
     const key = freshKey()

@@ -1,7 +1,7 @@
 /**
  * The gateway's decision counts (contract/decision-counts.ts) and how the console reads them
  * (origin/console/overview.ts): bucketing, bounds, a failed flush given back, quantiles, columns.
- * Pure logic; the flush over HTTP is in worker-decision-flush.test.ts.
+ * Pure logic; the flush over HTTP is in test/gateway/decision-flush.test.ts.
  */
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'

@@ -20,9 +20,9 @@ import {
   WECHAT_TEST_AES_KEY,
   wechatDelivery,
 } from '../../local/vendor-deliveries'
+import * as media from '../channels/support/media-payloads'
 import { DONE_VALUE } from '../support/claim-values'
 import { send, startTestStack, type TestStack } from '../support/test-stack'
-import * as media from '../channels/support/media-payloads'
 
 let e2e: TestStack
 

@@ -20,8 +20,8 @@ import {
   waBatch,
   waRequest,
 } from '../../local/vendor-deliveries'
-import { send, startTestStack, type TestStack } from '../support/test-stack'
 import * as media from '../channels/support/media-payloads'
+import { send, startTestStack, type TestStack } from '../support/test-stack'
 
 /** What vendors may send: a NUL and a lone high surrogate, between ordinary characters. */
 const odd = (word: string) => `${word}\u0000-\ud800-end`

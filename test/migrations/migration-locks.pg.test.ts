@@ -17,9 +17,9 @@ import {
   migrationFiles,
 } from '../../ops/migrate'
 import { DB_QUERY_TIMEOUT_MS } from '../../origin/config'
-import { lockProblems, type MigrationFile } from './support/migration-locks'
 import { openSqlTestbed, type SqlTestbed } from '../support/sql-testbed'
 import { eventually } from '../support/test-stack'
+import { lockProblems, type MigrationFile } from './support/migration-locks'
 
 /** Writes that queue behind a migration's lock wait must still finish inside their own timeout. */
 const MAX_LOCK_TIMEOUT_MS = DB_QUERY_TIMEOUT_MS.default / 2

@@ -18,7 +18,7 @@ const bed = fileTestbed({ config: { dbConnectTimeoutMs: 5000, originTimeoutMs: 1
  * These tests are about races, not budgets: 50 requests at once on a pool of 10, on a shared
  * two-core machine, may wait longer for a connection than the production bound (1 s), and a 503
  * there would say nothing about the race. The pool-wait bound has its own test
- * (origin-db-faults.test.ts).
+ * (test/origin/db/db-faults.test.ts).
  */
 const RACE_POOL_WAIT = { ORIGIN_TIMEOUT_MS: '10000', DB_CONNECT_TIMEOUT_MS: '5000' }
 

@@ -2,7 +2,7 @@
  * Deletes and undeletes (Teams' softDeleteMessage / undeleteMessage) ordered by their time, like
  * edits: the later of a message's latest delete and latest undelete is its state, whatever order
  * they arrive in, replays included, and whether they come before the message (its tombstone) or
- * after. Single ingest here; origin-batch-ingest.test.ts checks batches answer the same.
+ * after. Single ingest here; batch-ingest.pg.test.ts checks batches answer the same.
  */
 import { describe, expect, it } from 'vitest'
 import type { InboundEvent } from '../../contract/event'

@@ -21,7 +21,9 @@ import {
   waRequest,
   waText,
 } from '../../local/vendor-deliveries'
+import { META_IMAGE_MESSAGE } from '../channels/whatsapp-cloud/whatsapp-cloud-fixtures'
 import { DONE_VALUE, SPOOLED_VALUE } from '../support/claim-values'
+import { startDownstream, type TestDownstream } from '../support/downstream'
 import { runFailuresCli } from '../support/origin'
 import {
   eventually,
@@ -30,8 +32,6 @@ import {
   startTestStack,
   type TestStack,
 } from '../support/test-stack'
-import { META_IMAGE_MESSAGE } from '../channels/whatsapp-cloud/whatsapp-cloud-fixtures'
-import { startDownstream, type TestDownstream } from '../support/downstream'
 
 const MAX_ATTEMPTS = 6
 

@@ -76,7 +76,10 @@ export interface SignatureVector {
   expected: string
 }
 
-/** Every published vector as a case (Node: test/unit/*-verify.test.ts; workerd: vectors.test.ts). */
+/**
+ * Every published vector as a case (Node: test/channels/vendor-vectors.test.ts and the channels'
+ * *-verify.test.ts; workerd: test/channels/vendor-vectors.workers.test.ts).
+ */
 export const SIGNATURE_VECTORS: readonly SignatureVector[] = [
   {
     name: 'Slack docs',

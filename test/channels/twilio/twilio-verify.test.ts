@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { partsOf, TEST_SECRETS, twilioParams, twilioRequest } from '../../../local/vendor-deliveries'
+import {
+  partsOf,
+  TEST_SECRETS,
+  twilioParams,
+  twilioRequest,
+} from '../../../local/vendor-deliveries'
 import { sha256Hex } from '../../../shared/crypto'
 import {
   MAX_TWILIO_PARAMETERS,

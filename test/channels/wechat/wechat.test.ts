@@ -26,7 +26,11 @@ import {
   type WeChatConfig,
   xmlRoot,
 } from '../../../worker/channels/wechat'
-import { decryptWeChat, encryptWeChat, wechatSignature } from '../../../worker/channels/wechat-crypto'
+import {
+  decryptWeChat,
+  encryptWeChat,
+  wechatSignature,
+} from '../../../worker/channels/wechat-crypto'
 import { declaresDoctype, firstElementText } from '../../../worker/channels/xml-scan'
 import { parseSettings } from '../../../worker/config'
 import type { Env } from '../../../worker/env'

@@ -22,14 +22,14 @@ import {
 import { decryptWeChat, wechatSignature } from '../../../worker/channels/wechat-crypto'
 import type { Env } from '../../../worker/env'
 import { DONE_VALUE } from '../../support/claim-values'
+import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
+import { withQueues } from '../../support/workerd/queues'
 import {
   TENCENT_SAMPLE,
   TENCENT_SAMPLE_BINDINGS,
   tencentSampleRequest,
   WECHAT_PLAIN_VECTORS,
 } from './wechat-fixtures'
-import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
-import { withQueues } from '../../support/workerd/queues'
 
 const OTHER = 'gh_ffffffffffff'
 const URL_ = `${GATEWAY}/webhooks/wechat/${WECHAT_ACCOUNT}`

@@ -13,13 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { launchChromium, type RunningBrowser } from '../../../local/chromium'
 import type { OriginHandle } from '../../../local/origin-process'
 import { createTestDatabase, databasePool, type TestDatabase } from '../../../local/services'
+import { eventFixture, signedPost, startOriginPod } from '../../support/origin'
 import {
   type AccessTeam,
   type AssertionOptions,
   startAccessTeam,
   TEST_AUD,
 } from './support/access-team'
-import { eventFixture, signedPost, startOriginPod } from '../../support/origin'
 
 const secret = `access-e2e-${randomBytes(8).toString('hex')}`
 let db: TestDatabase

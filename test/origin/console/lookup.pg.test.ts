@@ -1,7 +1,7 @@
 /**
  * The console's lookup finds an email by its Message-ID as a person copies it from a header
  * (`<id@Host>`), as well as bare, against real Postgres with a real parsed email stored by the
- * origin. The rest of lookup is in origin-console.test.ts.
+ * origin. The rest of lookup is in console.pg.test.ts.
  */
 import { describe, expect, it } from 'vitest'
 import { finalizeEvent } from '../../../contract/event'

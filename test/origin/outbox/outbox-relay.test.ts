@@ -10,13 +10,13 @@ import { silentLogger } from '../../../origin/log'
 import { loadRelayConfig, type RelayConfig } from '../../../origin/outbox/config'
 import { createRelayMetrics } from '../../../origin/outbox/metrics'
 import { type RelayDeps, relayPass } from '../../../origin/outbox/relay'
+import { startDownstream, type TestDownstream } from '../../support/downstream'
 import {
   eventFixture,
   type OriginTestbed,
   runFailuresCli,
   startOriginTestbed,
 } from '../../support/origin'
-import { startDownstream, type TestDownstream } from '../../support/downstream'
 
 /** In DOWNSTREAM_URL's query, as a real deployment might carry one: never in a stored error. */
 const URL_TOKEN = 'tok-never-logged-9f3b'

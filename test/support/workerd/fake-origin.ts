@@ -3,7 +3,7 @@
  * real HTTP server that checks the forward signature and the event schema the way the real
  * origin must, records every call, emulates the messages table's unique key, and can be told to
  * fail. It proves what the Worker sends and when; it is not what proves end-to-end dedup (that
- * is test/e2e with the real origin and Postgres).
+ * is the `*.e2e.test.ts` with the real origin and Postgres).
  *
  * Each test uses its own namespace (`{url}/ns/{id}` as ORIGIN_URL), so files can run at once.
  * @module

@@ -24,6 +24,7 @@ import {
 } from '../../local/vendor-deliveries'
 import { DONE_VALUE } from '../support/claim-values'
 import { GATEWAY, type Harness, harness, WEBHOOKS } from '../support/workerd/harness'
+import { nothingWritten } from './support/workerd'
 
 const { slack: slackUrl, twilio: twilioUrl } = WEBHOOKS
 const telegramUrl = (bot: string) => `${WEBHOOKS.telegram}/${bot}`
@@ -109,8 +110,7 @@ async function expectRefusedAndNothingWritten(h: Harness, response: Response): P
   expect(await response.json()).toEqual({
     error: { code: 'unauthorized', message: 'unauthorized' },
   })
-  expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
-  expect((await h.originCalls()).calls).toHaveLength(0)
+  await nothingWritten(h)
 }
 
 const waMessage = () => waText(`wamid.${randomId()}`, 'hello')

@@ -15,14 +15,12 @@ import {
   partsOf,
 } from '../../../local/vendor-deliveries'
 import { classifyLine, line, lineSignature, verifyLine } from '../../../worker/channels/line'
-import type { ChannelDelivery, Classified } from '../../../worker/channels/types'
 import { parseSettings } from '../../../worker/config'
 import type { Env } from '../../../worker/env'
+import { items } from '../support/drafts'
 
 const URL_ = 'https://gateway.test/webhooks/line'
 const OTHER_BOT = 'Ufedcba9876543210fedcba9876543210'
-const items = (classified: Classified): readonly ChannelDelivery[] =>
-  Array.isArray(classified) ? classified : [classified as ChannelDelivery]
 const one = async (event: Record<string, unknown>) => {
   const [item] = items(await classifyLine(lineBody([event])))
   if (!item) throw new Error('no item')

@@ -20,17 +20,13 @@ import type { Env } from '../../../worker/env'
 import { DONE_VALUE } from '../../support/claim-values'
 import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
 import { withQueues } from '../../support/workerd/queues'
+import { nothingWritten } from '../support/workerd'
 
 const URL_ = `${GATEWAY}/webhooks/line`
 const LINE: Partial<Env> = { LINE_CHANNEL_SECRET: LINE_TEST_SECRET }
 const OTHER_BOT = 'Ufedcba9876543210fedcba9876543210'
 const post = (h: Harness, body: Record<string, unknown> | string, secret?: string) =>
   lineRequest(URL_, body, secret).then((request) => h.deliver(request))
-
-async function nothingWritten(h: Harness): Promise<void> {
-  expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
-  expect((await h.originCalls()).calls).toHaveLength(0)
-}
 
 /** Three text events, as one POST, and their delivery keys. */
 function three() {

@@ -15,13 +15,12 @@ import {
 import { instagram } from '../../../worker/channels/instagram'
 import { messenger } from '../../../worker/channels/messenger'
 import { MAX_MESSAGING_ITEMS } from '../../../worker/channels/meta-messaging'
-import type { ChannelDelivery, Classified } from '../../../worker/channels/types'
+import type { Classified } from '../../../worker/channels/types'
 import { parseSettings } from '../../../worker/config'
 import type { Env } from '../../../worker/env'
 import { InvalidPayloadError } from '../../../worker/errors'
+import { items } from '../support/drafts'
 
-const items = (classified: Classified): readonly ChannelDelivery[] =>
-  Array.isArray(classified) ? classified : [classified as ChannelDelivery]
 const page = async (...messaging: unknown[]) =>
   items(await messenger.classify(messagingBody('page', [{ messaging }]), null))
 const ig = async (...messaging: unknown[]) =>

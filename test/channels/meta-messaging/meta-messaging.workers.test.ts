@@ -20,6 +20,7 @@ import { META_MAX_BODY_BYTES } from '../../../worker/channels/meta-webhook'
 import type { Env } from '../../../worker/env'
 import { DONE_VALUE } from '../../support/claim-values'
 import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
+import { nothingWritten } from '../support/workerd'
 
 const CHANNELS = [
   { name: 'messenger', object: 'page', env: 'MESSENGER', ids: 'MESSENGER_PAGES_BY_APP' },
@@ -35,11 +36,6 @@ describe.each(CHANNELS)('$name', ({ name, object, env, ids }) => {
   const post = async (h: Harness, body: Record<string, unknown> | string, secret?: string) =>
     h.deliver(await metaRequest(url, body, secret ?? META_TEST_SECRET))
   const body = (...messaging: unknown[]) => messagingBody(object, [{ messaging }])
-
-  async function nothingWritten(h: Harness): Promise<void> {
-    expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
-    expect((await h.originCalls()).calls).toHaveLength(0)
-  }
 
   /** Three messages of two accounts, as one POST. */
   function three() {

@@ -24,6 +24,7 @@ import type { Env } from '../../../worker/env'
 import type { SpoolMessage } from '../../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../../support/claim-values'
 import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
+import { nothingWritten } from '../support/workerd'
 
 const URL_ = `${GATEWAY}/webhooks/teams`
 
@@ -59,11 +60,6 @@ async function bot(extra: TeamsSigner[] = [], env: Partial<Env> = {}): Promise<B
       return h.deliver(teamsRequest(URL_, activity, auth))
     },
   }
-}
-
-async function nothingWritten(h: Harness): Promise<void> {
-  expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
-  expect((await h.originCalls()).calls).toHaveLength(0)
 }
 
 describe('Teams: a message activity', () => {

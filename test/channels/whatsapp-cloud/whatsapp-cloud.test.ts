@@ -6,7 +6,6 @@
 import { describe, expect, it } from 'vitest'
 import { partsOf, waBatch, waRequest, waText } from '../../../local/vendor-deliveries'
 import { utf8 } from '../../../shared/crypto'
-import type { ChannelDelivery, Classified } from '../../../worker/channels/types'
 import {
   classifyWhatsAppCloud,
   MAX_BATCH_ITEMS,
@@ -17,6 +16,7 @@ import {
 } from '../../../worker/channels/whatsapp-cloud'
 import { parseSettings } from '../../../worker/config'
 import type { Env } from '../../../worker/env'
+import { items } from '../support/drafts'
 import {
   META_IMAGE_MESSAGE,
   META_SENT_STATUS,
@@ -25,8 +25,6 @@ import {
 } from './whatsapp-cloud-fixtures'
 
 const URL_ = 'https://gateway.test/webhooks/whatsapp-cloud'
-const items = (classified: Classified): readonly ChannelDelivery[] =>
-  Array.isArray(classified) ? classified : [classified as ChannelDelivery]
 const one = async (message: Record<string, unknown>, phoneNumberId = '1001') =>
   items(await classifyWhatsAppCloud(waBatch([{ phoneNumberId, messages: [message] }])))[0]
 

@@ -19,9 +19,10 @@ import { whatsappSignature } from '../../../worker/channels/whatsapp-cloud'
 import type { Env } from '../../../worker/env'
 import type { SpoolMessage } from '../../../worker/spool/message'
 import { DONE_VALUE, SPOOLED_VALUE } from '../../support/claim-values'
-import { META_IMAGE_MESSAGE, META_SENT_STATUS, WA_VECTORS } from './whatsapp-cloud-fixtures'
 import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
 import { RecordingQueue } from '../../support/workerd/queues'
+import { nothingWritten } from '../support/workerd'
+import { META_IMAGE_MESSAGE, META_SENT_STATUS, WA_VECTORS } from './whatsapp-cloud-fixtures'
 
 const URL_ = `${GATEWAY}/webhooks/whatsapp-cloud`
 const WA: Partial<Env> = {
@@ -35,11 +36,6 @@ async function expectForwarded(h: Harness, n: number): Promise<void> {
   const { calls, rows } = await h.originCalls()
   expect(rows).toBe(n)
   expect(calls).toHaveLength(n)
-}
-
-async function nothingWritten(h: Harness): Promise<void> {
-  expect(await h.redis.exec<string[]>(['KEYS', `${h.redisKey('')}*`])).toEqual([])
-  expect((await h.originCalls()).calls).toHaveLength(0)
 }
 
 /** Three messages on two phone numbers, as one POST. */

@@ -5,9 +5,9 @@ import { holdBackExpectedNotices } from './test/support/workerd/workerd-notices'
 
 /**
  * Tests that run inside workerd (the Workers runtime) with the real Worker module, every
- * `test/**\/*.workers.test.ts` beside its subject's Node tests: its routes, the vendor vectors again
- * in that runtime, and the claim protocol against real Redis through the Upstash stand-in. The
- * global setup (test/support/workerd/) starts the Node-side servers and hands their URLs over.
+ * `test/**\/*.workers.test.ts` beside its subject's Node tests: its routes, the vendor vectors
+ * again in that runtime, and the claim protocol against real Redis through the Upstash stand-in.
+ * The global setup (test/support/workerd/) starts the Node-side servers and hands their URLs over.
  */
 /**
  * The secrets the test fixtures sign with (TEST_SECRETS of local/vendor-deliveries.ts; written out

@@ -2,8 +2,9 @@
  * Migrations on live tables (issue 19, item 9). `ALTER TABLE messages …` needs the table to
  * itself: behind a long transaction that reads messages it waits, and every ingest queues behind
  * it. Each migration that locks a table of an earlier migration sets `SET LOCAL lock_timeout`
- * (the rule: test/migrations/support/migration-locks.ts), so it gives up at once, and `npm run migrate`
- * (ops/migrate.ts) retries it, with pauses, until the blocker is gone or its retries run out.
+ * (the rule: test/migrations/support/migration-locks.ts), so it gives up at once, and `npm run
+ * migrate` (ops/migrate.ts) retries it, with pauses, until the blocker is gone or its retries run
+ * out.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -3,8 +3,8 @@
  * downstream, the Upstash port, Gmail's HTTP. Each is sent to a real local server that answers
  * every POST with a 302 to a page answering 200 with the shape that call would take for success;
  * followed, the 302 turns the POST into a GET that "succeeds". Each call must fail instead, and
- * the page must never be asked for. (The forward and the spool consumer: test/gateway/origin-answers.workers.test.ts
- * and test/spool/spool.e2e.test.ts.)
+ * the page must never be asked for. (The forward and the spool consumer:
+ * test/gateway/origin-answers.workers.test.ts and test/spool/spool.e2e.test.ts.)
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'

@@ -178,7 +178,8 @@ describe('LINE: batches', () => {
  * LINE resends nothing unless "Webhook redelivery" is on in its console (off by default), so what
  * the gateway can keep it must answer 200: with the origin down a batch is spooled, not 5xx'd; the
  * one 5xx left (the queue refusing as well) is what the README's Routes row and deploying.md
- * tell the operator to turn redelivery on for (test/local/vendor-settings-docs.test.ts checks they do).
+ * tell the operator to turn redelivery on for (test/local/vendor-settings-docs.test.ts checks they
+ * do).
  */
 describe('LINE: without redelivery every non-2xx is a loss', () => {
   it('the origin down: the batch is queued and answered 200, each event once', async () => {

@@ -1,7 +1,8 @@
 /**
  * Messenger and Instagram (the Messenger Platform's webhook events): what each event becomes,
  * its keys, kind and attachments, or why it is acknowledged and not stored; and their settings.
- * The signature and handshake are WhatsApp Cloud's (meta-webhook.ts, test/channels/whatsapp-cloud/whatsapp-cloud.test.ts).
+ * The signature and handshake are WhatsApp Cloud's (meta-webhook.ts,
+ * test/channels/whatsapp-cloud/whatsapp-cloud.test.ts).
  */
 import { describe, expect, it } from 'vitest'
 import {

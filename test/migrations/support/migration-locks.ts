@@ -1,6 +1,6 @@
 /**
- * The rule every migration file keeps (test/migrations/migration-locks.pg.test.ts): a migration that
- * takes a table lock stronger than a write's on a table an earlier migration created runs in a
+ * The rule every migration file keeps (test/migrations/migration-locks.pg.test.ts): a migration
+ * that takes a table lock stronger than a write's on a table an earlier migration created runs in a
  * transaction and sets `SET LOCAL lock_timeout` first. Such a lock waits behind any long
  * transaction on the table, and every write queues behind the waiting lock; the timeout bounds
  * that, and `npm run migrate` retries (ops/migrate.ts).

@@ -1,8 +1,8 @@
 /**
  * Single sign-on for the console, in a real browser (Debian's Chromium through playwright-core)
- * against `npm run origin` configured only with CONSOLE_ACCESS_* (no token at all) and a
- * Cloudflare Access team served on this machine (test/origin/console/support/access-team.ts). The browser sends
- * `Cf-Access-Jwt-Assertion` on every request, as Access does in front of the origin: a valid
+ * against `npm run origin` configured only with CONSOLE_ACCESS_* (no token at all) and a Cloudflare
+ * Access team served on this machine (test/origin/console/support/access-team.ts). The browser
+ * sends `Cf-Access-Jwt-Assertion` on every request, as Access does in front of the origin: a valid
  * assertion signs the person in on the first page, their replay is audited under their email, a
  * viewer may not replay; a wrong audience, an expired assertion, a foreign key or a wrong issuer
  * leave the browser on the sign-in page with the reason, and no session.

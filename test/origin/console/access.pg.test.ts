@@ -1,11 +1,12 @@
 /**
  * Single sign-on for the console with Cloudflare Access (origin/console/access.ts, sign-in.tsx),
- * against real Postgres and a key set served on this machine (test/origin/console/support/access-team.ts): a
- * valid assertion signs in, with its email in the audit and the role its email, domain or group
- * maps to; a wrong audience, an expired one, a foreign key, a wrong issuer, `alg: none` or an
- * HMAC made with the public key do not, whoever sends them straight to the origin; an Access
- * session holds only while each request carries the same person's valid assertion; refused
- * assertions count in the limit on refused credentials; keys Access cannot serve are a 503.
+ * against real Postgres and a key set served on this machine
+ * (test/origin/console/support/access-team.ts): a valid assertion signs in, with its email in the
+ * audit and the role its email, domain or group maps to; a wrong audience, an expired one, a
+ * foreign key, a wrong issuer, `alg: none` or an HMAC made with the public key do not, whoever
+ * sends them straight to the origin; an Access session holds only while each request carries the
+ * same person's valid assertion; refused assertions count in the limit on refused credentials; keys
+ * Access cannot serve are a 503.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ConsoleDeps } from '../../../origin/console/app'

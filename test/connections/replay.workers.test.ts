@@ -18,7 +18,7 @@ import {
   lineText,
   TEST_SECRETS,
 } from '../../local/vendor-deliveries'
-import { GATEWAY, type Harness } from '../workers/support/harness'
+import { GATEWAY, type Harness } from '../support/workerd/harness'
 import { edgeHarness, putConnection } from './support/edge'
 
 const DESTINATION = 'U00000000000000000000000000c0ffee'

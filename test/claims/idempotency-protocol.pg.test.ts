@@ -2,8 +2,8 @@
  * Idempotency-Key's protocol alone (claims/idempotency.ts), no HTTP: a route that answers plain
  * objects, run through `runIdempotent` against real Redis (behind the Upstash stand-in) and the
  * origin's `idempotency_keys` rows in real Postgres. What is stored, what a retry gets, who
- * decided it; the HTTP wording of each outcome is idempotency-http/'s (test/workers/api.test.ts,
- * origin-failure-replay-api.test.ts).
+ * decided it; the HTTP wording of each outcome is idempotency-http/'s (test/api/api.workers.test.ts,
+ * test/origin/failures/replay-api.pg.test.ts).
  */
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

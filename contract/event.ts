@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot'
 import { sha256Hex } from '../shared/crypto'
+import { EventConnectionSchema } from './connection'
 import { IdempotencySchema, type StoredAnswer } from './idempotency'
 import { SignatureBindingSchema } from './signature-binding'
 import { storable } from './storable'
@@ -164,6 +165,12 @@ const EventFields = v.strictObject({
    * part of the payload: outside the hash.
    */
   signatureBinding: v.optional(SignatureBindingSchema),
+  /**
+   * The registry's connection whose secrets verified the event, with the version the edge held
+   * (absent: the Worker's variables did). The origin refuses an event of a disabled or deleted
+   * connection, and records the version that reached the edge. Outside the hash.
+   */
+  connection: v.optional(EventConnectionSchema),
   /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */
   payloadHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16,64}$/)),
 })

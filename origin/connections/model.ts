@@ -75,10 +75,19 @@ export function idRule(channel: ConnectionChannel): { noun: string; pattern: Reg
   return kindOf(channel).ids ?? null
 }
 
-/** The fields a new connection must be given: every secret field (the API may give hashes). */
+/**
+ * Secret fields a connection may go without: a WeChat account in plain mode has a Token and no
+ * EncodingAESKey.
+ */
+const OPTIONAL_SECRET_FIELDS: Partial<Record<ConnectionChannel, readonly string[]>> = {
+  wechat: ['aes_key'],
+}
+
+/** The fields a new connection must be given (the API may give its keys' hashes instead). */
 function requiredSecretFields(channel: ConnectionChannel, ids: readonly string[]): string[] {
   if (channel === 'api' && ids.length > 0) return []
-  return [...kindOf(channel).secretFields]
+  const optional = OPTIONAL_SECRET_FIELDS[channel] ?? []
+  return kindOf(channel).secretFields.filter((field) => !optional.includes(field))
 }
 
 /** A new connection, from untrusted JSON. @throws {ConnectionError} naming the field */

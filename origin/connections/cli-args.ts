@@ -16,6 +16,7 @@ export const USAGE = `usage: npm run connections -- <command>
   disable <id> | enable <id> | delete <id>
   import [--env-file FILE] [--dry-run]      today's variables (the environment, or FILE) as connections
   resync                                    queue every connection for the edge again
+  rewrap                                    re-wrap every secret under the first ORIGIN_KEKS key
   publish                                   one publisher pass now (needs EDGE_KEKS and CLOUDFLARE_*)
   add --output json to print views as JSON. Secrets are never printed: views show fingerprints.`
 
@@ -39,7 +40,7 @@ export interface Flags {
 
 export type Command =
   | { name: 'help' }
-  | { name: 'list' | 'create' | 'import' | 'resync' | 'publish'; flags: Flags }
+  | { name: 'list' | 'create' | 'import' | 'resync' | 'rewrap' | 'publish'; flags: Flags }
   | {
       name: 'show' | 'update' | 'rotate' | 'disable' | 'enable' | 'delete'
       id: string
@@ -47,7 +48,7 @@ export type Command =
     }
 
 const WITH_ID = new Set(['show', 'update', 'rotate', 'disable', 'enable', 'delete'])
-const WITHOUT_ID = new Set(['list', 'create', 'import', 'resync', 'publish'])
+const WITHOUT_ID = new Set(['list', 'create', 'import', 'resync', 'rewrap', 'publish'])
 
 export function parseArgs(args: readonly string[]): Command {
   const [name, ...rest] = args

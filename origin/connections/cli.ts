@@ -25,6 +25,7 @@ import { importPlan } from './import'
 import { restPublisher } from './kv-rest'
 import { publishPending } from './publisher'
 import { resyncAll } from './resync'
+import { rewrapSecrets } from './rewrap'
 import * as registry from './service'
 import { loadRegistryConfig, type RegistryConfig } from './settings'
 
@@ -162,6 +163,12 @@ async function run(
       return EXIT.ok
     case 'import':
       return importCommand(deps, flags, env, io)
+    case 'rewrap':
+      print(
+        { rewrapped: await rewrapSecrets(deps, actor()) },
+        'every secret is under the current ORIGIN_KEKS key',
+      )
+      return EXIT.ok
     case 'resync':
       print({ queued: await resyncAll(deps, actor()) }, 'queued every connection for the edge')
       return EXIT.ok

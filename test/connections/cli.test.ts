@@ -230,3 +230,36 @@ describe('npm run connections -- create, rotate, disable, show', () => {
     expect((await cli(['create', '--secret=cli-secret-0001'])).code).toBe(2)
   })
 })
+
+describe('npm run connections -- rewrap', () => {
+  it('moves every secret to the first ORIGIN_KEKS key; the old key can then go', async () => {
+    const next = newKekEntry('o2')
+    const rotated = await cli(['rewrap', '--output', 'json'], {
+      ORIGIN_KEKS: `${next},${env.ORIGIN_KEKS}`,
+    })
+    expect(rotated.code).toBe(0)
+    expect(JSON.parse(rotated.out[0] as string).rewrapped).toBeGreaterThan(0)
+    const nextOnly = (await importKeyRing(next)) as KeyRing
+    const { rows } = await import('pg').then(async ({ default: pg }) => {
+      const client = new pg.Client({ connectionString: database.url })
+      await client.connect()
+      try {
+        return await client.query(
+          'SELECT connection_id, field, kid, sealed FROM connection_secrets',
+        )
+      } finally {
+        await client.end()
+      }
+    })
+    expect(rows.length).toBeGreaterThan(0)
+    for (const r of rows) {
+      await expect(
+        open(nextOnly, r.sealed, secretAad(r.connection_id, r.field, r.kid)),
+      ).resolves.toBeTypeOf('string')
+    }
+    const again = await cli(['rewrap', '--output', 'json'], {
+      ORIGIN_KEKS: `${next},${env.ORIGIN_KEKS}`,
+    })
+    expect(JSON.parse(again.out[0] as string).rewrapped).toBe(0)
+  })
+})

@@ -40,6 +40,9 @@ CREATE TABLE connection_secrets (
   created_at    timestamptz NOT NULL DEFAULT now(),
   UNIQUE (connection_id, field, kid)
 );
+-- The publisher looks for secrets past their end on every pass.
+CREATE INDEX connection_secrets_not_after_idx ON connection_secrets (not_after)
+  WHERE not_after IS NOT NULL;
 
 -- Every change, by whom; no foreign key: the trail outlives a deleted connection. Never a secret.
 CREATE TABLE connection_audit (

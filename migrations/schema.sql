@@ -1030,6 +1030,10 @@ CREATE INDEX connection_publications_connection_idx ON public.connection_publica
 
 CREATE INDEX connection_publications_pending_idx ON public.connection_publications USING btree (id) WHERE (published_at IS NULL);
 
+-- Name: connection_secrets_not_after_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX connection_secrets_not_after_idx ON public.connection_secrets USING btree (not_after) WHERE (not_after IS NOT NULL);
+
 -- Name: connections_ids_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX connections_ids_idx ON public.connections USING gin (ids);

@@ -4,6 +4,7 @@
  * together or not at all; a refusal (an id another connection holds) writes nothing.
  * @module
  */
+
 import {
   CONNECTION_ID,
   CONNECTION_KINDS,
@@ -11,11 +12,11 @@ import {
   type ConnectionKind,
 } from '../../contract/connection'
 import type { Database, Queryable } from '../db'
+import { appendAudit } from './audit'
 import { edgeKeys, indexKeys } from './edge-record'
 import { ConnectionError, notFound } from './errors'
 import type { StoredSecret } from './secrets'
 import {
-  appendAudit,
   appendPublication,
   bumpConnection,
   type ConnectionChange,

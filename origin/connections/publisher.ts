@@ -18,7 +18,7 @@ import type { Logger } from '../log'
 import { edgeKeys, edgeRecord } from './edge-record'
 import type { KvPair, KvPublisher } from './kv'
 import { expireSecrets } from './rotation'
-import { getConnection } from './store'
+import { getConnections } from './store'
 
 export interface PublisherDeps {
   db: Database
@@ -83,8 +83,9 @@ async function plan(tx: Queryable, deps: PublisherDeps, rows: PendingRow[], nowM
   }
   const puts: KvPair[] = []
   const removed = new Set<string>()
+  const records = await getConnections(tx, [...stale.keys()])
   for (const [id, keys] of stale) {
-    const record = await getConnection(tx, id)
+    const record = records.get(id)
     if (!record) {
       // Deleted: its delete row named every key it had.
       for (const key of keys) removed.add(key)

@@ -4,9 +4,9 @@
  * publisher coalesces and writes them in bulk like any change.
  * @module
  */
+import { appendAudit } from './audit'
 import type { Actor, ConnectionServiceDeps } from './deps'
 import { requireKeys } from './deps'
-import { appendAudit } from './store'
 
 /** Queues every connection; returns how many. Audited once, under connection id `*`. */
 export async function resyncAll(deps: ConnectionServiceDeps, actor: Actor): Promise<number> {

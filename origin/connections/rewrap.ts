@@ -5,9 +5,10 @@
  * unaffected). Once it reports none left, the old key can leave the list.
  * @module
  */
+
 import { rewrap } from '../../shared/envelope'
+import { appendAudit } from './audit'
 import { type Actor, type ConnectionServiceDeps, requireKeys } from './deps'
-import { appendAudit } from './store'
 
 const REWRAP_BATCH = 500
 

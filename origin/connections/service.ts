@@ -6,6 +6,7 @@
  * with stable codes; database errors propagate as the origin's own.
  * @module
  */
+
 import {
   CONNECTION_ID,
   CONNECTION_KINDS,
@@ -14,6 +15,7 @@ import {
   newConnectionId,
 } from '../../contract/connection'
 import { sha256Hex } from '../../shared/crypto'
+import { appendAudit, auditOf } from './audit'
 import { applyChange, applyDelete, claimIds } from './change'
 import { type Actor, type ConnectionServiceDeps, nowOf, requireKeys, viewOf } from './deps'
 import { ConnectionError, invalid, notFound } from './errors'
@@ -42,7 +44,7 @@ export async function showConnection(
 ): Promise<ConnectionDetail> {
   const record = CONNECTION_ID.test(id) ? await store.getConnection(deps.db, id) : null
   if (!record) throw notFound()
-  const audit = (await store.auditOf(deps.db, id)).map((a) => ({ ...a, at: a.at.toISOString() }))
+  const audit = (await auditOf(deps.db, id)).map((a) => ({ ...a, at: a.at.toISOString() }))
   return { ...toView(record, nowOf(deps)), audit }
 }
 
@@ -137,7 +139,7 @@ export async function createFromDraft(
       secrets: sealed.map((s) => ({ field: s.field, kid: s.kid, fingerprint: s.fingerprint })),
       version: 1,
     }
-    await store.appendAudit(tx, { connectionId: id, action: 'create', actor, detail })
+    await appendAudit(tx, { connectionId: id, action: 'create', actor, detail })
     await store.appendPublication(tx, { connectionId: id, version: 1, kind: 'put', removeKeys: [] })
   })
   return viewOf(deps, id)

@@ -101,6 +101,23 @@ export async function getConnection(
   return { ...toRow(rows[0]), secrets: (await secretsOf(db, [id])).get(id) ?? [] }
 }
 
+/** Several connections by id, with their secrets (absent ones are left out). */
+export async function getConnections(db: Queryable, ids: readonly string[]) {
+  const rows = await db.query<Row>(
+    `SELECT ${COLUMNS} FROM connections c ${PUBLISHED} WHERE c.id = ANY($1)`,
+    [ids],
+  )
+  return new Map((await withSecrets(db, rows)).map((c) => [c.id, c]))
+}
+
+async function withSecrets(db: Queryable, rows: Row[]): Promise<ConnectionRecord[]> {
+  const secrets = await secretsOf(
+    db,
+    rows.map((r) => r.id as string),
+  )
+  return rows.map((r) => ({ ...toRow(r), secrets: secrets.get(r.id as string) ?? [] }))
+}
+
 export interface ListFilter {
   channel?: ConnectionChannel
   status?: ConnectionStatus
@@ -125,11 +142,7 @@ export async function listConnections(db: Queryable, filter: ListFilter) {
       filter.limit,
     ],
   )
-  const secrets = await secretsOf(
-    db,
-    rows.map((r) => r.id as string),
-  )
-  return rows.map((r) => ({ ...toRow(r), secrets: secrets.get(r.id as string) ?? [] }))
+  return withSecrets(db, rows)
 }
 
 export async function connectionByAccount(
@@ -242,35 +255,6 @@ export async function setNotAfter(tx: Queryable, connectionId: string, kid: stri
 /** Deletes the connection (its secrets go with it); messages and conversations are not touched. */
 export async function deleteConnection(tx: Queryable, id: string): Promise<void> {
   await tx.query('DELETE FROM connections WHERE id = $1', [id])
-}
-
-export interface AuditRow {
-  connectionId: string
-  action: string
-  actor: string
-  /** Ids, kids, fingerprints, versions: never a secret. */
-  detail: Record<string, unknown>
-}
-
-export async function appendAudit(tx: Queryable, row: AuditRow): Promise<void> {
-  await tx.query(
-    'INSERT INTO connection_audit (connection_id, action, actor, detail) VALUES ($1, $2, $3, $4)',
-    [row.connectionId, row.action, row.actor.slice(0, 200), JSON.stringify(row.detail)],
-  )
-}
-
-export async function auditOf(db: Queryable, connectionId: string, limit = 100) {
-  const rows = await db.query<Row>(
-    `SELECT action, actor, at, detail FROM connection_audit WHERE connection_id = $1
-      ORDER BY id DESC LIMIT $2`,
-    [connectionId, limit],
-  )
-  return rows.map((r) => ({
-    action: r.action as string,
-    actor: r.actor as string,
-    at: r.at as Date,
-    detail: r.detail as Record<string, unknown>,
-  }))
 }
 
 export async function appendPublication(

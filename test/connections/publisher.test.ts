@@ -12,7 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EdgeConnectionSchema, kvKeys, secretAad } from '../../contract/connection'
 import { createTestDatabase, type TestDatabase } from '../../local/services'
 import { type KvPublisher, namespacePublisher } from '../../origin/connections/kv'
-import { type PublisherDeps, publishPending } from '../../origin/connections/publisher'
+import {
+  type PublisherDeps,
+  publishPending,
+  startPublisher,
+} from '../../origin/connections/publisher'
 import * as registry from '../../origin/connections/service'
 import type { Database } from '../../origin/db'
 import { silentLogger } from '../../origin/log'
@@ -202,5 +206,20 @@ describe('publishPending', () => {
     expect(await resyncAll(service, 'test')).toBe(total)
     expect(await publishPending(deps)).toMatchObject({ connections: total })
     expect(await kv.get(kvKeys.index('whatsapp-cloud', '3001'))).not.toBeNull()
+  })
+
+  it('the loop: a change is published on wake, without waiting for the interval; stop ends it', async () => {
+    const running = startPublisher({ ...deps, intervalMs: 60_000 })
+    const c = await registry.createConnection(
+      service,
+      { channel: 'twilio', account: `AC${'7'.repeat(32)}`, secrets: { auth_token: 'tw-token-1' } },
+      'test',
+    )
+    running.wake()
+    const deadline = Date.now() + 10_000
+    while ((await edgeRecordOf(c.id)) === null && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50))
+    expect(await edgeRecordOf(c.id)).toMatchObject({ id: c.id, version: 1 })
+    await running.stop()
   })
 })

@@ -38,6 +38,11 @@ export interface PassResult {
   rows: number
   /** Connections written (or deleted). */
   connections: number
+  /**
+   * Connections whose record could not be built (a secret ORIGIN_KEKS cannot open): logged by id,
+   * their rows left pending, the others published.
+   */
+  failed: number
   /** False when another pod's pass held the lock. */
   ran: boolean
 }
@@ -56,20 +61,27 @@ export async function publishPending(deps: PublisherDeps): Promise<PassResult> {
     const [lock] = await tx.query<{ locked: boolean }>(
       "SELECT pg_try_advisory_xact_lock(hashtext('connections:publisher')) AS locked",
     )
-    if (!lock?.locked) return { rows: 0, connections: 0, ran: false }
+    if (!lock?.locked) return { rows: 0, connections: 0, failed: 0, ran: false }
     const rows = await tx.query<PendingRow>(
       `SELECT id::text, connection_id, remove_keys FROM connection_publications
         WHERE published_at IS NULL ORDER BY id LIMIT $1`,
       [deps.batchSize ?? 2000],
     )
-    if (rows.length === 0) return { rows: 0, connections: 0, ran: true }
-    const { puts, deletes, connections } = await plan(tx, deps, rows, now())
+    if (rows.length === 0) return { rows: 0, connections: 0, failed: 0, ran: true }
+    const { puts, deletes, connections, failed } = await plan(tx, deps, rows, now())
     await deps.kv.put(puts)
     await deps.kv.delete(deletes)
+    // A connection whose record could not be built keeps its rows pending; the rest go on.
+    const done = rows.filter((r) => !failed.has(r.connection_id)).map((r) => r.id)
     await tx.query('UPDATE connection_publications SET published_at = now() WHERE id = ANY($1)', [
-      rows.map((r) => r.id),
+      done,
     ])
-    return { rows: rows.length, connections, ran: true }
+    return {
+      rows: done.length,
+      connections: connections - failed.size,
+      failed: failed.size,
+      ran: true,
+    }
   })
 }
 
@@ -83,6 +95,7 @@ async function plan(tx: Queryable, deps: PublisherDeps, rows: PendingRow[], nowM
   }
   const puts: KvPair[] = []
   const removed = new Set<string>()
+  const failed = new Set<string>()
   const records = await getConnections(tx, [...stale.keys()])
   for (const [id, keys] of stale) {
     const record = records.get(id)
@@ -91,7 +104,17 @@ async function plan(tx: Queryable, deps: PublisherDeps, rows: PendingRow[], nowM
       for (const key of keys) removed.add(key)
       continue
     }
-    const edge = await edgeRecord(record, { origin: deps.originKeys, edge: deps.edgeKeys }, nowMs)
+    let edge: Awaited<ReturnType<typeof edgeRecord>>
+    try {
+      edge = await edgeRecord(record, { origin: deps.originKeys, edge: deps.edgeKeys }, nowMs)
+    } catch (err) {
+      deps.logger.error('connection not published: its edge record could not be built', {
+        connection: id,
+        error: describeError(err).message,
+      })
+      failed.add(id)
+      continue
+    }
     const [recordKey, ...indexKeys] = edgeKeys(record)
     puts.push({ key: recordKey as string, value: JSON.stringify(edge) })
     for (const key of indexKeys) puts.push({ key, value: id })
@@ -99,7 +122,8 @@ async function plan(tx: Queryable, deps: PublisherDeps, rows: PendingRow[], nowM
   }
   // A key another connection of this batch now holds (an id moved) is written, not deleted.
   const written = new Set(puts.map((p) => p.key))
-  return { puts, deletes: [...removed].filter((k) => !written.has(k)), connections: stale.size }
+  const deletes = [...removed].filter((k) => !written.has(k))
+  return { puts, deletes, connections: stale.size, failed }
 }
 
 export interface RunningPublisher {

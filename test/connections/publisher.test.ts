@@ -222,4 +222,30 @@ describe('publishPending', () => {
     expect(await edgeRecordOf(c.id)).toMatchObject({ id: c.id, version: 1 })
     await running.stop()
   })
+
+  it('a connection whose secret does not open is left pending; the others of the pass are published', async () => {
+    const bad = await registry.createConnection(
+      service,
+      { channel: 'telegram', account: '7000006', secrets: { secret_token: 'tg-secret-6' } },
+      'test',
+    )
+    const good = await registry.createConnection(
+      service,
+      { channel: 'telegram', account: '7000007', secrets: { secret_token: 'tg-secret-7' } },
+      'test',
+    )
+    const stranger = (await importKeyRing(newKekEntry('o1'))) as KeyRing
+    const { seal } = await import('../../shared/envelope')
+    await sql.query('UPDATE connection_secrets SET sealed = $2 WHERE connection_id = $1', [
+      bad.id,
+      await seal(stranger, 'x', 'y'),
+    ])
+    expect(await publishPending(deps)).toMatchObject({ ran: true, failed: 1, connections: 1 })
+    expect(await edgeRecordOf(good.id)).toMatchObject({ version: 1 })
+    expect(await edgeRecordOf(bad.id)).toBeNull()
+    expect(await pending()).toBe(1)
+    await registry.deleteConnection(service, bad.id, 'test')
+    await publishPending(deps)
+    expect(await pending()).toBe(0)
+  })
 })

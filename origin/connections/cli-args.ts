@@ -10,15 +10,17 @@ export const USAGE = `usage: npm run connections -- <command>
   list [--channel C] [--status active|disabled] [--account A] [--after ID] [--limit N]
   show <id>
   create --channel C --account A [--ids a,b] [--setting k=v]... [--secret-env field=VAR]...
+         [--generate field]...              the registry makes that secret; printed once
   create --json FILE|-                      the admin API's body (POST /v1/admin/connections)
   update <id> [--ids a,b] [--setting k=v]... | --json FILE|-
-  rotate <id> --secret-env field=VAR [--overlap-seconds N] | --json FILE|-
+  rotate <id> --secret-env field=VAR | --generate field [--overlap-seconds N] | --json FILE|-
   disable <id> | enable <id> | delete <id>
   import [--env-file FILE] [--dry-run]      today's variables (the environment, or FILE) as connections
   resync                                    queue every connection for the edge again
   rewrap                                    re-wrap every secret under the first ORIGIN_KEKS key
   publish                                   one publisher pass now (needs EDGE_KEKS and CLOUDFLARE_*)
-  add --output json to print views as JSON. Secrets are never printed: views show fingerprints.`
+  add --output json to print views as JSON. Secrets are never printed (views show fingerprints),
+  but for one --generate made, once.`
 
 export class UsageError extends Error {}
 
@@ -31,6 +33,7 @@ export interface Flags {
   ids?: string
   setting?: string[]
   'secret-env'?: string[]
+  generate?: string[]
   json?: string
   'overlap-seconds'?: string
   'env-file'?: string
@@ -68,6 +71,7 @@ export function parseArgs(args: readonly string[]): Command {
         ids: { type: 'string' },
         setting: { type: 'string', multiple: true },
         'secret-env': { type: 'string', multiple: true },
+        generate: { type: 'string', multiple: true },
         json: { type: 'string' },
         'overlap-seconds': { type: 'string' },
         'env-file': { type: 'string' },

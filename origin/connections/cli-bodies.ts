@@ -57,6 +57,7 @@ export function createBody(flags: Flags, env: OriginEnv) {
     ...(ids ? { ids } : {}),
     ...(flags.setting ? { settings: pairs(flags.setting, '--setting') } : {}),
     secrets: secretsOf(flags, env),
+    ...(flags.generate ? { generate: flags.generate } : {}),
   }
 }
 
@@ -72,6 +73,7 @@ export function rotateBody(flags: Flags, env: OriginEnv) {
   const overlap = flags['overlap-seconds']
   return {
     secrets: secretsOf(flags, env),
+    ...(flags.generate ? { generate: flags.generate } : {}),
     ...(overlap !== undefined ? { overlapSeconds: Number(overlap) } : {}),
   }
 }
@@ -83,4 +85,11 @@ export function viewLine(c: ConnectionView): string {
   const edge = c.edge.pending ? 'pending' : `published v${c.edge.publishedVersion ?? '-'}`
   const seen = c.edge.seenVersion ? `, seen v${c.edge.seenVersion}` : ''
   return `${c.id} ${c.channel} ${c.account} ${c.status} v${c.version} ids:${c.ids.length} [${secrets.join(' ')}] edge: ${edge}${seen}`
+}
+
+/** A secret the registry made, the one time it is shown: the create's or rotate's answer. */
+export function generatedLines(view: { generated?: Record<string, string> }): string {
+  return Object.entries(view.generated ?? {})
+    .map(([field, value]) => `\ngenerated ${field} (shown this once): ${value}`)
+    .join('')
 }

@@ -18,7 +18,7 @@ import { DatabaseUnavailableError, describeError } from '../errors'
 import { readDevStack } from '../failures/dev-stack'
 import { silentLogger } from '../log'
 import { type Command, type Flags, parseArgs, USAGE, UsageError } from './cli-args'
-import { bodyOf, createBody, rotateBody, updateBody, viewLine } from './cli-bodies'
+import { bodyOf, createBody, generatedLines, rotateBody, updateBody, viewLine } from './cli-bodies'
 import type { ConnectionServiceDeps } from './deps'
 import { ConnectionError } from './errors'
 import { importPlan } from './import'
@@ -109,7 +109,8 @@ async function run(
   const { flags } = command
   const print = (value: unknown, line: string) =>
     io.out(flags.output ? JSON.stringify(value) : line)
-  const show = (v: registry.ConnectionView) => print(v, viewLine(v))
+  const show = (v: registry.ConnectionView & { generated?: Record<string, string> }) =>
+    print(v, viewLine(v) + generatedLines(v))
   switch (command.name) {
     case 'list': {
       const limit = flags.limit === undefined ? undefined : Number(flags.limit)

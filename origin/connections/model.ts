@@ -21,6 +21,7 @@ import {
   ConnectionStatusSchema,
 } from '../../contract/connection'
 import { invalid } from './errors'
+import { GENERATORS, generatable } from './generate'
 
 /** A secret as a vendor issues one: printable ASCII without `,` `|` or a space. */
 const SECRET = /^[\x21-\x2b\x2d-\x7b\x7d\x7e]+$/
@@ -40,12 +41,16 @@ export interface ConnectionDraft {
   status: ConnectionStatus
   /** field → the secrets given for it, current first (an import may give two). */
   secrets: Record<string, string[]>
+  /** The fields whose secret the registry made (generate.ts): answered once. */
+  generated?: string[]
 }
 
 export interface RotateDraft {
   /** field → the new secret. */
   secrets: Record<string, string>
   overlapSeconds: number
+  /** The fields whose new secret the registry made: answered once. */
+  generated?: string[]
 }
 
 const CreateShape = v.strictObject({
@@ -55,10 +60,12 @@ const CreateShape = v.strictObject({
   settings: v.optional(v.record(v.string(), v.string())),
   status: v.optional(ConnectionStatusSchema),
   secrets: v.optional(v.record(v.string(), v.union([v.string(), v.array(v.string())]))),
+  generate: v.optional(v.array(v.string())),
 })
 
 const RotateShape = v.strictObject({
-  secrets: v.record(v.string(), v.string()),
+  secrets: v.optional(v.record(v.string(), v.string())),
+  generate: v.optional(v.array(v.string())),
   overlapSeconds: v.optional(v.pipe(v.number(), v.safeInteger())),
 })
 
@@ -104,10 +111,12 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
   for (const [field, value] of Object.entries(shape.output.secrets ?? {})) {
     secrets[field] = checkSecrets(kind, field, typeof value === 'string' ? [value] : value)
   }
+  const generated = generateInto(name, shape.output.generate, secrets)
   for (const field of requiredSecretFields(name, ids)) {
     if (!secrets[field]) throw invalid(`secrets.${field}`, 'required')
   }
-  return { channel: name, account, ids, settings, status: shape.output.status ?? 'active', secrets }
+  const status = shape.output.status ?? 'active'
+  return { channel: name, account, ids, settings, status, secrets, ...generated }
 }
 
 /** A rotation, from untrusted JSON, for a connection of `channel`. */
@@ -115,14 +124,21 @@ export function parseRotateInput(channel: ConnectionChannel, input: unknown): Ro
   const shape = v.safeParse(RotateShape, input)
   if (!shape.success) throw shapeProblem(shape.issues)
   const kind = kindOf(channel)
-  const entries = Object.entries(shape.output.secrets)
-  if (entries.length === 0) throw invalid('secrets', 'name at least one secret field')
-  for (const [field, value] of entries) checkSecrets(kind, field, [value])
+  const given = shape.output.secrets ?? {}
+  for (const [field, value] of Object.entries(given)) checkSecrets(kind, field, [value])
+  const lists: Record<string, string[]> = Object.fromEntries(
+    Object.entries(given).map(([field, value]) => [field, [value]]),
+  )
+  const generated = generateInto(channel, shape.output.generate, lists)
+  const secrets = Object.fromEntries(
+    Object.entries(lists).map(([f, [value]]) => [f, value as string]),
+  )
+  if (Object.keys(secrets).length === 0) throw invalid('secrets', 'name at least one secret field')
   const overlapSeconds = shape.output.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS
   if (overlapSeconds < 0 || overlapSeconds > MAX_OVERLAP_SECONDS) {
     throw invalid('overlapSeconds', `from 0 to ${MAX_OVERLAP_SECONDS}`)
   }
-  return { secrets: shape.output.secrets, overlapSeconds }
+  return { secrets, overlapSeconds, ...generated }
 }
 
 export interface UpdateDraft {
@@ -145,6 +161,26 @@ export function parseUpdateInput(channel: ConnectionChannel, input: unknown): Up
     ...(ids ? { ids: checkIds(channel, ids) } : {}),
     ...(settings ? { settings: checkSettings(kindOf(channel), settings) } : {}),
   }
+}
+
+/** Fills `secrets` with a generated value for each field of `generate`; names them. */
+function generateInto(
+  channel: ConnectionChannel,
+  generate: readonly string[] | undefined,
+  secrets: Record<string, string[]>,
+): { generated?: string[] } {
+  if (!generate?.length) return {}
+  const makers = GENERATORS[channel] ?? {}
+  generate.forEach((field, index) => {
+    const make = makers[field]
+    if (!make) {
+      const known = generatable(channel).join(', ') || 'none'
+      throw invalid(`generate.${index}`, `not a field the registry generates here (${known})`)
+    }
+    if (secrets[field]) throw invalid(`generate.${index}`, 'also given in secrets')
+    secrets[field] = [make()]
+  })
+  return { generated: [...new Set(generate)] }
 }
 
 function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] {

@@ -29,6 +29,10 @@ const CONNECTION_PROPERTIES = {
   updatedAt: time,
   secrets: { type: 'array', items: ref('Secret') },
   edge: ref('Edge'),
+  generated: {
+    ...stringMap,
+    description: 'Only in the answer of the create or rotate that generated them: field -> secret.',
+  },
 }
 const AUDIT = {
   type: 'object',
@@ -62,6 +66,11 @@ export const ADMIN_SCHEMAS = {
           oneOf: [{ type: 'string' }, { ...strings, maxItems: CONNECTION_LIMITS.secretsPerField }],
         },
       },
+      generate: {
+        ...strings,
+        description:
+          'Secret fields the registry makes (telegram secret_token; wechat token, aes_key; api api_key): answered once, in `generated`.',
+      },
     },
   },
   UpdateInput: {
@@ -72,9 +81,13 @@ export const ADMIN_SCHEMAS = {
   RotateInput: {
     type: 'object',
     additionalProperties: false,
-    required: ['secrets'],
     properties: {
       secrets: stringMap,
+      generate: {
+        ...strings,
+        description:
+          'Secret fields the registry makes (telegram secret_token; wechat token, aes_key; api api_key): answered once, in `generated`.',
+      },
       overlapSeconds: {
         type: 'integer',
         minimum: 0,

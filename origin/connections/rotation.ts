@@ -22,7 +22,7 @@ export async function rotateConnection(
   id: string,
   input: unknown,
   actor: Actor,
-): Promise<ConnectionView> {
+): Promise<ConnectionView & { generated?: Record<string, string> }> {
   const ring = requireKeys(deps)
   const found = CONNECTION_ID.test(id) ? await getConnection(deps.db, id) : null
   if (!found) throw notFound()
@@ -59,7 +59,10 @@ export async function rotateConnection(
       },
     }
   })
-  return viewOf(deps, id)
+  const view = await viewOf(deps, id)
+  if (!draft.generated?.length) return view
+  const generated = Object.fromEntries(draft.generated.map((f) => [f, draft.secrets[f] ?? '']))
+  return { ...view, generated }
 }
 
 /**

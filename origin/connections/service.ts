@@ -37,6 +37,11 @@ export type {
 
 export const LIST_LIMIT_MAX = 200
 
+/** A generated secret, answered once by the create or rotate that made it. */
+export interface WithGenerated {
+  generated?: Record<string, string>
+}
+
 /** The view of connection `id` as it is now. @throws connection_not_found */
 export async function showConnection(
   deps: ConnectionServiceDeps,
@@ -93,14 +98,21 @@ export async function listConnections(
   }
 }
 
-/** A new connection from untrusted JSON (model.ts `parseConnectionInput`). */
+/**
+ * A new connection from untrusted JSON (model.ts `parseConnectionInput`). With `generate`, the
+ * registry makes those secrets (generate.ts) and this answer holds them, once: `generated`.
+ */
 export async function createConnection(
   deps: ConnectionServiceDeps,
   input: unknown,
   actor: Actor,
-): Promise<ConnectionView> {
+): Promise<ConnectionView & WithGenerated> {
   requireKeys(deps)
-  return createFromDraft(deps, parseConnectionInput(input), actor)
+  const draft = parseConnectionInput(input)
+  const view = await createFromDraft(deps, draft, actor)
+  if (!draft.generated?.length) return view
+  const generated = draft.generated.map((f) => [f, draft.secrets[f]?.[0] ?? ''])
+  return { ...view, generated: Object.fromEntries(generated) }
 }
 
 /** A checked draft (an import's) stored as a new connection. */

@@ -161,6 +161,19 @@ describe('the admin API', () => {
     expect(await written()).toBe(before)
   })
 
+  it('a generated secret is in the create answer alone, as documented', async () => {
+    const created = await call('POST', '', {
+      channel: 'telegram',
+      account: '5500001',
+      generate: ['secret_token'],
+    })
+    expect(created.status).toBe(201)
+    check('POST', '', created.response, created.json)
+    const token = (created.json.generated as Record<string, string>).secret_token as string
+    const shown = await call('GET', `/${created.json.id}`)
+    expect(JSON.stringify(shown.json)).not.toContain(token)
+  })
+
   it('a second create of one account is 409 connection_exists; a bad rotate names its field', async () => {
     const input = twilio()
     const first = await call('POST', '', input)

@@ -231,6 +231,28 @@ describe('npm run connections -- create, rotate, disable, show', () => {
   })
 })
 
+describe('npm run connections -- create --generate', () => {
+  it('prints the generated secret once; show prints its fingerprint only', async () => {
+    const created = await cli([
+      'create',
+      '--channel',
+      'telegram',
+      '--account',
+      '9900001',
+      '--generate',
+      'secret_token',
+    ])
+    expect(created.code).toBe(0)
+    const line = created.out
+      .join('\n')
+      .match(/generated secret_token \(shown this once\): ([A-Za-z0-9_-]{48})/)
+    const token = line?.[1] ?? ''
+    expect(token).toHaveLength(48)
+    const id = created.out[0]?.split(' ')[0] ?? ''
+    expect((await cli(['show', id])).out.join('\n')).not.toContain(token)
+  })
+})
+
 describe('npm run connections -- rewrap', () => {
   it('moves every secret to the first ORIGIN_KEKS key; the old key can then go', async () => {
     const next = newKekEntry('o2')

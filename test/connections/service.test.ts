@@ -365,4 +365,58 @@ describe('rotate, disable, enable, update, delete', () => {
       field: 'limit',
     })
   })
+
+  it('generate: the registry makes a secret, answers it once, then shows only its fingerprint', async () => {
+    const { createHash } = await import('node:crypto')
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex')
+    const c = await registry.createConnection(
+      deps,
+      { channel: 'telegram', account: '8800001', generate: ['secret_token'] },
+      'test',
+    )
+    const token = c.generated?.secret_token ?? ''
+    expect(token).toMatch(/^[A-Za-z0-9_-]{48}$/)
+    expect(c.secrets[0]?.fingerprint).toBe(`sha256:${sha(token).slice(0, 8)}`)
+    const shown = await registry.showConnection(deps, c.id)
+    expect(JSON.stringify(shown)).not.toContain(token)
+    expect(shown).not.toHaveProperty('generated')
+    const rotated = await registry.rotateConnection(
+      deps,
+      c.id,
+      { generate: ['secret_token'], overlapSeconds: 60 },
+      'test',
+    )
+    expect(rotated.generated?.secret_token).toMatch(/^[A-Za-z0-9_-]{48}$/)
+    expect(rotated.generated?.secret_token).not.toBe(token)
+    expect(rotated.secrets).toHaveLength(2)
+    const api = await registry.createConnection(
+      deps,
+      { channel: 'api', account: 'tenant-gen', generate: ['api_key'] },
+      'test',
+    )
+    expect(api.ids).toEqual([sha(api.generated?.api_key ?? '')])
+    expect(
+      await refusal(
+        registry.createConnection(
+          deps,
+          { channel: 'slack', account: slackApp(), generate: ['signing_secret'] },
+          'test',
+        ),
+      ),
+    ).toMatchObject({ field: 'generate.0' })
+    expect(
+      await refusal(
+        registry.createConnection(
+          deps,
+          {
+            channel: 'telegram',
+            account: '8800002',
+            secrets: { secret_token: 'abc' },
+            generate: ['secret_token'],
+          },
+          'test',
+        ),
+      ),
+    ).toMatchObject({ field: 'generate.0' })
+  })
 })

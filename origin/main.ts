@@ -95,7 +95,7 @@ async function main(): Promise<void> {
     : null
   if (!relay) logger.info('outbox relay off: DOWNSTREAM_URL is not set')
   // Off unless ORIGIN_KEKS, EDGE_KEKS and the Cloudflare KV settings are all set.
-  const publisher = startRegistryPublisher(settings.registry, config, logger)
+  const publisher = startRegistryPublisher(settings.registry, config, logger, metrics.registry)
 
   const shutdown = (signal: NodeJS.Signals) => {
     logger.info('origin stopping', { signal })

@@ -248,4 +248,21 @@ describe('publishPending', () => {
     await publishPending(deps)
     expect(await pending()).toBe(0)
   })
+
+  it('the gauges count the changes waiting for KV and the oldest one’s age', async () => {
+    const { Registry } = await import('prom-client')
+    const { registerRegistryGauges } = await import('../../origin/connections/metrics')
+    const metrics = new Registry()
+    registerRegistryGauges(metrics, db, silentLogger)
+    await registry.createConnection(
+      service,
+      { channel: 'telegram', account: '7000008', secrets: { secret_token: 'tg-8' } },
+      'test',
+    )
+    const before = await metrics.metrics()
+    expect(before).toMatch(/^inbound_connection_publications_pending 1$/m)
+    expect(before).toMatch(/^inbound_connection_publications_oldest_pending_seconds [0-9.e-]+$/m)
+    await publishPending(deps)
+    expect(await metrics.metrics()).toMatch(/^inbound_connection_publications_pending 0$/m)
+  })
 })

@@ -11,6 +11,7 @@
  * end (rotation.ts `expireSecrets`), so the edge record loses them as well.
  * @module
  */
+import { backoffMs } from '../../shared/backoff'
 import type { KeyRing } from '../../shared/envelope'
 import type { Database, Queryable } from '../db'
 import { describeError } from '../errors'
@@ -145,16 +146,24 @@ export function startPublisher(deps: PublisherDeps & { intervalMs: number }): Ru
       timer = setTimeout(resolve, ms)
     })
   const loop = (async () => {
+    let failures = 0
     while (!stopped) {
       let busy = false
       try {
         const pass = await publishPending(deps)
         busy = pass.ran && pass.rows >= (deps.batchSize ?? 2000)
+        failures = 0
         if (pass.rows > 0) deps.logger.info('connections published', { ...pass })
       } catch (err) {
+        failures++
         deps.logger.warn('connections publish failed; rows stay pending', describeError(err))
       }
-      if (!stopped && !woken) await sleep(busy ? 0 : deps.intervalMs)
+      // Failing passes back off (KV or the database away), up to a minute between tries.
+      const pause =
+        failures > 0
+          ? backoffMs({ baseMs: deps.intervalMs, maxMs: 60_000 }, failures)
+          : deps.intervalMs
+      if (!stopped && !woken) await sleep(busy ? 0 : pause)
       woken = false
     }
   })()

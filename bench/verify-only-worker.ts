@@ -27,7 +27,7 @@ app.post('/webhooks/slack', async (c) => {
   await verifiedRequest(
     c,
     'slack',
-    (s) => s.slack,
+    (s) => ({ config: s.slack }),
     (parts, config) => verifySlackTenant(parts, config.signingSecrets),
   )
   return ok()
@@ -37,7 +37,7 @@ app.post('/webhooks/twilio', async (c) => {
   await verifiedRequest(
     c,
     'twilio',
-    (s) => s.twilio,
+    (s) => ({ config: s.twilio }),
     (parts, config) =>
       verifyTwilioTenant(parts, config.authTokens, { publicBaseUrl: config.publicBaseUrl }),
   )
@@ -48,7 +48,7 @@ app.post('/webhooks/telegram', async (c) => {
   await verifiedRequest(
     c,
     'telegram',
-    (s) => s.telegram,
+    (s) => ({ config: s.telegram }),
     (parts, config) => verifyTelegramBot(parts, config.secretTokens, config.pathlessBotId),
   )
   return ok()

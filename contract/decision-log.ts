@@ -74,6 +74,9 @@ export interface DecisionLog {
   storedHash?: string
   offeredHash?: string
   fallbackKey?: boolean
+  /** The connection (contract/connection.ts) whose secrets verified the request, and its version. */
+  connection?: string
+  connectionVersion?: number
 }
 
 /** Refusals are errors; retries, the spool and payload mismatches are worth a look. */

@@ -166,10 +166,10 @@ const EventFields = v.strictObject({
    */
   signatureBinding: v.optional(SignatureBindingSchema),
   /**
-   * The registry connection that verified it, and the version the edge held
-   * (contract/connection.ts): the origin refuses the event (422 `connection_disabled`) when that
-   * connection is disabled or deleted, and records the version as seen at the edge. Absent: a
-   * tenant of the variables. Not part of the payload: outside the hash.
+   * The registry's connection whose secrets verified the event, with the version the edge held
+   * (absent: the Worker's variables did). The origin refuses an event of a disabled or deleted
+   * connection (422 `connection_disabled`), and records the version that reached the edge.
+   * Outside the hash.
    */
   connection: v.optional(EventConnectionSchema),
   /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */

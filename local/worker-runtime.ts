@@ -148,8 +148,8 @@ export interface WorkerMiniflareHandle extends WorkerHandle {
 /**
  * Builds the deployable bundle (`wrangler deploy --dry-run`) and serves it with Miniflare on
  * 127.0.0.1, with its wrangler config's compatibility settings, [vars] plus `vars`, its queues
- * (wrangler.toml's: the spool and its dead letters, consumed by the same Worker) and its R2
- * buckets (the spool's claim check).
+ * (wrangler.toml's: the spool and its dead letters, consumed by the same Worker), its R2
+ * buckets (the spool's claim check) and its KV namespaces (the connections).
  * `/cdn-cgi/handler/email` is enabled.
  */
 export async function startWorkerMiniflare(
@@ -182,6 +182,8 @@ export async function startWorkerMiniflare(
       ...miniflareQueueOptions(config, options.queueConsumers),
       // In memory, like the queues: the claim check's bucket lives as long as this Miniflare.
       r2Buckets: Object.fromEntries(config.r2Buckets.map((b) => [b.binding, b.bucketName])),
+      // In memory too: the connections the origin publishes (`miniflare.getKVNamespace`).
+      kvNamespaces: Object.fromEntries(config.kvNamespaces.map((n) => [n.binding, n.id])),
       port: options.port ?? 0,
       host: '127.0.0.1',
       cf: false,

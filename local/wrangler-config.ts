@@ -43,6 +43,8 @@ export interface WranglerConfig {
   }
   /** `[[r2_buckets]]`: binding → bucket name. */
   r2Buckets: Array<{ binding: string; bucketName: string }>
+  /** `[[kv_namespaces]]`: binding → namespace id (the connections, worker/connections/). */
+  kvNamespaces: Array<{ binding: string; id: string }>
 }
 
 /** One `[[queues.consumers]]` entry, as wrangler.toml spells it. */
@@ -64,7 +66,7 @@ const READ_SCRIPT = `
 const { unstable_readConfig } = await import('wrangler')
 const c = unstable_readConfig({ config: process.argv[1], env: process.argv[2] || undefined })
 const vars = Object.fromEntries(Object.entries(c.vars ?? {}).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]))
-process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, queues: { producers: (c.queues?.producers ?? []).map((p) => ({ binding: p.binding, queue: p.queue })), consumers: c.queues?.consumers ?? [] }, r2Buckets: (c.r2_buckets ?? []).map((b) => ({ binding: b.binding, bucketName: b.bucket_name })) }) + '\\n')
+process.stdout.write('WRANGLER_CONFIG ' + JSON.stringify({ name: c.name, main: c.main, compatibilityDate: c.compatibility_date, compatibilityFlags: c.compatibility_flags ?? [], vars, queues: { producers: (c.queues?.producers ?? []).map((p) => ({ binding: p.binding, queue: p.queue })), consumers: c.queues?.consumers ?? [] }, r2Buckets: (c.r2_buckets ?? []).map((b) => ({ binding: b.binding, bucketName: b.bucket_name })), kvNamespaces: (c.kv_namespaces ?? []).map((n) => ({ binding: n.binding, id: n.id ?? n.binding })) }) + '\\n')
 `
 
 /** Parsed configs by path and environment: each is read once per process. */

@@ -27,6 +27,7 @@ import type { Admission } from './shed/breaker'
 import { keepUnrecognized } from './unrecognized'
 
 export {
+  connectionFields,
   type DeliveryContext,
   deliveryContext,
   type FrontDoor,

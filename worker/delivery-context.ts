@@ -6,6 +6,7 @@
  * @module
  */
 import type { ClaimHold, ClaimStore } from '../claims'
+import type { EventConnection } from '../contract/connection'
 import type { OriginConfig, Settings } from './config'
 import { countDecision, flushTargetOf } from './decision-counters'
 import type { Env } from './env'
@@ -47,6 +48,8 @@ export interface DeliveryContext {
    * worker/api/routes.ts says why): the core does not claim again, it forwards under this hold.
    */
   heldClaim?: ClaimHold
+  /** The connection that verified the request (worker/connections/): its decision lines name it. */
+  connection?: EventConnection
 }
 
 /**
@@ -59,6 +62,8 @@ export interface ReceivedRequest {
   tenant: string | null
   scopes?: ReadonlySet<string>
   writesFor?: ReadonlySet<string>
+  /** The registry's connection that verified it (worker/connections/). */
+  connection?: EventConnection
   /** The request's path and query. */
   path: string
   contentType: string | null
@@ -86,6 +91,7 @@ export interface FrontDoor {
   received?: ReceivedRequest
   replaying?: boolean
   heldClaim?: ClaimHold
+  connection?: EventConnection
 }
 
 /** The one way a front door builds its context (the origin is required: 503 without it). */
@@ -107,11 +113,21 @@ export function deliveryContext(env: Env, settings: Settings, door: FrontDoor): 
     ...(door.received ? { received: door.received } : {}),
     ...(door.replaying ? { replaying: true } : {}),
     ...(door.heldClaim ? { heldClaim: door.heldClaim } : {}),
+    ...(door.connection ? { connection: door.connection } : {}),
   }
 }
 
 /** What logging a decision needs of a front door (the API logs some before it has a context). */
-export type LogTarget = Pick<DeliveryContext, 'channel' | 'settings' | 'startedAt' | 'waitUntil'>
+export type LogTarget = Pick<DeliveryContext, 'channel' | 'settings' | 'startedAt' | 'waitUntil'> &
+  Pick<Partial<DeliveryContext>, 'connection'>
+
+/** A decision line's fields of the connection that verified its request. */
+export function connectionFields(connection: EventConnection): {
+  connection: string
+  connectionVersion: number
+} {
+  return { connection: connection.id, connectionVersion: connection.version }
+}
 
 /** One decision log line for an outcome, with the status of the reply the front door gave. */
 export function logOutcome(ctx: LogTarget, outcome: Outcome, status: number): void {
@@ -122,6 +138,7 @@ export function logOutcome(ctx: LogTarget, outcome: Outcome, status: number): vo
     channel: outcome.channel ?? ctx.channel,
     status,
     ms: Date.now() - ctx.startedAt,
+    ...(ctx.connection ? connectionFields(ctx.connection) : {}),
   }
   logDecision(line)
   countDecision(flushTargetOf(ctx.settings, ctx.waitUntil), line)

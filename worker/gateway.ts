@@ -5,12 +5,14 @@
  */
 import type { Context } from 'hono'
 import { type ClaimStore, claimStore } from '../claims'
+import type { EventConnection } from '../contract/connection'
 import type { SignatureBinding } from '../contract/signature-binding'
 import { BodyOverLimitError, readBoundedBody } from '../shared/body'
 import {
   type ChannelConfig,
   type Classified,
   deliveriesOf,
+  type PathParams,
   type RequestParts,
   type TenantVerdict,
 } from './channels/types'
@@ -48,32 +50,61 @@ export interface VerifiedRequest<T> {
    * request carries it, for the origin to bind before it stores the event.
    */
   pendingBinding?: SignatureBinding
+  /** The connection whose secrets verified it (worker/connections/); absent: the variables'. */
+  connection?: EventConnection
+}
+
+/** The config a request is verified with: the channel's variables', or one connection's. */
+export interface PickedConfig<T> {
+  config: ChannelConfig<T>
+  connection?: EventConnection
+  /** Route parameters for the verifier in place of the path's (a connection's WeChat account). */
+  params?: PathParams
 }
 
 /**
- * Config check (503), bounded body (413), then the channel's verifier (401): in that order, and
- * nothing is parsed until the signature matched.
+ * Picks the config; `body` reads the bounded body (once), for a picker that needs the id a body
+ * names (worker/connections/pick.ts). A picker that does not call it keeps the config check
+ * before the body is read.
+ */
+export type ConfigPicker<T> = (
+  settings: Settings,
+  body: () => Promise<RequestParts>,
+) => PickedConfig<T> | Promise<PickedConfig<T>>
+
+/**
+ * Config check (503), bounded body (413), then the channel's verifier (401): in that order (a
+ * picker that reads an index id from the body reads it first), and nothing is parsed until the
+ * signature matched.
  */
 export async function verifiedRequest<T>(
   c: GatewayContext,
   channel: string,
-  pick: (settings: Settings) => ChannelConfig<T>,
-  verify: (parts: RequestParts, config: T) => Promise<TenantVerdict>,
+  pick: ConfigPicker<T>,
+  verify: (parts: RequestParts, config: T, params?: PathParams) => Promise<TenantVerdict>,
   /** The channel's own bound, when its vendor documents larger bodies than MAX_BODY_BYTES. */
   channelMaxBodyBytes = 0,
 ): Promise<VerifiedRequest<T>> {
   const startedAt = Date.now()
   const settings = settingsFor(c.env)
-  const config = pick(settings)
-  if (!config.ok) throw new ChannelNotConfiguredError(channel, config.missing)
   const limit = Math.max(settings.maxBodyBytes, channelMaxBodyBytes)
-  const body = await readBoundedBody(c.req.raw, limit).catch((err: unknown) => {
-    if (err instanceof BodyOverLimitError)
-      throw new BodyTooLargeError(err.limitBytes, err.seenBytes)
-    throw err
-  })
-  const parts = { url: c.req.url, headers: c.req.raw.headers, body }
-  const verdict = await verify(parts, config.value)
+  let read: Promise<RequestParts> | undefined
+  const body = () => {
+    read ??= readBoundedBody(c.req.raw, limit).then(
+      (bytes) => ({ url: c.req.url, headers: c.req.raw.headers, body: bytes }),
+      (err: unknown) => {
+        if (err instanceof BodyOverLimitError)
+          throw new BodyTooLargeError(err.limitBytes, err.seenBytes)
+        throw err
+      },
+    )
+    return read
+  }
+  const picked = await pick(settings, body)
+  const config = picked.config
+  if (!config.ok) throw new ChannelNotConfiguredError(channel, config.missing)
+  const parts = await body()
+  const verdict = await verify(parts, config.value, picked.params)
   if (!verdict.ok) throw new UnauthorizedError(`${channel}: ${verdict.reason}`)
   const once = verdict.once
     ? await claimSignatureOnce(settings, claimStoreFor(settings), channel, verdict.once)
@@ -88,6 +119,7 @@ export async function verifiedRequest<T>(
     ...(verdict.scopes ? { scopes: verdict.scopes } : {}),
     ...(verdict.writesFor ? { writesFor: verdict.writesFor } : {}),
     ...(once?.kind === 'pending' ? { pendingBinding: once.binding } : {}),
+    ...(picked.connection ? { connection: picked.connection } : {}),
   }
 }
 

@@ -15,13 +15,16 @@ import { WEBHOOK_CHANNELS } from './channels'
 import { challengeReply, httpReply } from './channels/replies'
 import { type Classified, deliveriesOf, type WebhookChannel } from './channels/types'
 import { channelConfig, settingsFor } from './config'
-import { deliveryContext, logOutcome } from './deliver'
+import { carryConnection } from './connections/config'
+import { byIndexOrVariables, byRoute, CONNECTION_PARAM, connectionPath } from './connections/pick'
+import { connectionFields, deliveryContext, logOutcome } from './deliver'
 import { deliverAll } from './deliver-batch'
 import type { ReceivedRequest } from './delivery-context'
 import type { Env } from './env'
 import { ChannelNotConfiguredError, ForbiddenError } from './errors'
 import {
   assertVerifiedTenant,
+  type ConfigPicker,
   claimStoreFor,
   type GatewayContext,
   type VerifiedRequest,
@@ -39,20 +42,35 @@ for (const channel of WEBHOOK_CHANNELS) serve(channel)
 function serve(channel: WebhookChannel): void {
   // Before any verification: over the isolate's bound, the channel's own retry answer.
   const admit = admission(channel.name, () => channel.replies.retryLater())
+  const variables: ConfigPicker<unknown> = (settings) => ({
+    config: channelConfig(settings, channel),
+  })
   for (const path of channel.paths) {
-    webhooks.post(path, admit, (c) => receive(c, channel))
-    if (channel.handshake) webhooks.get(path, admit, (c) => handshake(c, channel))
+    webhooks.post(path, admit, (c) => receive(c, channel, byIndexOrVariables(c.env, channel)))
+    if (channel.handshake) webhooks.get(path, admit, (c) => handshake(c, channel, variables))
+  }
+  // One connection's own route (worker/connections/): its id picks its secrets, nothing else.
+  const own = (c: GatewayContext) => byRoute(c.env, channel, c.req.param(CONNECTION_PARAM) ?? '')
+  webhooks.post(connectionPath(channel), admit, (c) => receive(c, channel, own(c)))
+  if (channel.handshake) {
+    webhooks.get(connectionPath(channel), admit, (c) => handshake(c, channel, own(c)))
   }
 }
 
 /** A channel's GET handshake: config (503), then its own check (403), then the challenge. */
-async function handshake(c: GatewayContext, channel: WebhookChannel): Promise<Response> {
+async function handshake(
+  c: GatewayContext,
+  channel: WebhookChannel,
+  pick: ConfigPicker<unknown>,
+): Promise<Response> {
   const startedAt = Date.now()
   const settings = settingsFor(c.env)
-  const config = channelConfig(settings, channel)
+  const picked = await pick(settings, () => Promise.reject(new Error('a handshake has no body')))
+  const config = picked.config
   if (!config.ok) throw new ChannelNotConfiguredError(channel.name, config.missing)
   const query = new URL(c.req.url).searchParams
-  const verdict = await channel.handshake?.(query, config.value, c.req.param())
+  const params = picked.params ?? c.req.param()
+  const verdict = await channel.handshake?.(query, config.value, params)
   if (!verdict?.ok)
     throw new ForbiddenError(`${channel.name}: ${verdict?.reason ?? 'no handshake'}`)
   // A signed handshake URL sits in access logs: it is spent here, not reusable for a POST.
@@ -72,22 +90,28 @@ async function handshake(c: GatewayContext, channel: WebhookChannel): Promise<Re
     decidedBy: 'gateway',
     status: reply.status,
     ms: Date.now() - startedAt,
+    ...(picked.connection ? connectionFields(picked.connection) : {}),
   })
   return reply
 }
 
-async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Response> {
+async function receive(
+  c: GatewayContext,
+  channel: WebhookChannel,
+  pick: ConfigPicker<unknown>,
+): Promise<Response> {
   const request = await verifiedRequest(
     c,
     channel.name,
-    (settings) => channelConfig(settings, channel),
-    (parts, config) => channel.verify(parts, config, c.req.param()),
+    pick,
+    (parts, config, params) => channel.verify(parts, config, params ?? c.req.param()),
     channel.maxBodyBytes,
   )
   const parsed = channel.parse(request.parts)
   const classified = placeIgnored(channel, await channel.classify(parsed, request.tenant))
   assertVerifiedTenant(channel.name, request, classified)
   if (request.pendingBinding) carryBinding(classified, request.pendingBinding)
+  if (request.connection) carryConnection(classified, request.connection)
   const ctx = deliveryContext(c.env, request.settings, {
     channel: channel.name,
     startedAt: request.startedAt,
@@ -95,6 +119,7 @@ async function receive(c: GatewayContext, channel: WebhookChannel): Promise<Resp
     dedupTtlSeconds: request.settings.dedupTtlByChannel[channel.name],
     waitUntil: (promise) => waitUntil(c, promise),
     received: receivedRequest(channel, request),
+    ...(request.connection ? { connection: request.connection } : {}),
   })
   const outcomes = await deliverAll(ctx, classified, request.parts.body.text)
   const reply = httpReply(channel.replies, outcomes)
@@ -122,6 +147,7 @@ function receivedRequest(
     tenant: request.tenant,
     ...(request.scopes ? { scopes: request.scopes } : {}),
     ...(request.writesFor ? { writesFor: request.writesFor } : {}),
+    ...(request.connection ? { connection: request.connection } : {}),
     path: `${url.pathname}${url.search}`,
     contentType: request.parts.headers.get('content-type'),
     text: channel.replayText?.(request.parts) ?? request.parts.body.text,

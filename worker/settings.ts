@@ -13,6 +13,7 @@ import { OPERATOR_TOKEN } from '../shared/operator-token'
 import { type SettingRow, setting, settingTable } from '../shared/settings'
 import { API_SETTINGS } from './api/settings'
 import { CHANNEL_SETTINGS, type ChannelSettingRow } from './channels'
+import { CONNECTION_SETTINGS } from './connections/settings'
 import { SHED_SETTINGS } from './shed/config'
 import { SPOOL_SETTINGS } from './spool/config'
 
@@ -111,6 +112,7 @@ type WorkerRow =
   | (typeof SPOOL_SETTINGS)[number]
   | (typeof API_SETTINGS)[number]
   | (typeof SHED_SETTINGS)[number]
+  | (typeof CONNECTION_SETTINGS)[number]
   | ChannelSettingRow
 
 export const WORKER_SETTINGS: readonly SettingRow[] = settingTable(
@@ -119,6 +121,7 @@ export const WORKER_SETTINGS: readonly SettingRow[] = settingTable(
   SPOOL_SETTINGS,
   API_SETTINGS,
   SHED_SETTINGS,
+  CONNECTION_SETTINGS,
   CHANNEL_SETTINGS,
 )
 

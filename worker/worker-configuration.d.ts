@@ -4,6 +4,7 @@ declare namespace Cloudflare {
 		mainModule: typeof import("./index");
 	}
 	interface StagingEnv {
+		CONNECTIONS: KVNamespace;
 		SPOOL_BODIES: R2Bucket;
 		SPOOL: Queue;
 		SPOOL_DEAD: Queue;
@@ -27,8 +28,10 @@ declare namespace Cloudflare {
 		SHED_SLOW_MS: string;
 		SHED_OPEN_MS: string;
 		SHED_MAX_INFLIGHT: string;
+		CONNECTION_CACHE_SECONDS: string;
 	}
 	interface ProductionEnv {
+		CONNECTIONS: KVNamespace;
 		SPOOL_BODIES: R2Bucket;
 		SPOOL: Queue;
 		SPOOL_DEAD: Queue;
@@ -52,8 +55,10 @@ declare namespace Cloudflare {
 		SHED_SLOW_MS: string;
 		SHED_OPEN_MS: string;
 		SHED_MAX_INFLIGHT: string;
+		CONNECTION_CACHE_SECONDS: string;
 	}
 	interface Env {
+		CONNECTIONS: KVNamespace;
 		SPOOL_BODIES: R2Bucket;
 		SPOOL: Queue;
 		SPOOL_DEAD: Queue;
@@ -77,6 +82,7 @@ declare namespace Cloudflare {
 		SHED_SLOW_MS: string;
 		SHED_OPEN_MS: string;
 		SHED_MAX_INFLIGHT: string;
+		CONNECTION_CACHE_SECONDS: string;
 	}
 }
 interface Env extends Cloudflare.Env {}

@@ -56,6 +56,7 @@ describe('deployable environments in wrangler.toml', () => {
         binding: 'SPOOL_BODIES',
         bucketName: `inbound-dedup-spool-bodies-${env}`,
       })
+      expect(config.kvNamespaces.map((n) => n.binding)).toEqual(['CONNECTIONS'])
     })
   }
 

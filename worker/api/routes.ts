@@ -2,7 +2,7 @@
  * The public API, `/v1`: POST /v1/messages (an API key's tenant posts a customer's message; it
  * becomes a row through the same delivery core as every channel's event, channel `api`: shed,
  * forwarded, queued when the origin cannot take it, counted and logged) behind Idempotency-Key
- * (claims/idempotency.ts), and GET /v1/openapi.json, the document that describes it. Errors are
+ * (idempotency-http/middleware.ts over claims/idempotency.ts), and GET /v1/openapi.json, the document that describes it. Errors are
  * RFC 9457 problems.
  *
  * One claim per request, the middleware's. It claims `idem:{hash of tenant, route, key}` with the
@@ -15,17 +15,18 @@
  * @module
  */
 import { type Context, Hono } from 'hono'
-import { type IdempotencyVariables, idempotency } from '../../claims/idempotency'
+import type { EventConnection } from '../../contract/connection'
 import { DECISION_HEADER } from '../../contract/decision-log'
 import { finalizeEvent, parseInboundEvent } from '../../contract/event'
 import { problemResponse } from '../../contract/problem'
+import { type IdempotencyVariables, idempotency } from '../../idempotency-http/middleware'
 import { admission } from '../admission'
 import { settingsFor } from '../config'
+import { apiKeyOwner } from '../connections/api-keys'
 import { deliverEvent, deliveryContext, type LogTarget, logOutcome } from '../deliver'
 import type { Env } from '../env'
 import { claimStoreFor, waitUntil } from '../gateway'
 import { describeError, logProblem } from '../log'
-import { apiTenant } from './auth'
 import { apiCors, originAllowedFor } from './cors'
 import { apiDeliveryKey, apiEventKey, messageDraft, parseMessageRequest } from './message'
 import { OPENAPI_DOCUMENT } from './openapi'
@@ -34,7 +35,12 @@ import { apiSettingsFor } from './settings'
 
 type ApiEnv = {
   Bindings: Env
-  Variables: IdempotencyVariables & { tenant: string; startedAt: number }
+  Variables: IdempotencyVariables & {
+    tenant: string
+    startedAt: number
+    /** The registry's connection whose key it is (absent: API_KEYS). */
+    connection?: EventConnection
+  }
 }
 
 /**
@@ -57,10 +63,13 @@ api.post(
   async (c, next) => {
     c.set('startedAt', Date.now())
     const settings = apiSettingsFor(c.env)
-    const tenant = await apiTenant(settings, c.req.header('authorization'))
-    if (tenant === null) {
+    const owner = await apiKeyOwner(c.env, settings, c.req.header('authorization'))
+    if (owner === 'unavailable') return unavailable()
+    if (owner === null) {
       return problemResponse('unauthorized', undefined, { 'www-authenticate': 'Bearer' })
     }
+    const tenant = owner.tenant
+    if (owner.connection) c.set('connection', owner.connection)
     if (!originAllowedFor(settings, tenant, c.req.header('origin'))) {
       return problemResponse('origin_not_allowed')
     }
@@ -85,8 +94,12 @@ api.post(
     const parsed = parseMessageRequest(call.body)
     if (!parsed.ok) return problemResponse('invalid_request', parsed.detail)
     const settings = settingsFor(c.env)
+    const connection = c.get('connection')
     const valid = parseInboundEvent(
-      await finalizeEvent(messageDraft(call, parsed.request, new Date())),
+      await finalizeEvent({
+        ...messageDraft(call, parsed.request, new Date()),
+        ...(connection ? { connection } : {}),
+      }),
     )
     if (!valid.ok) return problemResponse('invalid_request', valid.message)
     if (!settings.origin) return unavailable()
@@ -116,5 +129,6 @@ function logTarget(c: Context<ApiEnv>): LogTarget {
     settings: settingsFor(c.env),
     startedAt: c.get('startedAt'),
     waitUntil: (promise) => waitUntil(c, promise),
+    ...(c.get('connection') ? { connection: c.get('connection') } : {}),
   }
 }

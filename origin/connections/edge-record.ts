@@ -41,24 +41,15 @@ export const edgeKeys = (c: Parameters<typeof indexKeys>[0] & { id: string }) =>
   ...indexKeys(c),
 ]
 
-/**
- * The API's keys are known at the edge by their hashes alone (`ids`, worker/api/auth.ts compares
- * hashes): its sealed keys stay at the origin.
- */
-const EDGE_FIELDS_WITHHELD: Partial<Record<ConnectionChannel, readonly string[]>> = {
-  api: ['api_key'],
-}
-
 /** The edge record of `c` at `nowMs`: expired secrets left out, the rest sealed with EDGE_KEKS. */
 export async function edgeRecord(
   c: ConnectionRecord,
   keys: { origin: KeyRing; edge: KeyRing },
   nowMs: number,
 ): Promise<EdgeConnection> {
-  const withheld = EDGE_FIELDS_WITHHELD[c.channel] ?? []
   const secrets = []
   for (const secret of c.secrets) {
-    if (!isLive(secret, nowMs) || withheld.includes(secret.field)) continue
+    if (!isLive(secret, nowMs)) continue
     const plaintext = await openSecret(keys.origin, c.id, secret)
     secrets.push({
       field: secret.field,

@@ -1,10 +1,11 @@
 /**
  * `npm run connections -- import`: today's per-tenant variables (the Worker's `…_BY_…`,
- * TEAMS_APP_IDS, API_KEYS, EMAIL_MAILBOX_ALIASES) read as connection drafts, with the parser the
+ * TEAMS_APP_IDS, EMAIL_MAILBOX_ALIASES) read as connection drafts, with the parser the
  * Worker reads them with (shared/tenant-secrets.ts) and checked by the registry's model. One
  * tenant of a variable = one connection: its secrets (current first, as listed), its ids (Slack
- * workspaces, Meta numbers / pages / accounts, API key hashes, mail aliases), its settings
- * (WeChat AppID). Problems name variables, entries and fields, never a secret.
+ * workspaces, Meta numbers / pages / accounts, mail aliases), its settings (WeChat AppID).
+ * API_KEYS is not imported: it holds hashes, and the edge compares a registry key itself.
+ * Problems name variables, entries and fields, never a secret.
  * @module
  */
 import { CONNECTION_KINDS, type ConnectionChannel } from '../../contract/connection'
@@ -76,8 +77,7 @@ export function importPlan(env: Env): ImportPlan {
   const inputs: { channel: ConnectionChannel; account: string; input: unknown }[] = []
   for (const mapping of VARIABLE_MAPPINGS) inputs.push(...perTenant(env, mapping, plan.warnings))
   inputs.push(...telegramPathless(env, inputs, plan.warnings))
-  inputs.push(...teams(env), ...jsonGrouped(env, 'API_KEYS', 'api', plan.warnings))
-  inputs.push(...jsonGrouped(env, EMAIL_MAILBOX_ALIASES.name, 'email', plan.warnings))
+  inputs.push(...teams(env), ...jsonGrouped(env, EMAIL_MAILBOX_ALIASES.name, plan.warnings))
   for (const { channel, account, input } of inputs) {
     try {
       plan.drafts.push(parseConnectionInput(input))
@@ -85,6 +85,12 @@ export function importPlan(env: Env): ImportPlan {
       if (!(err instanceof ConnectionError)) throw err
       plan.refused.push({ channel, account, field: err.field, reason: err.message })
     }
+  }
+  // The edge compares the key itself, and API_KEYS holds only hashes: new keys are made instead.
+  if (env.API_KEYS?.trim()) {
+    plan.warnings.push(
+      'API_KEYS holds key hashes, not keys: not imported (create each tenant with generate: ["api_key"], hand out the new key, then remove its hash)',
+    )
   }
   for (const shared of ['SLACK_SIGNING_SECRET', 'TWILIO_AUTH_TOKEN']) {
     if (secretList(env[shared]).length > 0) {
@@ -161,10 +167,11 @@ function teams(env: Env) {
 }
 
 /**
- * A JSON object of `id -> tenant` (API_KEYS: key hash -> tenant; EMAIL_MAILBOX_ALIASES: alias ->
- * mailbox) grouped by tenant: each tenant a connection whose ids are its keys.
+ * EMAIL_MAILBOX_ALIASES (`alias -> mailbox`, JSON) grouped by mailbox: each mailbox a connection
+ * whose ids are its aliases.
  */
-function jsonGrouped(env: Env, name: string, channel: 'api' | 'email', warnings: string[]) {
+function jsonGrouped(env: Env, name: string, warnings: string[]) {
+  const channel = 'email' as const
   const raw = env[name]?.trim()
   if (!raw) return []
   let parsed: unknown
@@ -184,8 +191,8 @@ function jsonGrouped(env: Env, name: string, channel: 'api' | 'email', warnings:
       warnings.push(`${name} entry ${index + 1} names no tenant; skipped`)
       continue
     }
-    // Hashes and addresses alike compare in lower case at the edge (hex; canonical mailboxes).
-    const owner = channel === 'email' ? tenant.toLowerCase() : tenant
+    // Canonical mailboxes are lower case (email/mailbox.ts).
+    const owner = tenant.toLowerCase()
     byTenant.set(owner, [...(byTenant.get(owner) ?? []), id.toLowerCase()])
   }
   return [...byTenant].map(([account, ids]) => ({

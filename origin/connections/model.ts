@@ -25,8 +25,6 @@ import { GENERATORS, generatable } from './generate'
 
 /** A secret as a vendor issues one: printable ASCII without `,` `|` or a space. */
 const SECRET = /^[\x21-\x2b\x2d-\x7b\x7d\x7e]+$/
-/** The API's ids are the SHA-256 hex of its keys (the Worker compares hashes). */
-const KEY_HASH = /^[0-9a-f]{64}$/
 /** Ids and settings of one connection as JSON: far below an edge record's bound. */
 const MAX_LISTED_BYTES = 64 * 1024
 /** The longest overlap a rotation may give the secret it replaces: 30 days. */
@@ -76,9 +74,13 @@ export function kindOf(channel: string): ConnectionKind {
   return kind
 }
 
-/** The rule an id of `channel` follows, or null when the channel lists none. */
+/**
+ * The rule an id of `channel` follows, or null when the channel lists none. An API connection's
+ * ids are its keys' hashes, which the registry sets from its keys (the edge finds the connection
+ * by the hash, then compares the key itself: worker/connections/api-keys.ts): none are given.
+ */
 export function idRule(channel: ConnectionChannel): { noun: string; pattern: RegExp } | null {
-  if (channel === 'api') return { noun: 'API key hashes (SHA-256 hex)', pattern: KEY_HASH }
+  if (channel === 'api') return null
   return kindOf(channel).ids ?? null
 }
 
@@ -90,9 +92,8 @@ const OPTIONAL_SECRET_FIELDS: Partial<Record<ConnectionChannel, readonly string[
   wechat: ['aes_key'],
 }
 
-/** The fields a new connection must be given (the API may give its keys' hashes instead). */
-function requiredSecretFields(channel: ConnectionChannel, ids: readonly string[]): string[] {
-  if (channel === 'api' && ids.length > 0) return []
+/** The fields a new connection must be given. */
+function requiredSecretFields(channel: ConnectionChannel): string[] {
   const optional = OPTIONAL_SECRET_FIELDS[channel] ?? []
   return kindOf(channel).secretFields.filter((field) => !optional.includes(field))
 }
@@ -112,7 +113,7 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
     secrets[field] = checkSecrets(kind, field, typeof value === 'string' ? [value] : value)
   }
   const generated = generateInto(name, shape.output.generate, secrets)
-  for (const field of requiredSecretFields(name, ids)) {
+  for (const field of requiredSecretFields(name)) {
     if (!secrets[field]) throw invalid(`secrets.${field}`, 'required')
   }
   const status = shape.output.status ?? 'active'
@@ -157,6 +158,8 @@ export function parseUpdateInput(channel: ConnectionChannel, input: unknown): Up
   if (!shape.success) throw shapeProblem(shape.issues)
   const { ids, settings } = shape.output
   if (!ids && !settings) throw invalid('(body)', 'give ids or settings')
+  if (channel === 'api' && ids)
+    throw invalid('ids', "an API connection's ids follow its keys: rotate")
   return {
     ...(ids ? { ids: checkIds(channel, ids) } : {}),
     ...(settings ? { settings: checkSettings(kindOf(channel), settings) } : {}),
@@ -186,7 +189,10 @@ function generateInto(
 function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] {
   const rule = idRule(channel)
   if (!rule) {
-    if (ids.length > 0) throw invalid('ids', `${channel} connections list no ids`)
+    if (ids.length > 0) {
+      const why = channel === 'api' ? "are its keys' hashes, set from secrets.api_key" : 'none'
+      throw invalid('ids', `a ${channel} connection's ids: ${why}`)
+    }
     return []
   }
   if (ids.length > CONNECTION_LIMITS.ids) {

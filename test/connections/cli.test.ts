@@ -34,7 +34,6 @@ const VARIABLES: Record<string, string> = {
   WECHAT_AES_KEYS_BY_ACCOUNT: 'gh_0123456789ab=DevWeChatEncodingAesKey0123456789abcdefABCD',
   WECHAT_APP_IDS_BY_ACCOUNT: 'gh_0123456789ab=wx0123456789abcdef',
   TEAMS_APP_IDS: '8e0b5c8c-1f4e-4b7a-9d6a-3c2f1e0d9b8a',
-  API_KEYS: '{"6e1e4e1b8f8b36d08901cdb51b97841dfe20f5efd2fd2fd00768971408c46274":"dev"}',
   EMAIL_MAILBOX_ALIASES: '{"help@example.com":"support@example.com"}',
 }
 const SECRETS = Object.values(VARIABLES)
@@ -96,7 +95,6 @@ async function variablesOf(ids: string[]): Promise<Record<string, Record<string,
       return Promise.all(list.map((s) => open(keys, s.sealed, secretAad(c.id, s.field, s.kid))))
     }
     if (c.channel === 'teams') set('TEAMS_APP_IDS', c.account, '')
-    else if (c.channel === 'api') for (const hash of c.ids) set('API_KEYS', hash, c.account)
     else if (c.channel === 'email')
       for (const alias of c.ids) set('EMAIL_MAILBOX_ALIASES', alias, c.account)
     else {
@@ -139,7 +137,6 @@ describe('npm run connections -- import', () => {
     expect(plan.refused).toEqual([])
     expect(plan.drafts.map((d) => `${d.channel} ${d.account}`).sort()).toEqual(
       [
-        'api dev',
         'email support@example.com',
         'instagram 111111',
         'line U0123456789abcdef0123456789abcdef',
@@ -174,12 +171,20 @@ describe('npm run connections -- import', () => {
     const first = await cli(['import', '--env-file', file])
     expect(first.code).toBe(0)
     const created = first.out.filter((l) => l.startsWith('created '))
-    expect(created).toHaveLength(14)
+    expect(created).toHaveLength(13)
     const ids = created.map((l) => l.split(' ')[3] as string)
     expect(await variablesOf(ids)).toEqual(asMaps(VARIABLES))
     const again = await cli(['import', '--env-file', file])
     expect(again.code).toBe(0)
-    expect(again.out.filter((l) => l.startsWith('exists '))).toHaveLength(14)
+    expect(again.out.filter((l) => l.startsWith('exists '))).toHaveLength(13)
+  })
+
+  it('API_KEYS (hashes, not keys) is not imported, and says so', async () => {
+    const plan = importPlan({
+      API_KEYS: '{"6e1e4e1b8f8b36d08901cdb51b97841dfe20f5efd2fd2fd00768971408c46274":"dev"}',
+    })
+    expect(plan.drafts).toEqual([])
+    expect(plan.warnings.join('\n')).toMatch(/API_KEYS holds key hashes, not keys: not imported/)
   })
 
   it('imports from the environment; a tenant the registry model refuses is reported, exit 1', async () => {

@@ -187,7 +187,7 @@ describe('publishPending', () => {
     expect(await pending()).toBe(0)
   })
 
-  it('an API connection reaches the edge by its key hashes; the key itself stays at the origin', async () => {
+  it('an API connection reaches the edge by its key hash, with its key sealed for the edge to compare', async () => {
     const c = await registry.createConnection(
       service,
       { channel: 'api', account: 'tenant-x', secrets: { api_key: 'api-key-x-000001' } },
@@ -195,7 +195,11 @@ describe('publishPending', () => {
     )
     await publishPending(deps)
     const record = await edgeRecordOf(c.id)
-    expect(record?.secrets).toEqual([])
+    const secret = record?.secrets[0]
+    expect(secret?.field).toBe('api_key')
+    expect(
+      await open(edgeKeys, secret?.sealed ?? '', secretAad(c.id, 'api_key', secret?.kid ?? '')),
+    ).toBe('api-key-x-000001')
     expect(await kv.get(kvKeys.index('api', c.ids[0] ?? ''))).toBe(c.id)
   })
 

@@ -182,7 +182,7 @@ describe('createConnection', () => {
     expect(await count('connections', 'account = $1', ['900002'])).toBe(0)
   })
 
-  it('an API connection is found by its key hashes: the key itself never reaches its ids', async () => {
+  it('an API connection is found by its key hashes (set from its keys, never given): the key itself never reaches its ids', async () => {
     const view = await registry.createConnection(
       deps,
       { channel: 'api', account: 'tenant-a', secrets: { api_key: 'api-key-of-tenant-a-0001' } },

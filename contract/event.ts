@@ -168,7 +168,8 @@ const EventFields = v.strictObject({
   /**
    * The registry's connection whose secrets verified the event, with the version the edge held
    * (absent: the Worker's variables did). The origin refuses an event of a disabled or deleted
-   * connection, and records the version that reached the edge. Outside the hash.
+   * connection (422 `connection_disabled`), and records the version that reached the edge.
+   * Outside the hash.
    */
   connection: v.optional(EventConnectionSchema),
   /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */

@@ -3,10 +3,13 @@
  * and the one place errors become responses. The Worker's signed routes (events, batches, dead
  * letters, decision counts, signature bindings: origin/worker-routes.ts) verify and sign through
  * origin/forward-auth.ts; the console (origin/console/app.ts) at `/console`; the operator's
- * replay (origin/failures/http.ts); /healthz and /metrics (origin/ops-routes.ts).
+ * replay (origin/failures/http.ts); the connection registry's admin API
+ * (origin/connections/http.ts); /healthz and /metrics (origin/ops-routes.ts).
  * @module
  */
 import { Hono } from 'hono'
+import type { KeyRing } from '../shared/envelope'
+import { adminOpenApiRoutes, connectionRoutes } from './connections/http'
 import { type ConsoleDeps, createConsoleApp } from './console/app'
 import type { Database } from './db'
 import {
@@ -47,6 +50,11 @@ export interface OriginDeps {
   signInLimit?: SignInLimit
   /** The Worker's replay route for unrecognized events (GATEWAY_URL); unset: refused. */
   gateway?: GatewayReplay | null
+  /**
+   * The connection registry (origin/connections/): ORIGIN_KEKS, for the admin API at
+   * `/v1/admin/connections` and the console's pages. Null or unset: both answer 503.
+   */
+  connections?: { originKeys: KeyRing | null; now?: () => number } | null
 }
 
 export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
@@ -59,7 +67,11 @@ export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
   app.route('/', workerRoutes({ db, logger, metrics, secrets, maxEventBytes, nowSeconds }))
 
   if (deps.console) {
-    app.route('/console', createConsoleApp({ ...deps.console, db, logger, signInLimit: guesses }))
+    const connectionKeys = deps.connections?.originKeys ?? null
+    app.route(
+      '/console',
+      createConsoleApp({ ...deps.console, db, logger, signInLimit: guesses, connectionKeys }),
+    )
   }
 
   // The operator's replay of a dead inbound event, behind Idempotency-Key (failures/http.ts).
@@ -67,6 +79,14 @@ export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
     '/v1/failures',
     failureReplayRoutes({ db, operatorToken, signInLimit: guesses, gateway: deps.gateway ?? null }),
   )
+
+  // The connection registry's admin API (origin/connections/http.ts), behind OPERATOR_TOKEN.
+  const registry = { db, originKeys: deps.connections?.originKeys ?? null, operatorToken }
+  app.route(
+    '/v1/admin/connections',
+    connectionRoutes({ ...registry, now: deps.connections?.now, signInLimit: guesses }),
+  )
+  app.route('/v1/admin', adminOpenApiRoutes())
 
   // /healthz and /metrics; the spool's counters are read through the console's claim store.
   const claims = deps.console?.claims ?? null

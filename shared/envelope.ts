@@ -129,6 +129,36 @@ export async function open(ring: KeyRing, sealed: string, aad: string): Promise<
   }
 }
 
+/**
+ * The same value with its data key wrapped by the ring's current KEK instead of the one it names
+ * (rotating a KEK): the ciphertext is untouched and nothing is decrypted, so no additional data
+ * is needed. Unchanged when it already names the current KEK. Throws as {@link open} does.
+ */
+export async function rewrap(ring: KeyRing, sealed: string): Promise<string> {
+  const kekId = sealedKekId(sealed)
+  const parts = sealed.split('.')
+  const wrapped = decodeBase64(parts[2] ?? '')
+  if (kekId === null || !wrapped)
+    throw new EnvelopeError('sealed_malformed', 'not a v1 sealed value')
+  if (kekId === ring.currentId) return sealed
+  const from = ring.keys.get(kekId)
+  const to = ring.keys.get(ring.currentId)
+  if (!from) throw new EnvelopeError('kek_unknown', `kek ${kekId}`)
+  if (!to) throw new EnvelopeError('kek_unknown', `kek ${ring.currentId}`)
+  let again: ArrayBuffer
+  try {
+    const dek = await crypto.subtle.unwrapKey('raw', wrapped, from, 'AES-KW', 'AES-GCM', true, [
+      'decrypt',
+    ])
+    again = await crypto.subtle.wrapKey('raw', dek, to, 'AES-KW')
+  } catch {
+    throw new EnvelopeError('sealed_unopenable', `kek ${kekId}`)
+  }
+  return [FORMAT, ring.currentId, encodeBase64Url(new Uint8Array(again)), parts[3], parts[4]].join(
+    '.',
+  )
+}
+
 function utf8(text: string): Uint8Array<ArrayBuffer> {
   return new TextEncoder().encode(text) as Uint8Array<ArrayBuffer>
 }

@@ -9,6 +9,7 @@
  */
 import { Hono } from 'hono'
 import type { ClaimStore } from '../../claims'
+import type { KeyRing } from '../../shared/envelope'
 import type { Database } from '../db'
 import type { ReplayServiceDeps } from '../failures/replay-service'
 import type { Logger } from '../log'
@@ -35,6 +36,11 @@ export interface ConsoleDeps {
   signInLimit?: SignInLimit
   /** Cloudflare Access's assertions. @default verified against `config.access`, when set */
   access?: AccessVerifier | null
+  /**
+   * ORIGIN_KEKS, for the connection pages: they call origin/connections/service.ts with
+   * `{ db, originKeys: connectionKeys ?? null }`. Null or unset: the registry is off (503).
+   */
+  connectionKeys?: KeyRing | null
 }
 
 export function createConsoleApp(deps: ConsoleDeps): Hono<ConsoleEnv> {

@@ -1,0 +1,203 @@
+/**
+ * `npm run connections -- import`: today's per-tenant variables (the Worker's `…_BY_…`,
+ * TEAMS_APP_IDS, EMAIL_MAILBOX_ALIASES) read as connection drafts, with the parser the
+ * Worker reads them with (shared/tenant-secrets.ts) and checked by the registry's model. One
+ * tenant of a variable = one connection: its secrets (current first, as listed), its ids (Slack
+ * workspaces, Meta numbers / pages / accounts, mail aliases), its settings (WeChat AppID).
+ * API_KEYS is not imported: it holds hashes, and the edge compares a registry key itself.
+ * Problems name variables, entries and fields, never a secret.
+ * @module
+ */
+import { CONNECTION_KINDS, type ConnectionChannel } from '../../contract/connection'
+import { EMAIL_MAILBOX_ALIASES } from '../../email/mailbox'
+import { secretList } from '../../shared/crypto'
+import { parseTenantSecrets } from '../../shared/tenant-secrets'
+import { ConnectionError } from './errors'
+import { type ConnectionDraft, parseConnectionInput } from './model'
+
+type Env = Record<string, string | undefined>
+
+/** A channel's per-tenant variables: secret field -> variable; the ids' and settings' variables. */
+interface Mapping {
+  channel: ConnectionChannel
+  secrets: Record<string, string>
+  ids?: string
+  settings?: Record<string, string>
+}
+
+export const VARIABLE_MAPPINGS: readonly Mapping[] = [
+  {
+    channel: 'slack',
+    secrets: { signing_secret: 'SLACK_SIGNING_SECRETS_BY_APP' },
+    ids: 'SLACK_TEAMS_BY_APP',
+  },
+  { channel: 'twilio', secrets: { auth_token: 'TWILIO_AUTH_TOKENS_BY_ACCOUNT' } },
+  { channel: 'telegram', secrets: { secret_token: 'TELEGRAM_SECRET_TOKENS_BY_BOT' } },
+  {
+    channel: 'whatsapp-cloud',
+    secrets: { app_secret: 'WHATSAPP_APP_SECRETS_BY_APP' },
+    ids: 'WHATSAPP_PHONE_NUMBERS_BY_APP',
+  },
+  {
+    channel: 'messenger',
+    secrets: { app_secret: 'MESSENGER_APP_SECRETS_BY_APP' },
+    ids: 'MESSENGER_PAGES_BY_APP',
+  },
+  {
+    channel: 'instagram',
+    secrets: { app_secret: 'INSTAGRAM_APP_SECRETS_BY_APP' },
+    ids: 'INSTAGRAM_ACCOUNTS_BY_APP',
+  },
+  { channel: 'line', secrets: { channel_secret: 'LINE_CHANNEL_SECRETS_BY_DESTINATION' } },
+  {
+    channel: 'wechat',
+    secrets: { token: 'WECHAT_TOKENS_BY_ACCOUNT', aes_key: 'WECHAT_AES_KEYS_BY_ACCOUNT' },
+    settings: { app_id: 'WECHAT_APP_IDS_BY_ACCOUNT' },
+  },
+]
+
+export interface ImportRefusal {
+  channel: ConnectionChannel
+  account: string
+  field?: string
+  reason: string
+}
+
+export interface ImportPlan {
+  drafts: ConnectionDraft[]
+  /** Tenants of the variables the registry's model refuses (the variable's own rules differ). */
+  refused: ImportRefusal[]
+  /** The parser's warnings, and what is not imported (a shared secret names no tenant). */
+  warnings: string[]
+}
+
+/** Reads every known variable of `env` as drafts. */
+export function importPlan(env: Env): ImportPlan {
+  const plan: ImportPlan = { drafts: [], refused: [], warnings: [] }
+  const inputs: { channel: ConnectionChannel; account: string; input: unknown }[] = []
+  for (const mapping of VARIABLE_MAPPINGS) inputs.push(...perTenant(env, mapping, plan.warnings))
+  inputs.push(...telegramPathless(env, inputs, plan.warnings))
+  inputs.push(...teams(env), ...jsonGrouped(env, EMAIL_MAILBOX_ALIASES.name, plan.warnings))
+  for (const { channel, account, input } of inputs) {
+    try {
+      plan.drafts.push(parseConnectionInput(input))
+    } catch (err) {
+      if (!(err instanceof ConnectionError)) throw err
+      plan.refused.push({ channel, account, field: err.field, reason: err.message })
+    }
+  }
+  // The edge compares the key itself, and API_KEYS holds only hashes: new keys are made instead.
+  if (env.API_KEYS?.trim()) {
+    plan.warnings.push(
+      'API_KEYS holds key hashes, not keys: not imported (create each tenant with generate: ["api_key"], hand out the new key, then remove its hash)',
+    )
+  }
+  for (const shared of ['SLACK_SIGNING_SECRET', 'TWILIO_AUTH_TOKEN']) {
+    if (secretList(env[shared]).length > 0) {
+      plan.warnings.push(
+        `${shared} serves any tenant and names none: not imported (give it per tenant)`,
+      )
+    }
+  }
+  return plan
+}
+
+function perTenant(env: Env, mapping: Mapping, warnings: string[]) {
+  const kind = CONNECTION_KINDS[mapping.channel]
+  const rule = { test: (id: string) => kind.account.pattern.test(id), hint: kind.account.hint }
+  const read = (name: string, noun?: string) =>
+    parseTenantSecrets(name, env[name], rule, warnings, noun ? { noun } : {}) ?? new Map()
+  const secrets = Object.entries(mapping.secrets).map(
+    ([field, name]) => [field, read(name)] as const,
+  )
+  const ids = mapping.ids ? read(mapping.ids, 'id') : new Map<string, string[]>()
+  const settings = Object.entries(mapping.settings ?? {}).map(
+    ([key, name]) => [key, read(name, key)] as const,
+  )
+  const accounts = new Set(secrets.flatMap(([, byTenant]) => [...byTenant.keys()]))
+  return [...accounts].map((account) => ({
+    channel: mapping.channel,
+    account,
+    input: {
+      channel: mapping.channel,
+      account,
+      ...(mapping.ids ? { ids: ids.get(account) ?? [] } : {}),
+      settings: Object.fromEntries(
+        settings.flatMap(([key, byTenant]) =>
+          byTenant.has(account) ? [[key, byTenant.get(account)?.[0]]] : [],
+        ),
+      ),
+      secrets: Object.fromEntries(
+        secrets.flatMap(([field, byTenant]) =>
+          byTenant.has(account) ? [[field, byTenant.get(account)]] : [],
+        ),
+      ),
+    },
+  }))
+}
+
+/** TELEGRAM_SECRET_TOKEN + TELEGRAM_BOT_ID: one more bot, unless TELEGRAM_SECRET_TOKENS_BY_BOT has it. */
+function telegramPathless(
+  env: Env,
+  taken: readonly { channel: string; account: string }[],
+  warnings: string[],
+) {
+  const tokens = secretList(env.TELEGRAM_SECRET_TOKEN)
+  const bot = env.TELEGRAM_BOT_ID?.trim() ?? ''
+  if (tokens.length === 0) return []
+  if (!CONNECTION_KINDS.telegram.account.pattern.test(bot)) {
+    warnings.push('TELEGRAM_SECRET_TOKEN without a valid TELEGRAM_BOT_ID: not imported')
+    return []
+  }
+  if (taken.some((t) => t.channel === 'telegram' && t.account === bot)) return []
+  const input = { channel: 'telegram', account: bot, secrets: { secret_token: tokens } }
+  return [{ channel: 'telegram' as const, account: bot, input }]
+}
+
+function teams(env: Env) {
+  const ids = (env.TEAMS_APP_IDS ?? '')
+    .split(',')
+    .map((id) => id.trim())
+    .filter(Boolean)
+  return [...new Set(ids)].map((account) => ({
+    channel: 'teams' as const,
+    account,
+    input: { channel: 'teams', account },
+  }))
+}
+
+/**
+ * EMAIL_MAILBOX_ALIASES (`alias -> mailbox`, JSON) grouped by mailbox: each mailbox a connection
+ * whose ids are its aliases.
+ */
+function jsonGrouped(env: Env, name: string, warnings: string[]) {
+  const channel = 'email' as const
+  const raw = env[name]?.trim()
+  if (!raw) return []
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(raw)
+  } catch {
+    warnings.push(`${name} is not JSON: not imported`)
+    return []
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    warnings.push(`${name} is not a JSON object: not imported`)
+    return []
+  }
+  const byTenant = new Map<string, string[]>()
+  for (const [index, [id, tenant]] of Object.entries(parsed).entries()) {
+    if (typeof tenant !== 'string') {
+      warnings.push(`${name} entry ${index + 1} names no tenant; skipped`)
+      continue
+    }
+    // Canonical mailboxes are lower case (email/mailbox.ts).
+    const owner = tenant.toLowerCase()
+    byTenant.set(owner, [...(byTenant.get(owner) ?? []), id.toLowerCase()])
+  }
+  return [...byTenant].map(([account, ids]) => ({
+    channel,
+    account,
+    input: { channel, account, ids },
+  }))
+}

@@ -14,7 +14,9 @@ import type { ReplayServiceDeps } from '../failures/replay-service'
 import type { Logger } from '../log'
 import { type SignInLimit, signInLimit } from '../sign-in-limit'
 import { type AccessVerifier, accessVerifier } from './access'
+import type { ConsoleConnections } from './connections'
 import { consoleHeaders } from './headers'
+import { connectionRoutes } from './routes/connections'
 import { failureRoutes } from './routes/failures'
 import { jobRoutes } from './routes/jobs'
 import { mismatchRoutes } from './routes/mismatches'
@@ -35,6 +37,8 @@ export interface ConsoleDeps {
   signInLimit?: SignInLimit
   /** Cloudflare Access's assertions. @default verified against `config.access`, when set */
   access?: AccessVerifier | null
+  /** The connection registry (origin/connections/service.ts); null or unset: it is off (no ORIGIN_KEKS). */
+  connections?: ConsoleConnections | null
 }
 
 export function createConsoleApp(deps: ConsoleDeps): Hono<ConsoleEnv> {
@@ -55,6 +59,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<ConsoleEnv> {
   app.route('/', failureRoutes({ db, logger, replay: deps.replay }))
   app.route('/', jobRoutes(db))
   app.route('/', mismatchRoutes(db))
+  app.route('/', connectionRoutes(deps.connections ?? null))
 
   return app
 }

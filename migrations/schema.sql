@@ -3,7 +3,7 @@
 -- edit it by hand. npm test fails when it differs from what the migrations make.
 -- Read a function here: a migration changes a function only by one whole CREATE OR REPLACE,
 -- so the older migrations hold its earlier versions.
--- Newest migration: 20261204001001
+-- Newest migration: 20261204002001
 
 -- Name: pg_trgm; Type: EXTENSION; Schema: -; Owner: -
 
@@ -417,6 +417,103 @@ ALTER TABLE public.channel_failures ALTER COLUMN id ADD GENERATED ALWAYS AS IDEN
     CACHE 1
 );
 
+-- Name: connection_audit; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.connection_audit (
+    id bigint NOT NULL,
+    connection_id text NOT NULL,
+    action text NOT NULL,
+    actor text NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+
+-- Name: connection_audit_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+
+ALTER TABLE public.connection_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.connection_audit_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: connection_publications; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.connection_publications (
+    id bigint NOT NULL,
+    connection_id text NOT NULL,
+    version bigint NOT NULL,
+    kind text NOT NULL,
+    remove_keys text[] DEFAULT '{}'::text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    published_at timestamp with time zone,
+    CONSTRAINT connection_publications_kind_check CHECK ((kind = ANY (ARRAY['put'::text, 'delete'::text])))
+);
+
+-- Name: connection_publications_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+
+ALTER TABLE public.connection_publications ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.connection_publications_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: connection_secrets; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.connection_secrets (
+    seq bigint NOT NULL,
+    connection_id text NOT NULL,
+    field text NOT NULL,
+    kid text NOT NULL,
+    sealed text NOT NULL,
+    fingerprint text NOT NULL,
+    not_after timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT connection_secrets_field_check CHECK ((field ~ '^[a-z_]{1,32}$'::text)),
+    CONSTRAINT connection_secrets_fingerprint_check CHECK ((fingerprint ~ '^sha256:[0-9a-f]{8}$'::text)),
+    CONSTRAINT connection_secrets_kid_check CHECK ((kid ~ '^[A-Za-z0-9_-]{1,32}$'::text)),
+    CONSTRAINT connection_secrets_sealed_check CHECK ((octet_length(sealed) <= 16384))
+);
+
+-- Name: connection_secrets_seq_seq; Type: SEQUENCE; Schema: public; Owner: -
+
+ALTER TABLE public.connection_secrets ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.connection_secrets_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: connections; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.connections (
+    id text NOT NULL,
+    channel text NOT NULL,
+    account text NOT NULL,
+    ids text[] DEFAULT '{}'::text[] NOT NULL,
+    settings jsonb DEFAULT '{}'::jsonb NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    version bigint DEFAULT 1 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    edge_version bigint,
+    edge_seen_at timestamp with time zone,
+    CONSTRAINT connections_account_check CHECK (((octet_length(account) >= 1) AND (octet_length(account) <= 320))),
+    CONSTRAINT connections_channel_check CHECK ((channel ~ '^[a-z][a-z0-9-]{0,31}$'::text)),
+    CONSTRAINT connections_id_check CHECK ((id ~ '^c_[a-z2-7]{26}$'::text)),
+    CONSTRAINT connections_ids_check CHECK ((cardinality(ids) <= 1000)),
+    CONSTRAINT connections_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
+    CONSTRAINT connections_status_check CHECK ((status = ANY (ARRAY['active'::text, 'disabled'::text]))),
+    CONSTRAINT connections_version_check CHECK ((version >= 1))
+);
+
 -- Name: console_audit; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.console_audit (
@@ -744,6 +841,36 @@ CREATE TABLE public.signature_bindings (
 ALTER TABLE ONLY public.channel_failures
     ADD CONSTRAINT channel_failures_pkey PRIMARY KEY (id);
 
+-- Name: connection_audit connection_audit_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.connection_audit
+    ADD CONSTRAINT connection_audit_pkey PRIMARY KEY (id);
+
+-- Name: connection_publications connection_publications_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.connection_publications
+    ADD CONSTRAINT connection_publications_pkey PRIMARY KEY (id);
+
+-- Name: connection_secrets connection_secrets_connection_id_field_kid_key; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.connection_secrets
+    ADD CONSTRAINT connection_secrets_connection_id_field_kid_key UNIQUE (connection_id, field, kid);
+
+-- Name: connection_secrets connection_secrets_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.connection_secrets
+    ADD CONSTRAINT connection_secrets_pkey PRIMARY KEY (seq);
+
+-- Name: connections connections_channel_account_key; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.connections
+    ADD CONSTRAINT connections_channel_account_key UNIQUE (channel, account);
+
+-- Name: connections connections_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.connections
+    ADD CONSTRAINT connections_pkey PRIMARY KEY (id);
+
 -- Name: console_audit console_audit_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.console_audit
@@ -891,6 +1018,22 @@ CREATE UNIQUE INDEX channel_failures_outbox_stage_key ON public.channel_failures
 
 CREATE INDEX channel_failures_status_idx ON public.channel_failures USING btree (status, id);
 
+-- Name: connection_audit_connection_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX connection_audit_connection_idx ON public.connection_audit USING btree (connection_id, id);
+
+-- Name: connection_publications_connection_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX connection_publications_connection_idx ON public.connection_publications USING btree (connection_id, id);
+
+-- Name: connection_publications_pending_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX connection_publications_pending_idx ON public.connection_publications USING btree (id) WHERE (published_at IS NULL);
+
+-- Name: connections_ids_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX connections_ids_idx ON public.connections USING gin (ids);
+
 -- Name: console_audit_at_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX console_audit_at_idx ON public.console_audit USING btree (at DESC);
@@ -980,6 +1123,11 @@ ALTER TABLE ONLY public.channel_failures
 
 ALTER TABLE ONLY public.channel_failures
     ADD CONSTRAINT channel_failures_outbox_id_fkey FOREIGN KEY (outbox_id) REFERENCES public.outbox(id);
+
+-- Name: connection_secrets connection_secrets_connection_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.connection_secrets
+    ADD CONSTRAINT connection_secrets_connection_id_fkey FOREIGN KEY (connection_id) REFERENCES public.connections(id) ON DELETE CASCADE;
 
 -- Name: conversations conversations_customer_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 

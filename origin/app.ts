@@ -7,6 +7,7 @@
  * @module
  */
 import { Hono } from 'hono'
+import type { KeyRing } from '../shared/envelope'
 import { type ConsoleDeps, createConsoleApp } from './console/app'
 import type { Database } from './db'
 import {
@@ -47,6 +48,11 @@ export interface OriginDeps {
   signInLimit?: SignInLimit
   /** The Worker's replay route for unrecognized events (GATEWAY_URL); unset: refused. */
   gateway?: GatewayReplay | null
+  /**
+   * The connection registry (origin/connections/): ORIGIN_KEKS, for the admin API at
+   * `/v1/admin/connections` and the console's pages. Null or unset: both answer 503.
+   */
+  connections?: { originKeys: KeyRing | null; now?: () => number } | null
 }
 
 export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
@@ -59,7 +65,11 @@ export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
   app.route('/', workerRoutes({ db, logger, metrics, secrets, maxEventBytes, nowSeconds }))
 
   if (deps.console) {
-    app.route('/console', createConsoleApp({ ...deps.console, db, logger, signInLimit: guesses }))
+    const connectionKeys = deps.connections?.originKeys ?? null
+    app.route(
+      '/console',
+      createConsoleApp({ ...deps.console, db, logger, signInLimit: guesses, connectionKeys }),
+    )
   }
 
   // The operator's replay of a dead inbound event, behind Idempotency-Key (failures/http.ts).

@@ -22,6 +22,8 @@ export interface StartOriginOptions {
   metrics?: OriginMetrics
   /** The operator console's settings and helpers; unset: no /console. */
   console?: OriginDeps['console']
+  /** The connection registry's keys (origin/connections/settings.ts); unset: registry off. */
+  connections?: OriginDeps['connections']
 }
 
 export interface RunningOrigin {
@@ -53,6 +55,7 @@ export async function startOrigin(
     metrics: options.metrics ?? createMetrics(),
     gateway: config.gatewayUrl ? gatewayReplay(config.gatewayUrl, config.sharedSecrets) : null,
     ...(options.console ? { console: options.console } : {}),
+    connections: options.connections ?? null,
   })
 
   const server = serve({

@@ -9,12 +9,12 @@
  */
 import { Hono } from 'hono'
 import type { ClaimStore } from '../../claims'
+import type { KeyRing } from '../../shared/envelope'
 import type { Database } from '../db'
 import type { ReplayServiceDeps } from '../failures/replay-service'
 import type { Logger } from '../log'
 import { type SignInLimit, signInLimit } from '../sign-in-limit'
 import { type AccessVerifier, accessVerifier } from './access'
-import type { ConsoleConnections } from './connections'
 import { consoleHeaders } from './headers'
 import { connectionRoutes } from './routes/connections'
 import { failureRoutes } from './routes/failures'
@@ -37,8 +37,11 @@ export interface ConsoleDeps {
   signInLimit?: SignInLimit
   /** Cloudflare Access's assertions. @default verified against `config.access`, when set */
   access?: AccessVerifier | null
-  /** The connection registry (origin/connections/service.ts); null or unset: it is off (no ORIGIN_KEKS). */
-  connections?: ConsoleConnections | null
+  /**
+   * ORIGIN_KEKS, for the connection pages: they call origin/connections/service.ts with
+   * `{ db, originKeys: connectionKeys ?? null }`. Null or unset: the registry is off (503).
+   */
+  connectionKeys?: KeyRing | null
 }
 
 export function createConsoleApp(deps: ConsoleDeps): Hono<ConsoleEnv> {
@@ -59,7 +62,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<ConsoleEnv> {
   app.route('/', failureRoutes({ db, logger, replay: deps.replay }))
   app.route('/', jobRoutes(db))
   app.route('/', mismatchRoutes(db))
-  app.route('/', connectionRoutes(deps.connections ?? null))
+  app.route('/', connectionRoutes({ db, originKeys: deps.connectionKeys ?? null }))
 
   return app
 }

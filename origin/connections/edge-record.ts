@@ -1,0 +1,92 @@
+/**
+ * A connection as the edge holds it (contract/connection.ts EdgeConnectionSchema, the KV value of
+ * `conn:<id>`) and the index keys that lead to it (`idx:<channel>:<id>` -> its id). The secrets
+ * are opened with ORIGIN_KEKS and sealed again with EDGE_KEKS under the same additional data:
+ * KV never holds a plaintext, and a KV reader without EDGE_KEKS learns nothing.
+ * @module
+ */
+import * as v from 'valibot'
+import {
+  CONNECTION_KINDS,
+  CONNECTION_LIMITS,
+  type ConnectionChannel,
+  type ConnectionKind,
+  type EdgeConnection,
+  EdgeConnectionSchema,
+  kvKeys,
+  secretAad,
+} from '../../contract/connection'
+import { type KeyRing, seal } from '../../shared/envelope'
+import { isLive, openSecret } from './secrets'
+import type { ConnectionRecord } from './store'
+
+/**
+ * The external ids the edge finds this connection by on the channel's shared path: its account
+ * (Slack api_app_id, LINE destination) or its ids (Meta pages and numbers, API key hashes).
+ */
+export function indexKeys(c: {
+  channel: ConnectionChannel
+  account: string
+  ids: readonly string[]
+}) {
+  const kind: ConnectionKind = CONNECTION_KINDS[c.channel]
+  if (kind.index === 'account') return [kvKeys.index(c.channel, c.account)]
+  if (kind.index === 'ids') return c.ids.map((id) => kvKeys.index(c.channel, id))
+  return []
+}
+
+/** Every KV key a connection owns: its record and its index entries. */
+export const edgeKeys = (c: Parameters<typeof indexKeys>[0] & { id: string }) => [
+  kvKeys.connection(c.id),
+  ...indexKeys(c),
+]
+
+/**
+ * The API's keys are known at the edge by their hashes alone (`ids`, worker/api/auth.ts compares
+ * hashes): its sealed keys stay at the origin.
+ */
+const EDGE_FIELDS_WITHHELD: Partial<Record<ConnectionChannel, readonly string[]>> = {
+  api: ['api_key'],
+}
+
+/** The edge record of `c` at `nowMs`: expired secrets left out, the rest sealed with EDGE_KEKS. */
+export async function edgeRecord(
+  c: ConnectionRecord,
+  keys: { origin: KeyRing; edge: KeyRing },
+  nowMs: number,
+): Promise<EdgeConnection> {
+  const withheld = EDGE_FIELDS_WITHHELD[c.channel] ?? []
+  const secrets = []
+  for (const secret of c.secrets) {
+    if (!isLive(secret, nowMs) || withheld.includes(secret.field)) continue
+    const plaintext = await openSecret(keys.origin, c.id, secret)
+    secrets.push({
+      field: secret.field,
+      kid: secret.kid,
+      notAfter: secret.notAfter?.toISOString() ?? null,
+      sealed: await seal(keys.edge, plaintext, secretAad(c.id, secret.field, secret.kid)),
+    })
+  }
+  const record: EdgeConnection = {
+    v: 1,
+    id: c.id,
+    channel: c.channel,
+    account: c.account,
+    ids: [...c.ids],
+    settings: { ...c.settings },
+    status: c.status,
+    version: c.version,
+    secrets,
+  }
+  // What the Worker will parse: a record it would refuse is a bug here, not a record to publish.
+  const parsed = v.safeParse(EdgeConnectionSchema, record)
+  if (!parsed.success) {
+    const path = parsed.issues[0]?.path?.map((p) => String(p.key)).join('.') ?? '(record)'
+    throw new Error(`edge record of ${c.id} does not match the contract at ${path}`)
+  }
+  const checked = parsed.output
+  if (JSON.stringify(checked).length > CONNECTION_LIMITS.recordBytes) {
+    throw new Error(`edge record of ${c.id} exceeds ${CONNECTION_LIMITS.recordBytes} bytes`)
+  }
+  return checked
+}

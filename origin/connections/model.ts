@@ -1,0 +1,207 @@
+/**
+ * What a connection may be, checked against its channel's kind (contract/connection.ts
+ * CONNECTION_KINDS) before anything is written: the account's form, the ids' form and count,
+ * the settings it knows, the secret fields it needs. Every problem names the field
+ * (`account`, `ids.3`, `secrets.signing_secret`), never the value refused.
+ *
+ * Secrets and ids are later written into the Worker's per-tenant variable form
+ * (`TENANT=s1|s2,OTHER=s3`, worker/connections/config.ts): a `,`, a `|` or a space in one would
+ * change its meaning there, so none may hold them.
+ * @module
+ */
+import * as v from 'valibot'
+import {
+  CONNECTION_ANY_ID,
+  CONNECTION_CHANNELS,
+  CONNECTION_KINDS,
+  CONNECTION_LIMITS,
+  type ConnectionChannel,
+  type ConnectionKind,
+  type ConnectionStatus,
+  ConnectionStatusSchema,
+} from '../../contract/connection'
+import { invalid } from './errors'
+
+/** A secret as a vendor issues one: printable ASCII without `,` `|` or a space. */
+const SECRET = /^[\x21-\x2b\x2d-\x7b\x7d\x7e]+$/
+/** The API's ids are the SHA-256 hex of its keys (the Worker compares hashes). */
+const KEY_HASH = /^[0-9a-f]{64}$/
+/** Ids and settings of one connection as JSON: far below an edge record's bound. */
+const MAX_LISTED_BYTES = 64 * 1024
+/** The longest overlap a rotation may give the secret it replaces: 30 days. */
+export const MAX_OVERLAP_SECONDS = 30 * 24 * 3600
+export const DEFAULT_OVERLAP_SECONDS = 24 * 3600
+
+export interface ConnectionDraft {
+  channel: ConnectionChannel
+  account: string
+  ids: string[]
+  settings: Record<string, string>
+  status: ConnectionStatus
+  /** field → the secrets given for it, current first (an import may give two). */
+  secrets: Record<string, string[]>
+}
+
+export interface RotateDraft {
+  /** field → the new secret. */
+  secrets: Record<string, string>
+  overlapSeconds: number
+}
+
+const CreateShape = v.strictObject({
+  channel: v.string(),
+  account: v.string(),
+  ids: v.optional(v.array(v.string())),
+  settings: v.optional(v.record(v.string(), v.string())),
+  status: v.optional(ConnectionStatusSchema),
+  secrets: v.optional(v.record(v.string(), v.union([v.string(), v.array(v.string())]))),
+})
+
+const RotateShape = v.strictObject({
+  secrets: v.record(v.string(), v.string()),
+  overlapSeconds: v.optional(v.pipe(v.number(), v.safeInteger())),
+})
+
+/** The kind's rules of a channel; throws naming `channel` when there is no such channel. */
+export function kindOf(channel: string): ConnectionKind {
+  const kind = (CONNECTION_KINDS as Record<string, ConnectionKind>)[channel]
+  if (!kind) throw invalid('channel', `one of ${CONNECTION_CHANNELS.join(', ')}`)
+  return kind
+}
+
+/** The rule an id of `channel` follows, or null when the channel lists none. */
+export function idRule(channel: ConnectionChannel): { noun: string; pattern: RegExp } | null {
+  if (channel === 'api') return { noun: 'API key hashes (SHA-256 hex)', pattern: KEY_HASH }
+  return kindOf(channel).ids ?? null
+}
+
+/** The fields a new connection must be given: every secret field (the API may give hashes). */
+function requiredSecretFields(channel: ConnectionChannel, ids: readonly string[]): string[] {
+  if (channel === 'api' && ids.length > 0) return []
+  return [...kindOf(channel).secretFields]
+}
+
+/** A new connection, from untrusted JSON. @throws {ConnectionError} naming the field */
+export function parseConnectionInput(input: unknown): ConnectionDraft {
+  const shape = v.safeParse(CreateShape, input)
+  if (!shape.success) throw shapeProblem(shape.issues)
+  const { channel, account } = shape.output
+  const kind = kindOf(channel)
+  const name = channel as ConnectionChannel
+  if (!kind.account.pattern.test(account)) throw invalid('account', `must be ${kind.account.hint}`)
+  const ids = checkIds(name, shape.output.ids ?? [])
+  const settings = checkSettings(kind, shape.output.settings ?? {})
+  const secrets: Record<string, string[]> = {}
+  for (const [field, value] of Object.entries(shape.output.secrets ?? {})) {
+    secrets[field] = checkSecrets(kind, field, typeof value === 'string' ? [value] : value)
+  }
+  for (const field of requiredSecretFields(name, ids)) {
+    if (!secrets[field]) throw invalid(`secrets.${field}`, 'required')
+  }
+  return { channel: name, account, ids, settings, status: shape.output.status ?? 'active', secrets }
+}
+
+/** A rotation, from untrusted JSON, for a connection of `channel`. */
+export function parseRotateInput(channel: ConnectionChannel, input: unknown): RotateDraft {
+  const shape = v.safeParse(RotateShape, input)
+  if (!shape.success) throw shapeProblem(shape.issues)
+  const kind = kindOf(channel)
+  const entries = Object.entries(shape.output.secrets)
+  if (entries.length === 0) throw invalid('secrets', 'name at least one secret field')
+  for (const [field, value] of entries) checkSecrets(kind, field, [value])
+  const overlapSeconds = shape.output.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS
+  if (overlapSeconds < 0 || overlapSeconds > MAX_OVERLAP_SECONDS) {
+    throw invalid('overlapSeconds', `from 0 to ${MAX_OVERLAP_SECONDS}`)
+  }
+  return { secrets: shape.output.secrets, overlapSeconds }
+}
+
+export interface UpdateDraft {
+  ids?: string[]
+  settings?: Record<string, string>
+}
+
+const UpdateShape = v.strictObject({
+  ids: v.optional(v.array(v.string())),
+  settings: v.optional(v.record(v.string(), v.string())),
+})
+
+/** New ids and / or settings for a connection of `channel`, from untrusted JSON. */
+export function parseUpdateInput(channel: ConnectionChannel, input: unknown): UpdateDraft {
+  const shape = v.safeParse(UpdateShape, input)
+  if (!shape.success) throw shapeProblem(shape.issues)
+  const { ids, settings } = shape.output
+  if (!ids && !settings) throw invalid('(body)', 'give ids or settings')
+  return {
+    ...(ids ? { ids: checkIds(channel, ids) } : {}),
+    ...(settings ? { settings: checkSettings(kindOf(channel), settings) } : {}),
+  }
+}
+
+function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] {
+  const rule = idRule(channel)
+  if (!rule) {
+    if (ids.length > 0) throw invalid('ids', `${channel} connections list no ids`)
+    return []
+  }
+  if (ids.length > CONNECTION_LIMITS.ids) {
+    throw invalid('ids', `at most ${CONNECTION_LIMITS.ids} ${rule.noun}`)
+  }
+  ids.forEach((id, index) => {
+    if (!rule.pattern.test(id)) throw invalid(`ids.${index}`, `not one of the ${rule.noun}`)
+  })
+  const unique = [...new Set(ids)]
+  if (JSON.stringify(unique).length > MAX_LISTED_BYTES) {
+    throw invalid('ids', `longer than ${MAX_LISTED_BYTES} bytes as JSON`)
+  }
+  return unique
+}
+
+function checkSettings(kind: ConnectionKind, settings: Record<string, string>) {
+  const known: readonly string[] = kind.settings ?? []
+  for (const [name, value] of Object.entries(settings)) {
+    if (!known.includes(name)) {
+      throw invalid(
+        `settings.${safeKey(name)}`,
+        known.length ? `one of ${known.join(', ')}` : 'none known',
+      )
+    }
+    if (!CONNECTION_ANY_ID.test(value)) throw invalid(`settings.${name}`, 'an id of 1-128 chars')
+  }
+  return { ...settings }
+}
+
+function checkSecrets(kind: ConnectionKind, field: string, values: readonly string[]): string[] {
+  const where = `secrets.${safeKey(field)}`
+  if (!kind.secretFields.includes(field)) {
+    const known = kind.secretFields.join(', ') || 'none'
+    throw invalid(where, `not a secret field of this channel (${known})`)
+  }
+  if (values.length === 0 || values.length > CONNECTION_LIMITS.secretsPerField) {
+    throw invalid(where, `one to ${CONNECTION_LIMITS.secretsPerField} secrets`)
+  }
+  for (const value of values) {
+    if (value.length === 0 || value.length > CONNECTION_LIMITS.secretChars) {
+      throw invalid(where, `1 to ${CONNECTION_LIMITS.secretChars} characters`)
+    }
+    if (!SECRET.test(value)) throw invalid(where, 'printable ASCII without , | or spaces')
+  }
+  if (new Set(values).size !== values.length) throw invalid(where, 'the same secret twice')
+  return [...values]
+}
+
+/** valibot's first issue as a problem naming its path; its message (it quotes values) is not used. */
+function shapeProblem(issues: readonly v.BaseIssue<unknown>[]) {
+  const issue = issues[0]
+  const field = issue?.path?.map((p) => safeKey(p.key)).join('.') || '(body)'
+  if (issue?.type === 'strict_object' || issue?.type === 'object') {
+    return invalid(field, issue.expected === 'never' ? 'not a known field' : 'an object')
+  }
+  return invalid(field, `expected ${issue?.expected ?? 'another type'}`)
+}
+
+/** A key of the input as a field name; one that looks like no field name (a secret?) is not said. */
+function safeKey(key: unknown): string {
+  const text = String(key)
+  return /^[A-Za-z_][A-Za-z0-9_]{0,31}$/.test(text) || /^[0-9]{1,4}$/.test(text) ? text : '?'
+}

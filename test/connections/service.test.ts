@@ -1,0 +1,368 @@
+/**
+ * The registry's service against real Postgres: what a create, rotate, disable, enable, update
+ * and delete write (the connection, its sealed secrets, its audit row, its publication row, in
+ * one transaction), what it refuses (naming the field, writing nothing), and that no secret is
+ * ever in a view, an audit row or a stored column in the clear.
+ */
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { secretAad } from '../../contract/connection'
+import { createTestDatabase, type TestDatabase } from '../../local/services'
+import * as registry from '../../origin/connections/service'
+import type { Database } from '../../origin/db'
+import { importKeyRing, type KeyRing, newKekEntry, open } from '../../shared/envelope'
+import { openTestDb } from '../support/origin'
+
+let database: TestDatabase
+let db: Database
+let sql: pg.Client
+let deps: registry.ConnectionServiceDeps
+
+beforeAll(async () => {
+  database = await createTestDatabase()
+  db = openTestDb(database.url)
+  sql = new pg.Client({ connectionString: database.url })
+  await sql.connect()
+  deps = { db, originKeys: await importKeyRing(newKekEntry('o1')) }
+})
+afterAll(async () => {
+  await sql?.end()
+  await db?.close()
+  await database?.drop()
+})
+
+const SECRET = 'slack-signing-secret-0123456789abcdef'
+let app = 0
+const slackApp = () => `A0TEST${String(app++).padStart(4, '0')}`
+const count = async (table: string, where = 'true', values: unknown[] = []) =>
+  Number((await sql.query(`SELECT count(*) FROM ${table} WHERE ${where}`, values)).rows[0].count)
+
+const TABLES = ['connections', 'connection_secrets', 'connection_audit', 'connection_publications']
+async function allCounts() {
+  const counts: number[] = []
+  for (const table of TABLES) counts.push(await count(table))
+  return counts
+}
+
+async function refusal(work: Promise<unknown>) {
+  const err = await work.then(
+    () => null,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(registry.ConnectionError)
+  const { code, field, status, message } = err as registry.ConnectionError
+  return { code, field, status, message }
+}
+
+describe('createConnection', () => {
+  it('stores the connection, its secret sealed, one audit row and one publication; shows a fingerprint only', async () => {
+    const account = slackApp()
+    const view = await registry.createConnection(
+      deps,
+      { channel: 'slack', account, ids: ['T0AAA', 'T0BBB'], secrets: { signing_secret: SECRET } },
+      'test',
+    )
+    expect(view).toMatchObject({
+      channel: 'slack',
+      account,
+      ids: ['T0AAA', 'T0BBB'],
+      status: 'active',
+      version: 1,
+    })
+    expect(view.id).toMatch(/^c_[a-z2-7]{26}$/)
+    expect(view.secrets).toEqual([
+      expect.objectContaining({
+        field: 'signing_secret',
+        notAfter: null,
+        live: true,
+        fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{8}$/),
+      }),
+    ])
+    expect(view.edge).toMatchObject({ pending: true, publishedVersion: null, seenVersion: null })
+    expect(JSON.stringify(view)).not.toContain(SECRET)
+
+    const stored = (
+      await sql.query('SELECT * FROM connection_secrets WHERE connection_id = $1', [view.id])
+    ).rows
+    expect(stored).toHaveLength(1)
+    expect(stored[0].sealed).not.toContain(SECRET)
+    const aad = secretAad(view.id, 'signing_secret', stored[0].kid)
+    expect(await open(deps.originKeys as KeyRing, stored[0].sealed, aad)).toBe(SECRET)
+    const audit = (
+      await sql.query('SELECT * FROM connection_audit WHERE connection_id = $1', [view.id])
+    ).rows
+    expect(audit.map((a) => a.action)).toEqual(['create'])
+    expect(JSON.stringify(audit)).not.toContain(SECRET)
+    expect(
+      await count(
+        'connection_publications',
+        "connection_id = $1 AND kind = 'put' AND version = 1",
+        [view.id],
+      ),
+    ).toBe(1)
+  })
+
+  it.each([
+    [{ channel: 'slack', account: 'not-an-app', secrets: { signing_secret: SECRET } }, 'account'],
+    [{ channel: 'nope', account: 'A0X', secrets: {} }, 'channel'],
+    [
+      {
+        channel: 'slack',
+        account: 'A0BAD1',
+        ids: ['T0A', 'bad id'],
+        secrets: { signing_secret: SECRET },
+      },
+      'ids.1',
+    ],
+    [{ channel: 'slack', account: 'A0BAD2' }, 'secrets.signing_secret'],
+    [
+      { channel: 'slack', account: 'A0BAD3', secrets: { signing_secret: 'a,b' } },
+      'secrets.signing_secret',
+    ],
+    [
+      { channel: 'slack', account: 'A0BAD4', secrets: { signing_secret: 'x'.repeat(513) } },
+      'secrets.signing_secret',
+    ],
+    [
+      { channel: 'slack', account: 'A0BAD5', secrets: { signing_secret: SECRET }, extra: 1 },
+      'extra',
+    ],
+    [
+      {
+        channel: 'slack',
+        account: 'A0BAD6',
+        ids: Array.from({ length: 1001 }, (_, i) => `T${i}AA`),
+        secrets: { signing_secret: SECRET },
+      },
+      'ids',
+    ],
+    [
+      {
+        channel: 'wechat',
+        account: 'gh_0123456789ab',
+        secrets: { token: 't', aes_key: 'k' },
+        settings: { colour: 'x' },
+      },
+      'settings.colour',
+    ],
+    [{ channel: 'slack', account: 'A0BAD7', secrets: { [SECRET]: SECRET } }, 'secrets.?'],
+  ])('refuses %j naming %s, writing nothing', async (input, field) => {
+    const before = await allCounts()
+    const problem = await refusal(registry.createConnection(deps, input, 'test'))
+    expect(problem).toMatchObject({ code: 'connection_invalid', field, status: 400 })
+    expect(problem.message).not.toContain(SECRET)
+    const after = await allCounts()
+    expect(after).toEqual(before)
+  })
+
+  it('refuses a second connection of one account, and a Meta page another app holds, writing nothing', async () => {
+    const account = slackApp()
+    const input = { channel: 'slack', account, secrets: { signing_secret: SECRET } }
+    await registry.createConnection(deps, input, 'test')
+    expect(await refusal(registry.createConnection(deps, input, 'test'))).toMatchObject({
+      code: 'connection_exists',
+      field: 'account',
+      status: 409,
+    })
+
+    const page = (app: string, ids: string[]) => ({
+      channel: 'messenger',
+      account: app,
+      ids,
+      secrets: { app_secret: 'meta-secret-1' },
+    })
+    await registry.createConnection(deps, page('900001', ['5550001', '5550002']), 'test')
+    const before = await count('connections')
+    expect(
+      await refusal(
+        registry.createConnection(deps, page('900002', ['5550009', '5550002']), 'test'),
+      ),
+    ).toMatchObject({ code: 'connection_id_taken', field: 'ids' })
+    expect(await count('connections')).toBe(before)
+    expect(await count('connections', 'account = $1', ['900002'])).toBe(0)
+  })
+
+  it('an API connection is found by its key hashes: the key itself never reaches its ids', async () => {
+    const view = await registry.createConnection(
+      deps,
+      { channel: 'api', account: 'tenant-a', secrets: { api_key: 'api-key-of-tenant-a-0001' } },
+      'test',
+    )
+    const { createHash } = await import('node:crypto')
+    expect(view.ids).toEqual([
+      createHash('sha256').update('api-key-of-tenant-a-0001').digest('hex'),
+    ])
+  })
+
+  it('is refused with registry_disabled while ORIGIN_KEKS is unset', async () => {
+    const input = { channel: 'slack', account: slackApp(), secrets: { signing_secret: SECRET } }
+    expect(
+      await refusal(registry.createConnection({ db, originKeys: null }, input, 'test')),
+    ).toMatchObject({ code: 'registry_disabled', status: 503 })
+  })
+})
+
+describe('rotate, disable, enable, update, delete', () => {
+  const create = (account = slackApp()) =>
+    registry.createConnection(
+      deps,
+      { channel: 'slack', account, secrets: { signing_secret: SECRET } },
+      'test',
+    )
+
+  it('rotate: the new secret current, the old one live until now + overlap; at most two; overlap 0 retires at once', async () => {
+    let now = Date.parse('2026-12-04T12:00:00Z')
+    const clocked = { ...deps, now: () => now }
+    const c = await create()
+    const first = c.secrets[0]?.kid
+    const rotated = await registry.rotateConnection(
+      clocked,
+      c.id,
+      { secrets: { signing_secret: 'second-secret-000' }, overlapSeconds: 3600 },
+      'test',
+    )
+    expect(rotated.version).toBe(2)
+    expect(rotated.secrets.map((s) => [s.kid === first, s.notAfter, s.live])).toEqual([
+      [false, null, true],
+      [true, '2026-12-04T13:00:00.000Z', true],
+    ])
+    now += 60_000
+    const third = await registry.rotateConnection(
+      clocked,
+      c.id,
+      { secrets: { signing_secret: 'third-secret-000' } },
+      'test',
+    )
+    expect(third.secrets).toHaveLength(2)
+    expect(third.secrets.some((s) => s.kid === first)).toBe(false)
+    expect(third.secrets[1]?.notAfter).toBe('2026-12-05T12:01:00.000Z')
+    const revoked = await registry.rotateConnection(
+      clocked,
+      c.id,
+      { secrets: { signing_secret: 'fourth-secret-000' }, overlapSeconds: 0 },
+      'test',
+    )
+    expect(revoked.secrets.map((s) => s.notAfter)).toEqual([null])
+    expect(revoked.version).toBe(4)
+    const detail = await registry.showConnection(deps, c.id)
+    expect(detail.audit.map((a) => a.action)).toEqual(['rotate', 'rotate', 'rotate', 'create'])
+    expect(JSON.stringify(detail)).not.toMatch(/second-secret|third-secret|fourth-secret/)
+    expect(await count('connection_publications', 'connection_id = $1', [c.id])).toBe(4)
+  })
+
+  it('rotate refuses a field the channel has not, naming it, and changes nothing', async () => {
+    const c = await create()
+    expect(
+      await refusal(
+        registry.rotateConnection(deps, c.id, { secrets: { token: 'x-secret' } }, 'test'),
+      ),
+    ).toMatchObject({ field: 'secrets.token' })
+    expect((await registry.showConnection(deps, c.id)).version).toBe(1)
+  })
+
+  it('expireSecrets drops what ended and publishes the change', async () => {
+    let now = Date.parse('2026-12-04T12:00:00Z')
+    const clocked = { ...deps, now: () => now }
+    const c = await create()
+    await registry.rotateConnection(
+      clocked,
+      c.id,
+      { secrets: { signing_secret: 'next-secret-000' }, overlapSeconds: 60 },
+      'test',
+    )
+    now += 120_000
+    expect(await registry.expireSecrets(clocked)).toBeGreaterThanOrEqual(1)
+    const after = await registry.showConnection(deps, c.id)
+    expect(after.secrets).toHaveLength(1)
+    expect(after.audit[0]).toMatchObject({ action: 'expire', actor: 'registry' })
+  })
+
+  it('disable and enable move the version; delete keeps the audit and publishes the keys to delete', async () => {
+    const c = await registry.createConnection(
+      deps,
+      {
+        channel: 'line',
+        account: `U${'0'.repeat(31)}7`,
+        secrets: { channel_secret: 'line-secret-0001' },
+      },
+      'test',
+    )
+    expect((await registry.disableConnection(deps, c.id, 'test')).status).toBe('disabled')
+    expect(await registry.enableConnection(deps, c.id, 'test')).toMatchObject({
+      status: 'active',
+      version: 3,
+    })
+    expect(await registry.deleteConnection(deps, c.id, 'test')).toEqual({ id: c.id, deleted: true })
+    expect(await count('connections', 'id = $1', [c.id])).toBe(0)
+    expect(await count('connection_secrets', 'connection_id = $1', [c.id])).toBe(0)
+    expect(await count('connection_audit', 'connection_id = $1', [c.id])).toBe(4)
+    const published = (
+      await sql.query(
+        "SELECT version, remove_keys FROM connection_publications WHERE connection_id = $1 AND kind = 'delete'",
+        [c.id],
+      )
+    ).rows
+    expect(published).toEqual([
+      { version: '4', remove_keys: [`conn:${c.id}`, `idx:line:${c.account}`] },
+    ])
+    expect(await refusal(registry.showConnection(deps, c.id))).toMatchObject({
+      code: 'connection_not_found',
+      status: 404,
+    })
+    expect(await refusal(registry.disableConnection(deps, c.id, 'test'))).toMatchObject({
+      code: 'connection_not_found',
+    })
+  })
+
+  it('update: a removed page leaves its index key to delete; a page of another app is refused', async () => {
+    const c = await registry.createConnection(
+      deps,
+      {
+        channel: 'instagram',
+        account: '910001',
+        ids: ['1701', '1702'],
+        secrets: { app_secret: 'ig-secret-0001' },
+      },
+      'test',
+    )
+    await registry.createConnection(
+      deps,
+      {
+        channel: 'instagram',
+        account: '910002',
+        ids: ['1799'],
+        secrets: { app_secret: 'ig-secret-0002' },
+      },
+      'test',
+    )
+    const updated = await registry.updateConnection(deps, c.id, { ids: ['1702', '1703'] }, 'test')
+    expect(updated).toMatchObject({ ids: ['1702', '1703'], version: 2 })
+    const pub = (
+      await sql.query(
+        'SELECT remove_keys FROM connection_publications WHERE connection_id = $1 AND version = 2',
+        [c.id],
+      )
+    ).rows
+    expect(pub).toEqual([{ remove_keys: ['idx:instagram:1701'] }])
+    expect(
+      await refusal(registry.updateConnection(deps, c.id, { ids: ['1799'] }, 'test')),
+    ).toMatchObject({ code: 'connection_id_taken' })
+    expect((await registry.showConnection(deps, c.id)).version).toBe(2)
+  })
+
+  it('list pages by id and filters', async () => {
+    const page1 = await registry.listConnections(deps, { channel: 'slack', limit: 2 })
+    expect(page1.connections).toHaveLength(2)
+    expect(page1.next).toBe(page1.connections[1]?.id)
+    const page2 = await registry.listConnections(deps, {
+      channel: 'slack',
+      limit: 2,
+      after: page1.next ?? undefined,
+    })
+    expect((page2.connections[0]?.id ?? '') > (page1.next ?? '')).toBe(true)
+    expect(page1.connections.every((c) => c.channel === 'slack')).toBe(true)
+    expect(await refusal(registry.listConnections(deps, { limit: 500 }))).toMatchObject({
+      field: 'limit',
+    })
+  })
+})

@@ -1,8 +1,8 @@
 /**
- * What the console's connection pages need of the registry, and the forms they post. The registry
- * itself (validation, sealing, the audit, the publication to the edge) is the connections service
+ * The forms of the console's connection pages, as the registry's input. The registry itself
+ * (validation, sealing, the audit, the publication to the edge) is the connections service
  * (origin/connections/service.ts), which the admin API and the CLI call too: the console adds no
- * SQL of its own. Secrets go one way: a form field into the service; the pages only ever get
+ * SQL and no rule of its own. Secrets go one way: a form field into the service; the pages only ever get
  * views, which hold fingerprints and kids. Nothing here echoes a submitted secret: a refused
  * form comes back with its other fields, its secret inputs empty, and any problem text that
  * happened to hold a submitted value has it blanked ({@link withoutSecrets}).
@@ -13,46 +13,10 @@ import {
   CONNECTION_KINDS,
   type ConnectionChannel,
   type ConnectionKind,
-  type ConnectionStatus,
 } from '../../contract/connection'
+import { ConnectionError, type ConnectionView } from '../connections/service'
 
-/** One stored secret as the pages show it: never its value. */
-export interface SecretView {
-  field: string
-  kid: string
-  /** `sha256:` + 8 hex of the value: enough to tell two apart, nothing to verify with. */
-  fingerprint: string
-  /** RFC 3339: when a replaced secret stops verifying; null for the current one. */
-  notAfter: string | null
-  createdAt: string
-  /** Whether it verifies now. */
-  live: boolean
-}
-
-export interface EdgeView {
-  /** The newest version written to KV, and when; null: not yet. */
-  publishedVersion: number | null
-  publishedAt: string | null
-  /** A change waits to be written to KV. */
-  pending: boolean
-  /** The newest version an event said the edge verified with, and when it came. */
-  seenVersion: number | null
-  seenAt: string | null
-}
-
-export interface ConnectionView {
-  id: string
-  channel: ConnectionChannel
-  account: string
-  ids: string[]
-  settings: Record<string, string>
-  status: ConnectionStatus
-  version: number
-  createdAt: string
-  updatedAt: string
-  secrets: SecretView[]
-  edge: EdgeView
-}
+export type { ConnectionDetail, ConnectionView, SecretView } from '../connections/service'
 
 export interface ConnectionFilter {
   channel?: ConnectionChannel
@@ -62,6 +26,7 @@ export interface ConnectionFilter {
   after?: string
 }
 
+/** The create form as the service's input (model.ts `parseConnectionInput`). */
 export interface ConnectionDraft {
   channel: ConnectionChannel
   account: string
@@ -76,26 +41,6 @@ export interface ConnectionProblem {
   code: string
   message: string
   field?: string
-}
-
-/**
- * The registry as the console calls it; `actor` is who signed in (the audit's actor). A refusal
- * throws the service's typed error ({@link problemOf} reads it).
- */
-export interface ConsoleConnections {
-  list(
-    filter: ConnectionFilter & { limit: number },
-  ): Promise<{ connections: ConnectionView[]; next: string | null }>
-  show(id: string): Promise<ConnectionView | null>
-  create(actor: string, draft: ConnectionDraft): Promise<ConnectionView>
-  rotate(
-    actor: string,
-    id: string,
-    change: { secrets: Record<string, string>; overlapSeconds: number },
-  ): Promise<ConnectionView>
-  disable(actor: string, id: string): Promise<ConnectionView>
-  enable(actor: string, id: string): Promise<ConnectionView>
-  remove(actor: string, id: string): Promise<void>
 }
 
 export const PAGE_SIZE = 100
@@ -208,9 +153,11 @@ export const DONE_FLASH: Record<string, string> = {
  * for any other error (that one is the origin's: logged, answered opaquely).
  */
 export function problemOf(err: unknown, secrets: readonly string[]): ConnectionProblem | null {
-  if (!(err instanceof Error) || err.name !== 'ConnectionError') return null
-  const { code, field } = err as Error & { code?: unknown; field?: unknown }
-  if (typeof code !== 'string') return null
-  const problem = { code, message: err.message, ...(typeof field === 'string' ? { field } : {}) }
+  if (!(err instanceof ConnectionError)) return null
+  const problem = {
+    code: err.code,
+    message: err.message,
+    ...(err.field ? { field: err.field } : {}),
+  }
   return withoutSecrets(problem, secrets)
 }

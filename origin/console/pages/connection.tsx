@@ -7,6 +7,7 @@
  */
 import type { FC } from 'hono/jsx'
 import {
+  type ConnectionDetail,
   type ConnectionProblem,
   type ConnectionView,
   DEFAULT_OVERLAP_HOURS,
@@ -118,9 +119,29 @@ const Action: FC<{ session: Session; c: ConnectionView; action: string; label: s
   </form>
 )
 
+/** The registry's audit of this connection, newest first: who changed what (never a secret). */
+const Audit: FC<{ c: ConnectionDetail }> = ({ c }) => (
+  <table id="audit" class="dense">
+    <tr>
+      <th>at</th>
+      <th>who</th>
+      <th>what</th>
+      <th>detail</th>
+    </tr>
+    {c.audit.map((a) => (
+      <tr>
+        <td>{at(a.at)}</td>
+        <td>{a.actor}</td>
+        <td>{a.action}</td>
+        <td class="mono">{JSON.stringify(a.detail)}</td>
+      </tr>
+    ))}
+  </table>
+)
+
 export const ConnectionPage: FC<{
   session: Session
-  connection: ConnectionView
+  connection: ConnectionDetail
   flash?: string
   problem?: ConnectionProblem
 }> = ({ session, connection: c, flash, problem }) => (
@@ -152,6 +173,8 @@ export const ConnectionPage: FC<{
       </label>{' '}
       <button type="submit">Delete</button>
     </form>
+    <h2>Changes</h2>
+    <Audit c={c} />
     <p>
       <a href="/console/connections">All connections</a>
     </p>

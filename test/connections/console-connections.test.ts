@@ -155,6 +155,26 @@ describe('the console connection pages', () => {
     expect(await listedSecrets(connectionId)).toEqual(shown)
   })
 
+  it('the edge column: the change waits for KV; the version an event says the edge verified with shows as seen', async () => {
+    await page.goto(`${origin.url}/console/connections`)
+    const edge = page.locator(`tr[data-connection-id="${connectionId}"] [data-edge]`)
+    expect(await edge.textContent()).toMatch(/^change not in KV yet; not seen yet$/)
+    // As the ingest records it (origin/ingest.ts, an event's `connection: {id, version}`).
+    const pool = databasePool(db.url)
+    try {
+      await pool.query(
+        'UPDATE connections SET edge_version = 2, edge_seen_at = now() WHERE id = $1',
+        [connectionId],
+      )
+    } finally {
+      await pool.end()
+    }
+    await page.reload()
+    expect(await edge.locator('[data-seen]').textContent()).toMatch(
+      /^seen v2 at \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/,
+    )
+  })
+
   it('disable: the status says disabled, on its page and in the list; enable brings it back', async () => {
     await page.goto(`${origin.url}/console/connections/${connectionId}`)
     await page.getByRole('button', { name: 'Disable' }).click()

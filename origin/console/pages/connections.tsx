@@ -34,10 +34,10 @@ export const at = (iso: string | null) => when(iso ? new Date(iso) : null)
 export const EdgeSeen: FC<{ c: ConnectionView }> = ({ c }) => {
   const { publishedVersion, pending, seenVersion, seenAt } = c.edge
   const published = pending
-    ? 'publishing'
+    ? 'change not in KV yet'
     : publishedVersion === null
-      ? 'not published'
-      : `published v${publishedVersion}`
+      ? 'not in KV'
+      : `v${publishedVersion} in KV`
   return (
     <span data-edge>
       <span class={pending ? 'bad' : 'muted'}>{published}</span>

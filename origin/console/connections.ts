@@ -20,6 +20,7 @@ export type { ConnectionDetail, ConnectionView, SecretView } from '../connection
 
 export interface ConnectionFilter {
   channel?: ConnectionChannel
+  status?: 'active' | 'disabled'
   /** An account, or the start of one. */
   account?: string
   /** Keyset cursor: connections after this id. */
@@ -64,8 +65,10 @@ export function channelOf(raw: string | undefined): ConnectionChannel | undefine
 export function parseConnectionFilter(query: Record<string, string>): ConnectionFilter {
   const account = (query.account ?? '').trim().slice(0, 320)
   const after = /^c_[a-z2-7]{26}$/.test(query.after ?? '') ? query.after : undefined
+  const status = query.status === 'active' || query.status === 'disabled' ? query.status : undefined
   return {
     ...(channelOf(query.channel) ? { channel: channelOf(query.channel) } : {}),
+    ...(status ? { status } : {}),
     ...(account ? { account } : {}),
     ...(after ? { after } : {}),
   }
@@ -107,6 +110,16 @@ export function redisplayOf(draft: ConnectionDraft): Omit<ConnectionDraft, 'secr
   return rest
 }
 
+/** The edit form: the ids and settings the kind has (the service replaces them whole). */
+export function updateOf(
+  connection: Pick<ConnectionView, 'channel'>,
+  form: Record<string, string>,
+): { ids?: string[]; settings?: Record<string, string> } {
+  const kind = kindOf(connection.channel)
+  const { ids, settings } = draftOf(connection.channel, form)
+  return { ...(kind.ids ? { ids } : {}), ...(kind.settings ? { settings } : {}) }
+}
+
 /** The rotate form: the field (one of the kind's), the new secret, the overlap in hours. */
 export function rotationOf(
   connection: ConnectionView,
@@ -145,6 +158,7 @@ export const DONE_FLASH: Record<string, string> = {
   rotated: 'Secret rotated: the new one is current; the old one verifies until its notAfter.',
   disabled: 'Connection disabled: the origin refuses its events now, the edge within minutes.',
   enabled: 'Connection enabled.',
+  updated: 'Connection updated.',
   deleted: 'Connection deleted; its messages stay.',
 }
 

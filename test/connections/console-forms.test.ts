@@ -160,6 +160,29 @@ describe('the connection routes over HTTP', () => {
     expect((await get(`/connections/${id}`)).status).toBe(200)
   })
 
+  it("edit: a Slack app's workspaces replaced whole; the list filters by status", async () => {
+    const { get, post } = await session(on)
+    const created = await post('/connections', {
+      channel: 'slack',
+      account: 'AFORMS1',
+      ids: 'T0001',
+      'secret.signing_secret': 'slack-signing-secret-value',
+    })
+    expect(created.status).toBe(303)
+    const id = (created.headers.get('location') ?? '').split('/').pop()?.split('?')[0] as string
+    const edited = await post(`/connections/${id}/update`, { ids: 'T0002\nT0003' })
+    expect(edited.headers.get('location')).toBe(`/console/connections/${id}?done=updated`)
+    const page = await (await get(`/connections/${id}`)).text()
+    expect(page).toContain('T0002, T0003')
+    expect(page).not.toContain('T0001')
+    expect((await post(`/connections/${id}/update`, { ids: 'not-a-team' })).status).toBe(400)
+    await post(`/connections/${id}/disable`, {})
+    const disabled = await (await get('/connections?status=disabled')).text()
+    const active = await (await get('/connections?status=active')).text()
+    expect(disabled).toContain(`data-connection-id="${id}"`)
+    expect(active).not.toContain(`data-connection-id="${id}"`)
+  })
+
   it('a secret the service refuses: 400 naming the field, the value nowhere in the answer', async () => {
     const { post } = await session(on)
     const bad = `bad,secret|${randomBytes(6).toString('hex')}`

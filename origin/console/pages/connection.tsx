@@ -14,6 +14,7 @@ import {
   kindOf,
   MAX_OVERLAP_HOURS,
   secretInput,
+  settingInput,
 } from '../connections'
 import type { Session } from '../session'
 import { at, EdgeSeen, ProblemLine, SecretInput, SecretList } from './connections'
@@ -107,6 +108,36 @@ const RotateForm: FC<{ session: Session; c: ConnectionView; field: string }> = (
   </form>
 )
 
+/** The ids and settings, replaced whole (a Slack app's new workspace, a WeChat AppID). */
+const EditForm: FC<{ session: Session; c: ConnectionView }> = ({ session, c }) => {
+  const kind = kindOf(c.channel)
+  return (
+    <form method="post" action={`/console/connections/${c.id}/update`} class="card">
+      <Csrf session={session} />
+      {kind.ids && (
+        <p>
+          <label>
+            {kind.ids.noun}
+            <br />
+            <textarea name="ids" rows={4} cols={60}>
+              {c.ids.join('\n')}
+            </textarea>
+          </label>{' '}
+          <span class="muted">one a line</span>
+        </p>
+      )}
+      {(kind.settings ?? []).map((name) => (
+        <p>
+          <label>
+            {name} <input name={settingInput(name)} value={c.settings[name] ?? ''} />
+          </label>
+        </p>
+      ))}
+      <button type="submit">Save</button>
+    </form>
+  )
+}
+
 const Action: FC<{ session: Session; c: ConnectionView; action: string; label: string }> = ({
   session,
   c,
@@ -148,6 +179,8 @@ export const ConnectionPage: FC<{
   <Layout title={`Connection ${c.id}`} session={session} current="connections" flash={flash}>
     <ProblemLine problem={problem} />
     <Facts c={c} />
+    {(kindOf(c.channel).ids || kindOf(c.channel).settings) && <h2>Edit</h2>}
+    {(kindOf(c.channel).ids || kindOf(c.channel).settings) && <EditForm session={session} c={c} />}
     {kindOf(c.channel).secretFields.length > 0 && <h2>Rotate</h2>}
     {kindOf(c.channel).secretFields.map((field) => (
       <RotateForm session={session} c={c} field={field} />

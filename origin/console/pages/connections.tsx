@@ -82,6 +82,16 @@ const Filters: FC<{ filter: ConnectionFilter }> = ({ filter }) => (
       </select>
     </label>{' '}
     <label>
+      status{' '}
+      <select name="status">
+        {['', 'active', 'disabled'].map((st) => (
+          <option value={st} selected={(filter.status ?? '') === st}>
+            {st || 'any'}
+          </option>
+        ))}
+      </select>
+    </label>{' '}
+    <label>
       account <input name="account" size={24} value={filter.account ?? ''} />
     </label>{' '}
     <button type="submit">Filter</button>

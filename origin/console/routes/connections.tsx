@@ -1,7 +1,7 @@
 /**
  * The console's connection pages: the list (`/connections`), the create form (`/connections/new`,
  * `POST /connections`), one connection (`/connections/{id}`) and its changes (`POST
- * /connections/{id}/rotate|disable|enable|delete`). Operators only, every page (a viewer gets
+ * /connections/{id}/update|rotate|disable|enable|delete`). Operators only, every page (a viewer gets
  * 403): the registry is the gateway's trust, not a reading page. Behind the session gate, so every
  * POST has passed its CSRF check before its form is read here. Every read and change is a call of
  * the connections service (origin/connections/service.ts; changes audited under who signed in),
@@ -21,6 +21,7 @@ import {
   problemOf,
   redisplayOf,
   rotationOf,
+  updateOf,
 } from '../connections'
 import { ConnectionPage } from '../pages/connection'
 import { ConnectionsPage, NewConnectionPage } from '../pages/connections'
@@ -66,6 +67,15 @@ export function connectionRoutes(deps: Deps): Hono<ConsoleEnv> {
     guarded(async (c, deps) => {
       await registry.enableConnection(deps, idOf(c), actorOf(c))
       return done(c, idOf(c), 'enabled')
+    }),
+  )
+  routes.post(
+    `/connections/${ID}/update`,
+    guarded(async (c, deps) => {
+      const connection = await registry.showConnection(deps, idOf(c))
+      const update = updateOf(connection, c.get('form'))
+      await registry.updateConnection(deps, connection.id, update, actorOf(c))
+      return done(c, connection.id, 'updated')
     }),
   )
   routes.post(`/connections/${ID}/delete`, guarded(remove))

@@ -183,6 +183,22 @@ describe('the connection routes over HTTP', () => {
     expect(active).not.toContain(`data-connection-id="${id}"`)
   })
 
+  it("a Meta app's 1,000 page ids (about 19 KB of form) are one form; past 96 KiB, 413", async () => {
+    const { get, post } = await session(on)
+    const ids = Array.from({ length: 1_000 }, (_, i) => String(1_000_000_000_000_000n + BigInt(i)))
+    const created = await post('/connections', {
+      channel: 'messenger',
+      account: '909090',
+      ids: ids.join('\n'),
+      'secret.app_secret': 'meta-app-secret-value',
+    })
+    expect(created.status).toBe(303)
+    const id = (created.headers.get('location') ?? '').split('/').pop()?.split('?')[0] as string
+    expect(await (await get(`/connections/${id}`)).text()).toContain(ids.at(-1))
+    const huge = await post(`/connections/${id}/update`, { ids: 'x'.repeat(100 * 1024) })
+    expect(huge.status).toBe(413)
+  })
+
   it('a secret the service refuses: 400 naming the field, the value nowhere in the answer', async () => {
     const { post } = await session(on)
     const bad = `bad,secret|${randomBytes(6).toString('hex')}`

@@ -199,6 +199,19 @@ describe('the connection routes over HTTP', () => {
     expect(huge.status).toBe(413)
   })
 
+  it('a kind without secrets (a mailbox and its aliases): its form has no secret input, and creates', async () => {
+    const { get, post } = await session(on)
+    const form = await (await get('/connections/new?channel=email')).text()
+    expect(form).not.toContain('type="password"')
+    expect(form).toContain('name="ids"')
+    const created = await post('/connections', {
+      channel: 'email',
+      account: 'support@acme.example',
+      ids: 'help@acme.example',
+    })
+    expect(created.status).toBe(303)
+  })
+
   it('a secret the service refuses: 400 naming the field, the value nowhere in the answer', async () => {
     const { post } = await session(on)
     const bad = `bad,secret|${randomBytes(6).toString('hex')}`

@@ -2,10 +2,10 @@
  * The forms of the console's connection pages, as the registry's input. The registry itself
  * (validation, sealing, the audit, the publication to the edge) is the connections service
  * (origin/connections/service.ts), which the admin API and the CLI call too: the console adds no
- * SQL and no rule of its own. Secrets go one way: a form field into the service; the pages only ever get
- * views, which hold fingerprints and kids. Nothing here echoes a submitted secret: a refused
- * form comes back with its other fields, its secret inputs empty, and any problem text that
- * happened to hold a submitted value has it blanked ({@link withoutSecrets}).
+ * SQL and no rule of its own. Secrets go one way: a form field into the service; the pages only
+ * ever get views, which hold fingerprints and kids. Nothing here echoes a submitted secret: a
+ * refused form comes back with its other fields, its secret inputs empty, and any problem text
+ * that happened to hold a submitted value has it blanked ({@link withoutSecrets}).
  * @module
  */
 import {
@@ -153,14 +153,18 @@ export function withoutSecrets(
 }
 
 /** The flash of `?done=`: fixed texts only (nothing from the URL is shown). */
-export const DONE_FLASH: Record<string, string> = {
+export const DONE_FLASH = {
   created: 'Connection created. The edge has it once its version shows as seen.',
   rotated: 'Secret rotated: the new one is current; the old one verifies until its notAfter.',
   disabled: 'Connection disabled: the origin refuses its events now, the edge within minutes.',
   enabled: 'Connection enabled.',
   updated: 'Connection updated.',
   deleted: 'Connection deleted; its messages stay.',
-}
+} as const
+
+/** `?done=`'s text, or none for any other word (`toString` included). */
+export const flashOf = (done: string | undefined): string | undefined =>
+  done && Object.hasOwn(DONE_FLASH, done) ? DONE_FLASH[done as keyof typeof DONE_FLASH] : undefined
 
 /**
  * The refusal a page shows for the service's typed error, its submitted secrets blanked; null

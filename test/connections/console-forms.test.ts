@@ -13,6 +13,7 @@ import { ConnectionError } from '../../origin/connections/service'
 import {
   type ConnectionView,
   draftOf,
+  flashOf,
   parseConnectionFilter,
   problemOf,
   rotationOf,
@@ -74,6 +75,13 @@ describe('the connection forms', () => {
       message: 'secrets.token: ••• bad',
     })
     expect(problemOf(new Error('s3cr3t-value'), ['s3cr3t-value'])).toBeNull()
+  })
+
+  it('a flash only for the fixed words: `?done=toString` shows nothing', () => {
+    expect(flashOf('rotated')).toMatch(/^Secret rotated/)
+    for (const word of ['toString', 'constructor', '__proto__', '', undefined]) {
+      expect(flashOf(word)).toBeUndefined()
+    }
   })
 
   it("the list's filter keeps a known channel, an account, a connection id cursor; drops the rest", () => {
@@ -223,6 +231,7 @@ describe('the connection routes over HTTP', () => {
     expect(res.status).toBe(400)
     const text = await res.text()
     expect(text).toContain('secrets.secret_token')
+    expect(text).not.toContain('secrets.secret_token: secrets.secret_token')
     const headers = JSON.stringify([...res.headers])
     for (const part of [bad, bad.split('|')[1] as string]) {
       expect(text).not.toContain(part)

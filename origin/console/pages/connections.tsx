@@ -145,10 +145,14 @@ export const ConnectionsPage: FC<{
   </Layout>
 )
 
+/** The message, led by its field unless it already names it (the service's do: `account: …`). */
+const named = ({ field, message }: ConnectionProblem) =>
+  !field || message.startsWith(`${field}:`) ? message : `${field}: ${message}`
+
 export const ProblemLine: FC<{ problem?: ConnectionProblem }> = ({ problem }) =>
   problem ? (
     <p class="bad" role="alert">
-      {`${problem.field ? `${problem.field}: ` : ''}${problem.message} (${problem.code})`}
+      {`${named(problem)} (${problem.code})`}
     </p>
   ) : null
 

@@ -14,8 +14,9 @@ import * as registry from '../../connections/service'
 import {
   type ConnectionProblem,
   channelOf,
-  DONE_FLASH,
+  type DONE_FLASH,
   draftOf,
+  flashOf,
   PAGE_SIZE,
   parseConnectionFilter,
   problemOf,
@@ -88,7 +89,7 @@ async function listPage(c: Context<ConsoleEnv>, deps: Deps) {
     ...filter,
     limit: PAGE_SIZE,
   })
-  const flash = DONE_FLASH[c.req.query('done') ?? '']
+  const flash = flashOf(c.req.query('done'))
   const session = c.get('session')
   return c.html(
     <ConnectionsPage
@@ -103,7 +104,7 @@ async function listPage(c: Context<ConsoleEnv>, deps: Deps) {
 
 async function showPage(c: Context<ConsoleEnv>, deps: Deps) {
   const connection = await registry.showConnection(deps, idOf(c))
-  const flash = DONE_FLASH[c.req.query('done') ?? '']
+  const flash = flashOf(c.req.query('done'))
   return c.html(<ConnectionPage session={c.get('session')} connection={connection} flash={flash} />)
 }
 

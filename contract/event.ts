@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot'
 import { sha256Hex } from '../shared/crypto'
+import { EventConnectionSchema } from './connection'
 import { IdempotencySchema, type StoredAnswer } from './idempotency'
 import { SignatureBindingSchema } from './signature-binding'
 import { storable } from './storable'
@@ -164,6 +165,13 @@ const EventFields = v.strictObject({
    * part of the payload: outside the hash.
    */
   signatureBinding: v.optional(SignatureBindingSchema),
+  /**
+   * The registry connection that verified it, and the version the edge held
+   * (contract/connection.ts): the origin refuses the event (422 `connection_disabled`) when that
+   * connection is disabled or deleted, and records the version as seen at the edge. Absent: a
+   * tenant of the variables. Not part of the payload: outside the hash.
+   */
+  connection: v.optional(EventConnectionSchema),
   /** Short hash of the fields that define the message; same key + other hash = payload mismatch. */
   payloadHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16,64}$/)),
 })

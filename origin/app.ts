@@ -3,11 +3,13 @@
  * and the one place errors become responses. The Worker's signed routes (events, batches, dead
  * letters, decision counts, signature bindings: origin/worker-routes.ts) verify and sign through
  * origin/forward-auth.ts; the console (origin/console/app.ts) at `/console`; the operator's
- * replay (origin/failures/http.ts); /healthz and /metrics (origin/ops-routes.ts).
+ * replay (origin/failures/http.ts); the connection registry's admin API
+ * (origin/connections/http.ts); /healthz and /metrics (origin/ops-routes.ts).
  * @module
  */
 import { Hono } from 'hono'
 import type { KeyRing } from '../shared/envelope'
+import { adminOpenApiRoutes, connectionRoutes } from './connections/http'
 import { type ConsoleDeps, createConsoleApp } from './console/app'
 import type { Database } from './db'
 import {
@@ -77,6 +79,14 @@ export function createOriginApp(deps: OriginDeps): Hono<ForwardEnv> {
     '/v1/failures',
     failureReplayRoutes({ db, operatorToken, signInLimit: guesses, gateway: deps.gateway ?? null }),
   )
+
+  // The connection registry's admin API (origin/connections/http.ts), behind OPERATOR_TOKEN.
+  const registry = { db, originKeys: deps.connections?.originKeys ?? null, operatorToken }
+  app.route(
+    '/v1/admin/connections',
+    connectionRoutes({ ...registry, now: deps.connections?.now, signInLimit: guesses }),
+  )
+  app.route('/v1/admin', adminOpenApiRoutes())
 
   // /healthz and /metrics; the spool's counters are read through the console's claim store.
   const claims = deps.console?.claims ?? null

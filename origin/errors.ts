@@ -10,6 +10,7 @@ export type OriginErrorCode =
   | 'invalid_event'
   | 'body_too_large'
   | 'signature_reused'
+  | 'connection_disabled'
   | 'not_found'
   | 'database_unavailable'
   | 'client_gone'
@@ -56,6 +57,16 @@ export class InvalidEventError extends OriginError {
 export class SignatureReusedError extends OriginError {
   constructor() {
     super('signature_reused', 422, 'the signature of this event is bound to another body')
+  }
+}
+
+/**
+ * An event verified with a registry connection that is disabled or deleted here (the edge may
+ * hold the old record for its propagation bound): permanent, the Worker dead-letters it.
+ */
+export class ConnectionDisabledError extends OriginError {
+  constructor() {
+    super('connection_disabled', 422, 'the connection of this event is disabled or deleted')
   }
 }
 

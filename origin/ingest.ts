@@ -10,6 +10,7 @@
  * @module
  */
 import type { InboundEvent, IngestResult } from '../contract/event'
+import { checkEventConnection } from './connections/ingest-guard'
 import type { Database, Queryable } from './db'
 import { sqlState } from './db/errors'
 import { ClientGoneError } from './errors'
@@ -108,14 +109,21 @@ async function ingestDeletion(db: Database, event: InboundEvent): Promise<Ingest
 }
 
 export async function ingestEvent(db: Database, event: InboundEvent): Promise<IngestResult> {
-  await bindEventSignature(db, event)
+  await admitEvent(db, event)
   return ingestBound(db, event)
 }
 
 /**
- * An event whose one-time signature, if it carries one pending, is bound to it: every path that
- * stores an event (the Worker's routes, a replay) passes {@link ingestEvent} first.
+ * What every path that stores an event (the Worker's routes, a replay) passes first, through
+ * {@link ingestEvent} or {@link ingestEvents}: an event of a disabled or deleted registry
+ * connection is refused (connections/ingest-guard.ts), and a pending one-time signature is bound.
  */
+async function admitEvent(db: Database, event: InboundEvent): Promise<void> {
+  await checkEventConnection(db, event)
+  await bindEventSignature(db, event)
+}
+
+/** An event admitted by {@link admitEvent}. */
 function ingestBound(db: Database, event: InboundEvent): Promise<IngestResult> {
   // An `api` event (a message) has its answer stored with it (origin/idempotency.ts).
   if (event.idempotency) return ingestAnswered(db, event, event.idempotency, ingestMessage)
@@ -142,18 +150,19 @@ export async function ingestEvents(
   db: Database,
   events: readonly InboundEvent[],
 ): Promise<Array<IngestResult | Error>> {
-  // A pending signature binding held by another body refuses its event alone, before any row.
-  const refusals = await Promise.all(events.map((event) => bindingRefusal(db, event)))
+  // A disabled connection, or a pending signature binding held by another body, refuses its
+  // event alone, before any row.
+  const refusals = await Promise.all(events.map((event) => admissionRefusal(db, event)))
   const taken = events.filter((_, i) => !refusals[i])
   const answers = await ingestTaken(db, taken)
   let next = 0
   return events.map((_, i) => refusals[i] ?? (answers[next++] as IngestResult | Error))
 }
 
-/** The error binding an event's pending signature met (a caller gone ends the batch), or null. */
-async function bindingRefusal(db: Database, event: InboundEvent): Promise<Error | null> {
+/** The error admitting an event met (a caller gone ends the batch), or null. */
+async function admissionRefusal(db: Database, event: InboundEvent): Promise<Error | null> {
   try {
-    await bindEventSignature(db, event)
+    await admitEvent(db, event)
     return null
   } catch (err) {
     if (err instanceof ClientGoneError) throw err

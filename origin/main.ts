@@ -5,6 +5,7 @@
  * @module
  */
 import { ConfigError, loadConfig } from './config'
+import { loadRegistryConfig, startRegistryPublisher } from './connections'
 import { consoleDeps, loadConsoleConfig } from './console'
 import { describeError } from './errors'
 import { loadGmailConfig, startGmailPolling } from './gmail'
@@ -17,8 +18,11 @@ import { startOrigin } from './server'
 /** Upper bound on the whole shutdown, in case something in it hangs. */
 const SHUTDOWN_TIMEOUT_MS = 15_000
 
-/** The origin's, the Gmail poller's and the outbox relay's settings, every problem listed at once. */
-function loadSettings(env: NodeJS.ProcessEnv) {
+/**
+ * The origin's, the Gmail poller's, the outbox relay's and the connection registry's settings,
+ * every problem listed at once.
+ */
+async function loadSettings(env: NodeJS.ProcessEnv) {
   const problems: string[] = []
   const read = <T>(load: () => T): T | undefined => {
     try {
@@ -33,16 +37,21 @@ function loadSettings(env: NodeJS.ProcessEnv) {
   const gmail = read(() => loadGmailConfig(env))
   const relay = read(() => loadRelayConfig(env))
   const consoleConfig = read(() => loadConsoleConfig(env))
-  if (!config || gmail === undefined || relay === undefined || !consoleConfig) {
+  const registry = await loadRegistryConfig(env).catch((err: unknown) => {
+    if (!(err instanceof ConfigError)) throw err
+    problems.push(...err.problems)
+    return undefined
+  })
+  if (!config || gmail === undefined || relay === undefined || !consoleConfig || !registry) {
     throw new ConfigError(problems)
   }
-  return { config, gmail, relay, consoleConfig }
+  return { config, gmail, relay, consoleConfig, registry }
 }
 
 async function main(): Promise<void> {
-  let settings: ReturnType<typeof loadSettings>
+  let settings: Awaited<ReturnType<typeof loadSettings>>
   try {
-    settings = loadSettings(process.env)
+    settings = await loadSettings(process.env)
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     process.stderr.write(
@@ -63,6 +72,7 @@ async function main(): Promise<void> {
       gmail: gmailConfig,
       logger,
     }),
+    connections: { originKeys: settings.registry.originKeys },
   })
   // Off unless GMAIL_* are set; a failing poll is logged and retried, it never stops the origin.
   const gmail = gmailConfig
@@ -84,6 +94,8 @@ async function main(): Promise<void> {
       })
     : null
   if (!relay) logger.info('outbox relay off: DOWNSTREAM_URL is not set')
+  // Off unless ORIGIN_KEKS, EDGE_KEKS and the Cloudflare KV settings are all set.
+  const publisher = startRegistryPublisher(settings.registry, config, logger)
 
   const shutdown = (signal: NodeJS.Signals) => {
     logger.info('origin stopping', { signal })
@@ -91,7 +103,7 @@ async function main(): Promise<void> {
       logger.error('origin did not stop in time', { timeoutMs: SHUTDOWN_TIMEOUT_MS })
       process.exit(1)
     }, SHUTDOWN_TIMEOUT_MS).unref()
-    Promise.all([gmail?.stop(), relay?.stop(), origin.close()]).then(
+    Promise.all([gmail?.stop(), relay?.stop(), publisher?.stop(), origin.close()]).then(
       () => {
         logger.info('origin stopped', { signal })
         process.exit(0)

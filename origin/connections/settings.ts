@@ -52,7 +52,7 @@ export const CONNECTIONS_PUBLISH_INTERVAL_MS = setting({
   kind: 'int',
   secret: false,
   default: 1_000,
-  min: 100,
+  min: 1_000,
   max: 600_000,
   doc: 'pause between publisher passes that found nothing (at most one KV write per key per pass)',
 })

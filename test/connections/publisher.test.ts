@@ -1,0 +1,206 @@
+/**
+ * The publisher against real Postgres and a real KV namespace (Miniflare's, as the Worker reads
+ * it locally): a change becomes the edge record the contract describes, its secrets sealed with
+ * EDGE_KEKS only, its index entries leading to it; changes coalesce to one write per key per
+ * pass; stale keys (a removed page, a deleted connection) are deleted; a KV failure leaves the
+ * rows pending for the next pass.
+ */
+import { Miniflare } from 'miniflare'
+import pg from 'pg'
+import * as v from 'valibot'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { EdgeConnectionSchema, kvKeys, secretAad } from '../../contract/connection'
+import { createTestDatabase, type TestDatabase } from '../../local/services'
+import { type KvPublisher, namespacePublisher } from '../../origin/connections/kv'
+import { type PublisherDeps, publishPending } from '../../origin/connections/publisher'
+import * as registry from '../../origin/connections/service'
+import type { Database } from '../../origin/db'
+import { silentLogger } from '../../origin/log'
+import { importKeyRing, type KeyRing, newKekEntry, open } from '../../shared/envelope'
+import { openTestDb } from '../support/origin'
+
+let database: TestDatabase
+let db: Database
+let sql: pg.Client
+let mf: Miniflare
+let kv: Awaited<ReturnType<Miniflare['getKVNamespace']>>
+let originKeys: KeyRing
+let edgeKeys: KeyRing
+let writes: string[]
+let failing = false
+let deps: PublisherDeps
+let service: registry.ConnectionServiceDeps
+
+beforeAll(async () => {
+  database = await createTestDatabase()
+  db = openTestDb(database.url)
+  sql = new pg.Client({ connectionString: database.url })
+  await sql.connect()
+  mf = new Miniflare({
+    modules: true,
+    script: 'export default { fetch() { return new Response("") } }',
+    kvNamespaces: ['CONNECTIONS'],
+  })
+  kv = await mf.getKVNamespace('CONNECTIONS')
+  originKeys = (await importKeyRing(newKekEntry('o1'))) as KeyRing
+  edgeKeys = (await importKeyRing(newKekEntry('e1'))) as KeyRing
+  const inner = namespacePublisher(kv)
+  // Counts what reaches KV, and fails on demand.
+  const counted: KvPublisher = {
+    async put(pairs) {
+      if (failing) throw new Error('KV unreachable')
+      writes.push(...pairs.map((p) => p.key))
+      await inner.put(pairs)
+    },
+    delete: (keys) => inner.delete(keys),
+  }
+  deps = { db, originKeys, edgeKeys, kv: counted, logger: silentLogger }
+  service = { db, originKeys }
+})
+afterAll(async () => {
+  await mf?.dispose()
+  await sql?.end()
+  await db?.close()
+  await database?.drop()
+})
+
+async function edgeRecordOf(id: string) {
+  const raw = await kv.get(kvKeys.connection(id))
+  return raw === null ? null : v.parse(EdgeConnectionSchema, JSON.parse(raw))
+}
+
+const pending = async () =>
+  Number(
+    (await sql.query('SELECT count(*) FROM connection_publications WHERE published_at IS NULL'))
+      .rows[0].count,
+  )
+
+describe('publishPending', () => {
+  it('writes the edge record (secrets under EDGE_KEKS only) and its index entries; the view says published', async () => {
+    writes = []
+    const c = await registry.createConnection(
+      service,
+      {
+        channel: 'whatsapp-cloud',
+        account: '700001',
+        ids: ['3001', '3002'],
+        secrets: { app_secret: 'wa-app-secret-1' },
+      },
+      'test',
+    )
+    expect(await publishPending(deps)).toMatchObject({ ran: true, connections: 1 })
+    const record = await edgeRecordOf(c.id)
+    expect(record).toMatchObject({
+      v: 1,
+      id: c.id,
+      channel: 'whatsapp-cloud',
+      account: '700001',
+      ids: ['3001', '3002'],
+      status: 'active',
+      version: 1,
+    })
+    const secret = record?.secrets[0]
+    expect(secret).toMatchObject({ field: 'app_secret', notAfter: null })
+    const aad = secretAad(c.id, 'app_secret', secret?.kid ?? '')
+    expect(await open(edgeKeys, secret?.sealed ?? '', aad)).toBe('wa-app-secret-1')
+    await expect(open(originKeys, secret?.sealed ?? '', aad)).rejects.toThrow()
+    expect(JSON.stringify(record)).not.toContain('wa-app-secret-1')
+    expect(await kv.get(kvKeys.index('whatsapp-cloud', '3001'))).toBe(c.id)
+    expect(await kv.get(kvKeys.index('whatsapp-cloud', '3002'))).toBe(c.id)
+    expect(await pending()).toBe(0)
+    const view = await registry.showConnection(service, c.id)
+    expect(view.edge).toMatchObject({ pending: false, publishedVersion: 1 })
+  })
+
+  it('coalesces changes into one write per key; a removed id and a deletion delete their keys', async () => {
+    const c = await registry.createConnection(
+      service,
+      {
+        channel: 'messenger',
+        account: '700002',
+        ids: ['4001', '4002'],
+        secrets: { app_secret: 'm-secret-1' },
+      },
+      'test',
+    )
+    await registry.rotateConnection(
+      service,
+      c.id,
+      { secrets: { app_secret: 'm-secret-2' } },
+      'test',
+    )
+    await registry.updateConnection(service, c.id, { ids: ['4002'] }, 'test')
+    await registry.disableConnection(service, c.id, 'test')
+    writes = []
+    await publishPending(deps)
+    expect(writes.sort()).toEqual(
+      [kvKeys.connection(c.id), kvKeys.index('messenger', '4002')].sort(),
+    )
+    expect(await edgeRecordOf(c.id)).toMatchObject({
+      status: 'disabled',
+      version: 4,
+      ids: ['4002'],
+    })
+    expect((await edgeRecordOf(c.id))?.secrets).toHaveLength(2)
+    expect(await kv.get(kvKeys.index('messenger', '4001'))).toBeNull()
+
+    await registry.deleteConnection(service, c.id, 'test')
+    await publishPending(deps)
+    expect(await edgeRecordOf(c.id)).toBeNull()
+    expect(await kv.get(kvKeys.index('messenger', '4002'))).toBeNull()
+  })
+
+  it('an id moved from one connection to another in one pass is written for its new owner, not deleted', async () => {
+    const a = await registry.createConnection(
+      service,
+      { channel: 'instagram', account: '700003', ids: ['5001'], secrets: { app_secret: 'ig-1' } },
+      'test',
+    )
+    await publishPending(deps)
+    await registry.updateConnection(service, a.id, { ids: [] }, 'test')
+    const b = await registry.createConnection(
+      service,
+      { channel: 'instagram', account: '700004', ids: ['5001'], secrets: { app_secret: 'ig-2' } },
+      'test',
+    )
+    await publishPending(deps)
+    expect(await kv.get(kvKeys.index('instagram', '5001'))).toBe(b.id)
+  })
+
+  it('leaves the rows pending when KV does not take the writes, and publishes them on the next pass', async () => {
+    const c = await registry.createConnection(
+      service,
+      { channel: 'telegram', account: '7000005', secrets: { secret_token: 'tg-secret-1' } },
+      'test',
+    )
+    failing = true
+    await expect(publishPending(deps)).rejects.toThrow('KV unreachable')
+    failing = false
+    expect(await pending()).toBe(1)
+    expect(await edgeRecordOf(c.id)).toBeNull()
+    await publishPending(deps)
+    expect(await edgeRecordOf(c.id)).toMatchObject({ channel: 'telegram', version: 1 })
+    expect(await pending()).toBe(0)
+  })
+
+  it('an API connection reaches the edge by its key hashes; the key itself stays at the origin', async () => {
+    const c = await registry.createConnection(
+      service,
+      { channel: 'api', account: 'tenant-x', secrets: { api_key: 'api-key-x-000001' } },
+      'test',
+    )
+    await publishPending(deps)
+    const record = await edgeRecordOf(c.id)
+    expect(record?.secrets).toEqual([])
+    expect(await kv.get(kvKeys.index('api', c.ids[0] ?? ''))).toBe(c.id)
+  })
+
+  it('resync queues every connection again and the next pass rewrites them', async () => {
+    const total = Number((await sql.query('SELECT count(*) FROM connections')).rows[0].count)
+    await kv.delete(kvKeys.index('whatsapp-cloud', '3001'))
+    const { resyncAll } = await import('../../origin/connections/resync')
+    expect(await resyncAll(service, 'test')).toBe(total)
+    expect(await publishPending(deps)).toMatchObject({ connections: total })
+    expect(await kv.get(kvKeys.index('whatsapp-cloud', '3001'))).not.toBeNull()
+  })
+})

@@ -1,23 +1,22 @@
 /**
  * The console's connection pages in a real browser (Debian's Chromium through playwright-core)
- * against the origin (started in this process as origin/main.ts starts it: its console wired by
- * consoleDeps, its logger capturing every line at debug level), with ORIGIN_KEKS and real Postgres. An
- * operator creates a Telegram connection with a secret, finds it listed by fingerprint only,
- * rotates it (two kids, the old one with its notAfter), disables and enables it, and deletes it; a
- * refused form comes back without its secret; a viewer is refused every page; a POST without the
- * CSRF token changes nothing. Every answer the browser got (bodies and headers), every line the
- * origin logged and every row of the registry's tables are searched for the secrets: none holds one.
+ * against `npm run origin` as a process of its own (origin/main.ts, its every output line kept,
+ * at debug level), with ORIGIN_KEKS and real Postgres. An operator creates a Telegram connection
+ * with a secret, finds it listed by fingerprint only, rotates it (two kids, the old one with its
+ * notAfter), sees the version an event says the edge verified with, disables and enables it, and
+ * deletes it; a refused form comes back without its secret; a viewer is refused every page; a
+ * POST without the CSRF token changes nothing. Every answer the browser got (bodies and headers),
+ * every line the origin wrote and every row of the registry's tables are searched for the
+ * secrets: none holds one.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { launchChromium, type RunningBrowser } from '../../local/chromium'
+import { type OriginHandle, startOrigin } from '../../local/origin-process'
 import { createTestDatabase, databasePool, type TestDatabase } from '../../local/services'
-import { loadConfig } from '../../origin/config'
-import { consoleDeps, loadConsoleConfig } from '../../origin/console'
-import { createLogger } from '../../origin/log'
-import { type RunningOrigin, startOrigin } from '../../origin/server'
-import { importKeyRing, newKekEntry } from '../../shared/envelope'
+import { newKekEntry } from '../../shared/envelope'
+import { eventFixture, signedPost } from '../support/origin'
 
 const OPERATOR = `operator-${randomBytes(12).toString('hex')}`
 const VIEWER = `viewer-${randomBytes(12).toString('hex')}`
@@ -26,13 +25,14 @@ const FIRST = `tgFirst${randomBytes(12).toString('hex')}`
 const SECOND = `tgSecond${randomBytes(12).toString('hex')}`
 const REFUSED = `tgRefused${randomBytes(12).toString('hex')}`
 const SECRETS = [FIRST, SECOND, REFUSED]
+const SHARED = `shared-${randomBytes(16).toString('hex')}`
 const BOT = String(7_000_000_000 + Math.floor(Math.random() * 1_000_000))
 
 const fingerprint = (secret: string) =>
   `sha256:${createHash('sha256').update(secret).digest('hex').slice(0, 8)}`
 
 let db: TestDatabase
-let origin: RunningOrigin
+let origin: OriginHandle
 let chromium: RunningBrowser
 let context: BrowserContext
 let page: Page
@@ -43,26 +43,18 @@ let connectionId = ''
 
 beforeAll(async () => {
   ;[db, chromium] = await Promise.all([createTestDatabase(), launchChromium()])
-  const env = {
-    DATABASE_URL: db.url,
-    DATABASE_DRIVER: 'pg',
-    ORIGIN_SHARED_SECRET: `shared-${randomBytes(16).toString('hex')}`,
-    ORIGIN_PORT: '0',
-    OPERATOR_TOKEN: OPERATOR,
-    CONSOLE_TOKENS: `vera:viewer:${VIEWER}`,
-    LOG_LEVEL: 'debug',
-  }
-  const logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
-  const config = { ...loadConfig(env), dbPoolMax: 2 }
-  const console = consoleDeps({
-    config: loadConsoleConfig(env),
-    env,
-    relay: null,
-    gmail: null,
-    logger,
+  origin = await startOrigin({
+    env: {
+      DATABASE_URL: db.url,
+      DATABASE_DRIVER: 'pg',
+      ORIGIN_SHARED_SECRET: SHARED,
+      OPERATOR_TOKEN: OPERATOR,
+      CONSOLE_TOKENS: `vera:viewer:${VIEWER}`,
+      ORIGIN_KEKS: newKekEntry('k1'),
+      LOG_LEVEL: 'debug',
+    },
+    onLine: (line) => logLines.push(line),
   })
-  const originKeys = await importKeyRing(newKekEntry('k1'))
-  origin = await startOrigin(config, { logger, console, connections: { originKeys } })
   context = await chromium.browser.newContext()
   context.on('response', async (response) => {
     const headers = JSON.stringify(await response.allHeaders())
@@ -75,7 +67,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await context?.close()
   await chromium?.close()
-  await origin?.close()
+  await origin?.kill('SIGTERM')
   await db?.drop()
 })
 
@@ -155,27 +147,25 @@ describe('the console connection pages', () => {
     expect(await listedSecrets(connectionId)).toEqual(shown)
   })
 
-  it('the edge column: the change waits for KV; the version an event says the edge verified with shows as seen', async () => {
+  it('the edge column: the change waits for KV; the version an event was verified with shows as seen', async () => {
     await page.goto(`${origin.url}/console/connections`)
     const edge = page.locator(`tr[data-connection-id="${connectionId}"] [data-edge]`)
     expect(await edge.textContent()).toMatch(/^change not in KV yet; not seen yet$/)
-    // As the ingest records it (origin/ingest.ts, an event's `connection: {id, version}`).
-    const pool = databasePool(db.url)
-    try {
-      await pool.query(
-        'UPDATE connections SET edge_version = 2, edge_seen_at = now() WHERE id = $1',
-        [connectionId],
-      )
-    } finally {
-      await pool.end()
-    }
+    // The Worker forwards an event verified with version 2 of the connection: the origin records it.
+    const event = await eventFixture({
+      channel: 'telegram',
+      tenant: BOT,
+      messageKey: `${BOT}:chat:1`,
+      connection: { id: connectionId, version: 2 },
+    })
+    expect((await signedPost(origin.url, event, SHARED)).status).toBe(201)
     await page.reload()
     expect(await edge.locator('[data-seen]').textContent()).toMatch(
       /^seen v2 at \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/,
     )
   })
 
-  it('disable: the status says disabled, on its page and in the list; enable brings it back', async () => {
+  it('disable: the status says disabled, on its page and in the list, the origin refuses its events; enable brings it back', async () => {
     await page.goto(`${origin.url}/console/connections/${connectionId}`)
     await page.getByRole('button', { name: 'Disable' }).click()
     await page.waitForURL(/\?done=disabled$/)
@@ -183,6 +173,14 @@ describe('the console connection pages', () => {
     await page.goto(`${origin.url}/console/connections?channel=telegram`)
     const status = page.locator(`tr[data-connection-id="${connectionId}"] td[data-status]`)
     expect(await status.textContent()).toBe('disabled')
+    // The origin refuses its events at once (the edge's copy may be minutes old).
+    const event = await eventFixture({
+      channel: 'telegram',
+      tenant: BOT,
+      messageKey: `${BOT}:chat:2`,
+      connection: { id: connectionId, version: 3 },
+    })
+    expect((await signedPost(origin.url, event, SHARED)).status).toBe(422)
     await page.goto(`${origin.url}/console/connections/${connectionId}`)
     await page.getByRole('button', { name: 'Enable' }).click()
     await page.waitForURL(/\?done=enabled$/)

@@ -16,6 +16,7 @@ import type { Logger } from '../log'
 import { type SignInLimit, signInLimit } from '../sign-in-limit'
 import { type AccessVerifier, accessVerifier } from './access'
 import { consoleHeaders } from './headers'
+import { connectionRoutes } from './routes/connections'
 import { failureRoutes } from './routes/failures'
 import { jobRoutes } from './routes/jobs'
 import { mismatchRoutes } from './routes/mismatches'
@@ -61,6 +62,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono<ConsoleEnv> {
   app.route('/', failureRoutes({ db, logger, replay: deps.replay }))
   app.route('/', jobRoutes(db))
   app.route('/', mismatchRoutes(db))
+  app.route('/', connectionRoutes({ db, originKeys: deps.connectionKeys ?? null }))
 
   return app
 }

@@ -42,8 +42,11 @@ export interface SignInDeps {
   access: AccessVerifier | null
 }
 
-/** A console form is a few fields; anything larger is refused before it is parsed. */
-const MAX_FORM_BYTES = 16 * 1024
+/**
+ * A console form is a few fields, or a connection's ids (up to 1,000 of up to 32 characters, 64 KiB
+ * as JSON at most: origin/connections/model.ts); anything larger is refused before it is parsed.
+ */
+const MAX_FORM_BYTES = 96 * 1024
 /** Cloudflare Access's own sign-out, on the application's host name. */
 const ACCESS_LOGOUT = '/cdn-cgi/access/logout'
 
@@ -65,7 +68,7 @@ export function tokenSignIn({ db, config, logger, signIns }: SignInDeps) {
     // Counted before the form is read: a guess whose body is slow counts from its first byte.
     const attempt = signIns.begin(address)
     if (attempt.retryAfter > 0) return tooMany(c, attempt.retryAfter)
-    const form = await readForm(c)
+    const form = (await readForm(c)) ?? {}
     const who = matchToken(config.tokens, form.token ?? '')
     if (!who) {
       logger.warn('console sign-in refused', { address })
@@ -118,6 +121,8 @@ export function sessionGate(deps: SignInDeps): MiddlewareHandler<ConsoleEnv> {
     c.set('session', session)
     if (c.req.method === 'POST') {
       const form = await readForm(c)
+      // Said as what it is, not as the CSRF token it would otherwise lack.
+      if (!form) return c.text('form too large', 413)
       if (!csrfMatches(session, form[CSRF_FIELD] ?? c.req.header(CSRF_HEADER))) {
         logger.warn('console request refused: CSRF token missing or wrong', { path: c.req.path })
         return c.text('CSRF token missing or wrong', 403)
@@ -212,8 +217,11 @@ function sameSite(c: Context<ConsoleEnv>): boolean {
   }
 }
 
-/** A urlencoded form, bounded; read once per request (the CSRF check and the route share it). */
-async function readForm(c: Context<ConsoleEnv>): Promise<Record<string, string>> {
+/**
+ * A urlencoded form, bounded; read once per request (the CSRF check and the route share it).
+ * Null: the body is past {@link MAX_FORM_BYTES} (read no further).
+ */
+async function readForm(c: Context<ConsoleEnv>): Promise<Record<string, string> | null> {
   const known = c.get('form')
   if (known) return known
   if (!(c.req.header('content-type') ?? '').startsWith('application/x-www-form-urlencoded')) {
@@ -223,7 +231,7 @@ async function readForm(c: Context<ConsoleEnv>): Promise<Record<string, string>>
   try {
     text = (await readBoundedBody(c.req.raw, MAX_FORM_BYTES)).text
   } catch (err) {
-    if (err instanceof BodyOverLimitError) return {}
+    if (err instanceof BodyOverLimitError) return null
     throw err
   }
   const form = Object.fromEntries(new URLSearchParams(text))

@@ -31,7 +31,7 @@ export interface LayoutProps {
   title: string
   session: Session | null
   /** The nav entry to mark. */
-  current?: 'overview' | 'lookup' | 'search' | 'failures' | 'mismatches'
+  current?: 'overview' | 'lookup' | 'search' | 'failures' | 'mismatches' | 'connections'
   flash?: string
   children?: Child
 }
@@ -42,7 +42,11 @@ const NAV = [
   ['search', '/console/search', 'Search'],
   ['failures', '/console/failures', 'Failures'],
   ['mismatches', '/console/mismatches', 'Payload mismatches'],
+  ['connections', '/console/connections', 'Connections'],
 ] as const
+
+/** Pages only operators may open (routes/connections.tsx): not offered to a viewer. */
+const OPERATORS_ONLY: readonly string[] = ['connections']
 
 export const Layout: FC<LayoutProps> = ({ title, session, current, flash, children }) => (
   <html lang="en">
@@ -56,11 +60,13 @@ export const Layout: FC<LayoutProps> = ({ title, session, current, flash, childr
       <header>
         <strong>inbound-dedup</strong>
         {session &&
-          NAV.map(([key, href, label]) => (
-            <a href={href} class={key === current ? 'on' : ''}>
-              {label}
-            </a>
-          ))}
+          NAV.filter(([key]) => session.role === 'operator' || !OPERATORS_ONLY.includes(key)).map(
+            ([key, href, label]) => (
+              <a href={href} class={key === current ? 'on' : ''}>
+                {label}
+              </a>
+            ),
+          )}
         {session && (
           <span class="who">
             {session.tokenName} ({session.role}){' '}

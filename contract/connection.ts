@@ -79,7 +79,11 @@ export const CONNECTION_KINDS = {
     settings: ['app_id'],
   },
   teams: {
-    account: { pattern: /^[0-9a-f-]{36}$/, hint: 'a Microsoft App ID (a GUID)' },
+    // The edge's rule (worker/channels/teams.ts APP_ID), lower case.
+    account: {
+      pattern: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+      hint: 'a Microsoft App ID (a GUID)',
+    },
     secretFields: [],
   },
   api: {

@@ -20,6 +20,7 @@ import {
   type ConnectionStatus,
   ConnectionStatusSchema,
 } from '../../contract/connection'
+import { NEEDS_IDS, SECRET_RULES, SETTING_RULES } from './edge-rules'
 import { invalid } from './errors'
 import { GENERATORS, generatable } from './generate'
 
@@ -107,15 +108,16 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
   const name = channel as ConnectionChannel
   if (!kind.account.pattern.test(account)) throw invalid('account', `must be ${kind.account.hint}`)
   const ids = checkIds(name, shape.output.ids ?? [])
-  const settings = checkSettings(kind, shape.output.settings ?? {})
+  const settings = checkSettings(name, shape.output.settings ?? {})
   const secrets: Record<string, string[]> = {}
   for (const [field, value] of Object.entries(shape.output.secrets ?? {})) {
-    secrets[field] = checkSecrets(kind, field, typeof value === 'string' ? [value] : value)
+    secrets[field] = checkSecrets(name, field, typeof value === 'string' ? [value] : value)
   }
   const generated = generateInto(name, shape.output.generate, secrets)
   for (const field of requiredSecretFields(name)) {
     if (!secrets[field]) throw invalid(`secrets.${field}`, 'required')
   }
+  needIds(name, ids)
   const status = shape.output.status ?? 'active'
   return { channel: name, account, ids, settings, status, secrets, ...generated }
 }
@@ -124,9 +126,8 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
 export function parseRotateInput(channel: ConnectionChannel, input: unknown): RotateDraft {
   const shape = v.safeParse(RotateShape, input)
   if (!shape.success) throw shapeProblem(shape.issues)
-  const kind = kindOf(channel)
   const given = shape.output.secrets ?? {}
-  for (const [field, value] of Object.entries(given)) checkSecrets(kind, field, [value])
+  for (const [field, value] of Object.entries(given)) checkSecrets(channel, field, [value])
   const lists: Record<string, string[]> = Object.fromEntries(
     Object.entries(given).map(([field, value]) => [field, [value]]),
   )
@@ -161,8 +162,8 @@ export function parseUpdateInput(channel: ConnectionChannel, input: unknown): Up
   if (channel === 'api' && ids)
     throw invalid('ids', "an API connection's ids follow its keys: rotate")
   return {
-    ...(ids ? { ids: checkIds(channel, ids) } : {}),
-    ...(settings ? { settings: checkSettings(kindOf(channel), settings) } : {}),
+    ...(ids ? { ids: needIds(channel, checkIds(channel, ids)) } : {}),
+    ...(settings ? { settings: checkSettings(channel, settings) } : {}),
   }
 }
 
@@ -184,6 +185,17 @@ function generateInto(
     secrets[field] = [make()]
   })
   return { generated: [...new Set(generate)] }
+}
+
+/** A channel that writes only for its ids gets at least one (edge-rules.ts NEEDS_IDS). */
+function needIds(channel: ConnectionChannel, ids: string[]): string[] {
+  if (ids.length === 0 && NEEDS_IDS.has(channel)) {
+    throw invalid(
+      'ids',
+      `at least one of the ${idRule(channel)?.noun}: without one it writes for none`,
+    )
+  }
+  return ids
 }
 
 function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] {
@@ -208,7 +220,8 @@ function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] 
   return unique
 }
 
-function checkSettings(kind: ConnectionKind, settings: Record<string, string>) {
+function checkSettings(channel: ConnectionChannel, settings: Record<string, string>) {
+  const kind = kindOf(channel)
   const known: readonly string[] = kind.settings ?? []
   for (const [name, value] of Object.entries(settings)) {
     if (!known.includes(name)) {
@@ -218,11 +231,18 @@ function checkSettings(kind: ConnectionKind, settings: Record<string, string>) {
       )
     }
     if (!CONNECTION_ANY_ID.test(value)) throw invalid(`settings.${name}`, 'an id of 1-128 chars')
+    const rule = SETTING_RULES[channel]?.[name]
+    if (rule && !rule.pattern.test(value)) throw invalid(`settings.${name}`, rule.hint)
   }
   return { ...settings }
 }
 
-function checkSecrets(kind: ConnectionKind, field: string, values: readonly string[]): string[] {
+function checkSecrets(
+  channel: ConnectionChannel,
+  field: string,
+  values: readonly string[],
+): string[] {
+  const kind = kindOf(channel)
   const where = `secrets.${safeKey(field)}`
   if (!kind.secretFields.includes(field)) {
     const known = kind.secretFields.join(', ') || 'none'
@@ -236,6 +256,8 @@ function checkSecrets(kind: ConnectionKind, field: string, values: readonly stri
       throw invalid(where, `1 to ${CONNECTION_LIMITS.secretChars} characters`)
     }
     if (!SECRET.test(value)) throw invalid(where, 'printable ASCII without , | or spaces')
+    const rule = SECRET_RULES[channel]?.[field]
+    if (rule && !rule.pattern.test(value)) throw invalid(where, rule.hint)
   }
   if (new Set(values).size !== values.length) throw invalid(where, 'the same secret twice')
   return [...values]

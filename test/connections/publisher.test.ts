@@ -161,7 +161,7 @@ describe('publishPending', () => {
       'test',
     )
     await publishPending(deps)
-    await registry.updateConnection(service, a.id, { ids: [] }, 'test')
+    await registry.updateConnection(service, a.id, { ids: ['5009'] }, 'test')
     const b = await registry.createConnection(
       service,
       { channel: 'instagram', account: '700004', ids: ['5001'], secrets: { app_secret: 'ig-2' } },

@@ -146,6 +146,59 @@ describe('createConnection', () => {
       'settings.colour',
     ],
     [{ channel: 'slack', account: 'A0BAD7', secrets: { [SECRET]: SECRET } }, 'secrets.?'],
+    // What the edge could not use (origin/connections/edge-rules.ts): it would answer 503.
+    [{ channel: 'slack', account: 'A0BAD8', secrets: { signing_secret: SECRET } }, 'ids'],
+    [{ channel: 'slack', account: 'A0BAD9', ids: [], secrets: { signing_secret: SECRET } }, 'ids'],
+    ...(['whatsapp-cloud', 'messenger', 'instagram'] as const).map((channel): [object, string] => [
+      { channel, account: '910001', secrets: { app_secret: 'meta-secret-1' } },
+      'ids',
+    ]),
+    [
+      { channel: 'slack', account: 'A0BADA', ids: ['T1, T2'], secrets: { signing_secret: SECRET } },
+      'ids.0',
+    ],
+    [
+      { channel: 'slack', account: 'A0BADB', ids: ['T0A'], secrets: { signing_secret: 'a,b' } },
+      'secrets.signing_secret',
+    ],
+    [
+      { channel: 'slack', account: 'A0BADC', ids: ['T0A'], secrets: { signing_secret: 'a|b' } },
+      'secrets.signing_secret',
+    ],
+    [
+      { channel: 'slack', account: 'A0BADD', ids: ['T0A'], secrets: { signing_secret: ' ab ' } },
+      'secrets.signing_secret',
+    ],
+    [
+      { channel: 'messenger', account: '910002', ids: [' 5551'], secrets: { app_secret: 'm-1' } },
+      'ids.0',
+    ],
+    [
+      { channel: 'telegram', account: '7012', secrets: { secret_token: 'tok.en' } },
+      'secrets.secret_token',
+    ],
+    [
+      { channel: 'wechat', account: 'gh_0123456789ac', secrets: { token: 'to-ken' } },
+      'secrets.token',
+    ],
+    [
+      {
+        channel: 'wechat',
+        account: 'gh_0123456789ad',
+        secrets: { token: 'tok', aes_key: 'short' },
+      },
+      'secrets.aes_key',
+    ],
+    [
+      {
+        channel: 'wechat',
+        account: 'gh_0123456789ae',
+        secrets: { token: 'tok' },
+        settings: { app_id: 'app-1' },
+      },
+      'settings.app_id',
+    ],
+    [{ channel: 'teams', account: '------------------------------------' }, 'account'],
   ])('refuses %j naming %s, writing nothing', async (input, field) => {
     const before = await allCounts()
     const problem = await refusal(registry.createConnection(deps, input, 'test'))
@@ -157,7 +210,7 @@ describe('createConnection', () => {
 
   it('refuses a second connection of one account, and a Meta page another app holds, writing nothing', async () => {
     const account = slackApp()
-    const input = { channel: 'slack', account, secrets: { signing_secret: SECRET } }
+    const input = { channel: 'slack', account, ids: ['T0AAA'], secrets: { signing_secret: SECRET } }
     await registry.createConnection(deps, input, 'test')
     expect(await refusal(registry.createConnection(deps, input, 'test'))).toMatchObject({
       code: 'connection_exists',
@@ -195,7 +248,12 @@ describe('createConnection', () => {
   })
 
   it('is refused with registry_disabled while ORIGIN_KEKS is unset', async () => {
-    const input = { channel: 'slack', account: slackApp(), secrets: { signing_secret: SECRET } }
+    const input = {
+      channel: 'slack',
+      account: slackApp(),
+      ids: ['T0AAA'],
+      secrets: { signing_secret: SECRET },
+    }
     expect(
       await refusal(registry.createConnection({ db, originKeys: null }, input, 'test')),
     ).toMatchObject({ code: 'registry_disabled', status: 503 })
@@ -206,7 +264,7 @@ describe('rotate, disable, enable, update, delete', () => {
   const create = (account = slackApp()) =>
     registry.createConnection(
       deps,
-      { channel: 'slack', account, secrets: { signing_secret: SECRET } },
+      { channel: 'slack', account, ids: ['T0AAA'], secrets: { signing_secret: SECRET } },
       'test',
     )
 
@@ -347,6 +405,10 @@ describe('rotate, disable, enable, update, delete', () => {
     expect(
       await refusal(registry.updateConnection(deps, c.id, { ids: ['1799'] }, 'test')),
     ).toMatchObject({ code: 'connection_id_taken' })
+    // No ids left: the edge would answer its every webhook 503.
+    expect(await refusal(registry.updateConnection(deps, c.id, { ids: [] }, 'test'))).toMatchObject(
+      { code: 'connection_invalid', field: 'ids' },
+    )
     expect((await registry.showConnection(deps, c.id)).version).toBe(2)
   })
 
@@ -399,7 +461,7 @@ describe('rotate, disable, enable, update, delete', () => {
       await refusal(
         registry.createConnection(
           deps,
-          { channel: 'slack', account: slackApp(), generate: ['signing_secret'] },
+          { channel: 'slack', account: slackApp(), ids: ['T0AAA'], generate: ['signing_secret'] },
           'test',
         ),
       ),

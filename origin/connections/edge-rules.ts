@@ -1,0 +1,43 @@
+/**
+ * What the edge takes, beyond a kind's forms: the Worker lays a connection over its channel's
+ * per-tenant variables (worker/connections/variables.ts) and reads them with the channel's own
+ * parser, which drops a value it would not accept from a variable (a Telegram token outside
+ * Telegram's alphabet, a WeChat Token, EncodingAESKey or AppID of another form) and answers a
+ * channel with nothing left 503. So does a Slack app or a Meta app without ids: it writes for no
+ * workspace, number, Page or account. The registry refuses these up front, naming the field,
+ * rather than publish a connection every request of which the edge answers 503.
+ * @module
+ */
+import type { ConnectionChannel } from '../../contract/connection'
+
+export interface ValueRule {
+  readonly pattern: RegExp
+  readonly hint: string
+}
+
+/** Per channel and secret field: the form its edge parser accepts (worker/channels/*.ts). */
+export const SECRET_RULES: Partial<Record<ConnectionChannel, Record<string, ValueRule>>> = {
+  // worker/channels/telegram.ts TELEGRAM_TOKEN_PATTERN (Telegram's own rule for secret_token).
+  telegram: {
+    secret_token: { pattern: /^[A-Za-z0-9_-]{1,256}$/, hint: '1-256 of A-Z a-z 0-9 _ -' },
+  },
+  // worker/channels/wechat.ts TOKEN, wechat-crypto.ts ENCODING_AES_KEY (what its console gives).
+  wechat: {
+    token: { pattern: /^[A-Za-z0-9]{3,32}$/, hint: '3-32 letters and digits' },
+    aes_key: { pattern: /^[A-Za-z0-9+/]{43}$/, hint: '43 base64 characters' },
+  },
+}
+
+/** Per channel and setting: the form its edge parser accepts. */
+export const SETTING_RULES: Partial<Record<ConnectionChannel, Record<string, ValueRule>>> = {
+  // worker/channels/wechat.ts APP_ID.
+  wechat: { app_id: { pattern: /^wx[0-9a-f]{16}$/, hint: 'wx + 16 hex' } },
+}
+
+/** Channels whose connection writes only for its ids: without one, every request is 503. */
+export const NEEDS_IDS: ReadonlySet<ConnectionChannel> = new Set([
+  'slack',
+  'whatsapp-cloud',
+  'messenger',
+  'instagram',
+])

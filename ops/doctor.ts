@@ -7,7 +7,9 @@
  * or a dotenv file such as `.dev.vars`), else from this process's environment (only the names the
  * Worker reads as secrets). A file that cannot be read, or is neither, is an error, never an empty
  * set of secrets. The network checks read the origin's DATABASE_URL (DATABASE_DRIVER,
- * NEON_WS_PROXY) from the environment and Upstash's URL and token from the secrets.
+ * NEON_WS_PROXY) from the environment and Upstash's URL and token from the secrets; with the
+ * database they list the tenants both the Worker's variables and the registry name
+ * (ops/deploy-registry.ts: the registry's connection serves them).
  *
  * `--write-secrets-template FILE` writes the bulk file to fill in (every secret the Worker reads,
  * empty: leave out the channels you do not use), readable by its owner only, and never over a file
@@ -25,6 +27,7 @@ import { parseArgs, parseEnv } from 'node:util'
 import { readWranglerConfig, WRANGLER_TOML } from '../local/wrangler-config'
 import { checkDeployment, type Finding, SECRET_NAMES, WORKER_VARIABLE_NAMES } from './deploy-checks'
 import { checkPostgres, checkRedis } from './deploy-reachability'
+import { checkRegistryOverlap } from './deploy-registry'
 import { templateGuide, templateText, writeTemplate } from './secrets-template'
 
 const USAGE = `usage: npm run doctor -- [--env staging|production] [--config wrangler.toml]
@@ -168,6 +171,7 @@ export async function runDoctor(argv: string[], env = process.env): Promise<numb
   const findings = checkDeployment({ envName: args.env, config, secrets })
   if (args.checkNetwork) {
     findings.push(...(await checkPostgres(env)), ...(await checkRedis(secrets)))
+    findings.push(...(await checkRegistryOverlap(env, secrets)))
   }
   const where = args.env ? `environment ${args.env}` : 'the top level (local; deploy with --env)'
   process.stdout.write(`doctor: ${config.name}, ${where}\n`)

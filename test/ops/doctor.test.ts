@@ -12,9 +12,13 @@ import { createTestDatabase, databaseUrlOf, REDIS_URL } from '../../local/servic
 import { REPO_ROOT, readWranglerConfig, type WranglerConfig } from '../../local/wrangler-config'
 import { checkDeployment, type Finding } from '../../ops/deploy-checks'
 import { checkPostgres, checkRedis } from '../../ops/deploy-reachability'
+import { checkRegistryOverlap } from '../../ops/deploy-registry'
 import { hours, QUEUE_RETENTION_SECONDS, spoolScheduleSeconds } from '../../ops/deploy-spool'
 import { secretsTemplate, templateGuide } from '../../ops/secrets-template'
+import * as registry from '../../origin/connections/service'
+import { importKeyRing, newKekEntry } from '../../shared/envelope'
 import { parseSpoolSettings } from '../../worker/spool/config'
+import { openTestDb } from '../support/origin'
 import { GOOD_SECRET, goodConfig, goodSecrets, teams } from './support/deployment'
 
 function findings(config: WranglerConfig, secrets: Record<string, string>): Finding[] {
@@ -284,6 +288,38 @@ describe('with --check-network', () => {
     expect(empty[0]?.what).toMatch(/no migrations applied/)
     const closed = await checkPostgres({ DATABASE_URL: 'postgres://u@127.0.0.1:1/x' })
     expect(closed[0]?.what).toMatch(/does not answer/)
+  })
+
+  it("tenants in both the Worker's variables and the registry: each named, with the connection that serves it", async () => {
+    const db = openTestDb(migrated.url)
+    let held: { id: string }
+    try {
+      const deps = { db, originKeys: await importKeyRing(newKekEntry('o1')) }
+      const input = {
+        channel: 'slack',
+        account: 'A0BOTH01',
+        ids: ['T0BOTH'],
+        secrets: { signing_secret: 'registry-signing-secret-01' },
+      }
+      held = await registry.createConnection(deps, input, 'test')
+    } finally {
+      await db.close()
+    }
+    const variables = {
+      SLACK_SIGNING_SECRETS_BY_APP: 'A0BOTH01=variable-secret-01,A0ONLYVARS=variable-secret-02',
+      SLACK_TEAMS_BY_APP: 'A0BOTH01=T0BOTH,A0ONLYVARS=T0ONLY',
+      TELEGRAM_SECRET_TOKENS_BY_BOT: '7000000099=tg-variable-secret',
+    }
+    const found = await checkRegistryOverlap({ DATABASE_URL: migrated.url }, variables)
+    expect(found).toHaveLength(1)
+    expect(found[0]).toMatchObject({ level: 'warn' })
+    expect(found[0]?.what).toContain(`slack A0BOTH01`)
+    expect(found[0]?.what).toContain(`registry's connection ${held.id} (active) serves it`)
+    expect(found[0]?.fix).toContain('remove A0BOTH01')
+    expect(JSON.stringify(found)).not.toMatch(/secret-0|tg-variable/)
+    // No variables, or no database to ask: nothing to say (checkPostgres says the latter).
+    expect(await checkRegistryOverlap({ DATABASE_URL: migrated.url }, {})).toEqual([])
+    expect(await checkRegistryOverlap({}, variables)).toEqual([])
   })
 
   it('Redis: PONG is ok, a wrong token is reported', async () => {

@@ -11,9 +11,10 @@
  * If a child dies, the rest keeps running and the command to restart it is printed.
  * @module
  */
-import { relative } from 'node:path'
+import { join, relative } from 'node:path'
 import { writeDevStack } from '../origin/failures/dev-stack'
 import { WEBHOOK_CHANNELS } from '../worker/channels'
+import { type DevConnection, seedDevConnections } from './dev-connections'
 import { type DevVars, loadDevVars } from './dev-vars'
 import { originRestartCommand } from './origin-restart'
 import { redact } from './redact'
@@ -135,7 +136,11 @@ async function main(): Promise<void> {
       upstashToken,
       originSecret: sharedSecret,
       ports,
-      originEnv: withoutEmpty(routed.origin),
+      // Dev only: the origin's publisher writes the registry into wrangler dev's local KV.
+      originEnv: {
+        CONNECTIONS_LOCAL_KV_DIR: join(REPO_ROOT, '.wrangler', 'state', 'v3'),
+        ...withoutEmpty(routed.origin),
+      },
       // The Gmail poller claims in the same Redis as the Worker, through the same stand-in.
       originsUseRedis: true,
       onOriginLine: (line) => say(`[origin] ${line}`),
@@ -168,7 +173,10 @@ async function main(): Promise<void> {
     })
     // `npm run failures` finds this database by itself while the stack runs.
     process.on('exit', writeDevStack(stack.originEnv))
-    printSummary(stack, devVars.source, startedAt)
+    const seeded = await seedDevConnections(stack.originEnv).catch((err: Error) => ({
+      skipped: `not seeded: ${err.message}`,
+    }))
+    printSummary(stack, devVars.source, startedAt, seeded)
     watch(stack, devVars, () => shuttingDown)
   } catch (err) {
     if (shuttingDown) return
@@ -177,7 +185,12 @@ async function main(): Promise<void> {
   }
 }
 
-function printSummary(s: Stack, devVars: string, startedAt: number): void {
+function printSummary(
+  s: Stack,
+  devVars: string,
+  startedAt: number,
+  seeded: { connections: DevConnection[] } | { skipped: string },
+): void {
   const db =
     s.database.mode === 'pglite'
       ? `${s.database.databaseUrl}  (embedded PGlite; psql works)`
@@ -186,6 +199,13 @@ function printSummary(s: Stack, devVars: string, startedAt: number): void {
   say(`inbound-dedup dev stack is up (${seconds(startedAt)}; settings from ${devVars})`)
   say(`  worker    ${s.worker.url}     wrangler dev, its routes:`)
   for (const line of workerRoutes(s.worker.url)) say(`              ${line}`)
+  if ('skipped' in seeded) say(`            dev connections: none (${seeded.skipped})`)
+  else {
+    say('            dev connections (docs/connections.md "Locally"), by route id:')
+    for (const c of seeded.connections) {
+      say(`              POST ${s.worker.url}/webhooks/${c.channel}/c/${c.id}  (${c.channel})`)
+    }
+  }
   say(`  origin    ${s.origin.url}     POST /v1/events, /healthz, /metrics (Bearer OPERATOR_TOKEN)`)
   say(`  console   ${s.origin.url}/console   sign in with OPERATOR_TOKEN (from ${devVars})`)
   say(`  upstash   ${s.redis.url}     Upstash REST stand-in (${s.redis.mode})`)

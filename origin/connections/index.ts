@@ -10,6 +10,8 @@ import type { Registry } from 'prom-client'
 import type { DatabaseSettings } from '../config'
 import { openDatabase } from '../db'
 import type { Logger } from '../log'
+import type { KvPublisher } from './kv'
+import { localKvPublisher } from './kv-local'
 import { restPublisher } from './kv-rest'
 import { registerRegistryGauges } from './metrics'
 import { type RunningPublisher, startPublisher } from './publisher'
@@ -37,18 +39,30 @@ export function startRegistryPublisher(
   }
   const db = openDatabase(database, PUBLISHER_POOL_MAX, logger)
   registerRegistryGauges(metrics, db, logger)
-  if (!edgeKeys || !kv) {
+  if (!edgeKeys || (!kv && !registry.localKvDir)) {
     const missing = !edgeKeys
       ? 'EDGE_KEKS'
       : 'CLOUDFLARE_ACCOUNT_ID, _KV_NAMESPACE_ID, _KV_API_TOKEN'
     logger.info('connections publisher off: changes wait in the outbox', { missing })
     return { wake: () => {}, stop: () => db.close() }
   }
+  // Dev only (npm run dev sets CONNECTIONS_LOCAL_KV_DIR): wrangler dev's local KV, opened lazily.
+  const local = kv ? null : localKvPublisher(registry.localKvDir as string)
+  if (local) logger.info('connections publisher: local KV of wrangler dev (dev only)')
+  // A failure to open it fails each pass (logged, rows left pending), never the process.
+  local?.catch(() => {})
+  const target: KvPublisher = kv
+    ? restPublisher(kv)
+    : {
+        put: async (pairs) => (await (local as ReturnType<typeof localKvPublisher>)).kv.put(pairs),
+        delete: async (keys) =>
+          (await (local as ReturnType<typeof localKvPublisher>)).kv.delete(keys),
+      }
   const running = startPublisher({
     db,
     originKeys,
     edgeKeys,
-    kv: restPublisher(kv),
+    kv: target,
     logger,
     intervalMs: registry.publishIntervalMs,
   })
@@ -57,6 +71,7 @@ export function startRegistryPublisher(
     async stop() {
       await running.stop()
       await db.close()
+      await (await local?.catch(() => null))?.dispose()
     },
   }
 }

@@ -56,6 +56,13 @@ export const CONNECTIONS_PUBLISH_INTERVAL_MS = setting({
   max: 600_000,
   doc: 'pause between publisher passes that found nothing (at most one KV write per key per pass)',
 })
+/** Dev only: `npm run dev` sets it; production never does (the REST publisher is the default). */
+export const CONNECTIONS_LOCAL_KV_DIR = setting({
+  name: 'CONNECTIONS_LOCAL_KV_DIR',
+  kind: 'string',
+  secret: false,
+  doc: "dev only: wrangler dev's local state (.wrangler/state/v3); the publisher writes its KV there",
+})
 
 export const REGISTRY_SETTINGS = [
   ORIGIN_KEKS,
@@ -65,6 +72,7 @@ export const REGISTRY_SETTINGS = [
   CLOUDFLARE_KV_API_TOKEN,
   CLOUDFLARE_API_BASE_URL,
   CONNECTIONS_PUBLISH_INTERVAL_MS,
+  CONNECTIONS_LOCAL_KV_DIR,
 ] as const
 
 export interface KvRestConfig {
@@ -81,6 +89,8 @@ export interface RegistryConfig {
   edgeKeys: KeyRing | null
   /** Null: the Cloudflare variables unset (a local stack publishes into Miniflare instead). */
   kv: KvRestConfig | null
+  /** Dev only: wrangler dev's local state, written when `kv` is null (kv-local.ts). */
+  localKvDir: string | null
   publishIntervalMs: number
 }
 
@@ -119,7 +129,8 @@ export async function loadRegistryConfig(env: OriginEnv = process.env): Promise<
           baseUrl,
         }
       : null
-  return { originKeys, edgeKeys, kv, publishIntervalMs }
+  const localKvDir = readText(env, CONNECTIONS_LOCAL_KV_DIR)
+  return { originKeys, edgeKeys, kv, localKvDir, publishIntervalMs }
 }
 
 /** ORIGIN_KEKS alone (the console's and the CLI's way in): null when unset. */

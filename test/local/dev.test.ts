@@ -7,12 +7,19 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
+import { DEV_CONNECTIONS } from '../../local/dev-connections'
 import { GroupProcess, signalGroup } from '../../local/processes'
 import { freePort, isListening as listening } from '../../local/readiness'
 import { REDIS_URL, scratch } from '../../local/services'
 import { REPO_ROOT } from '../../local/stack'
-import { telegramDelivery } from '../../local/vendor-deliveries'
+import {
+  randomBelow,
+  telegramDelivery,
+  telegramRequest,
+  telegramUpdate,
+} from '../../local/vendor-deliveries'
 import { DEV_STACK_FILE } from '../../origin/failures/dev-stack'
+import { newKekEntry } from '../../shared/envelope'
 import { send } from '../support/test-stack'
 import { queryRows, restartOriginAsPrinted, shell, tool } from './support/dev-tools'
 
@@ -39,6 +46,9 @@ describe('npm run dev', () => {
       WORKER_PORT: String(ports.WORKER_PORT),
       TELEGRAM_SECRET_TOKEN: telegramToken,
       OPERATOR_TOKEN: operatorToken,
+      // The registry on, whatever the developer's .dev.vars says: the dev connections need it.
+      ORIGIN_KEKS: newKekEntry('devtest-origin'),
+      EDGE_KEKS: newKekEntry('devtest-edge'),
       REDIS_KEY_PREFIX: run.keyPrefix,
       LOG_LEVEL: 'warn',
     }
@@ -95,6 +105,34 @@ describe('npm run dev', () => {
         expect(rows[0]?.n).toBe(1)
       } finally {
         await client.end()
+      }
+
+      // The dev connections: one per webhook channel in the registry, published into wrangler
+      // dev's local KV by the origin's publisher, their routes printed; the seeded Telegram
+      // connection's secret verifies on its route and the message is one row.
+      const routes = [...summary.matchAll(/POST (\S+\/webhooks\/([a-z-]+)\/c\/(c_[a-z2-7]{26}))/g)]
+      expect(new Set(routes.map((m) => m[2]))).toEqual(
+        new Set(DEV_CONNECTIONS.map((c) => c.channel)),
+      )
+      const telegramRoute = routes.find((m) => m[2] === 'telegram')?.[1] as string
+      const seededSecret = DEV_CONNECTIONS.find((c) => c.channel === 'telegram')?.secrets
+        .secret_token?.[0] as string
+      const update = telegramUpdate({
+        updateId: randomBelow(2 ** 31),
+        messageId: randomBelow(2 ** 31),
+        text: 'through a dev connection',
+      })
+      expect(await send(await telegramRequest(telegramRoute, update, seededSecret))).toBe(200)
+      expect(await send(await telegramRequest(telegramRoute, update, 'not-the-secret'))).toBe(401)
+      const rowsOf = new pg.Client({ connectionString: run.databaseUrl })
+      await rowsOf.connect()
+      try {
+        const { rows } = await rowsOf.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM messages WHERE body = 'through a dev connection'",
+        )
+        expect(rows[0]?.n).toBe(1)
+      } finally {
+        await rowsOf.end()
       }
 
       // The banner lists every route, WhatsApp Cloud's and the email handler's included.

@@ -34,6 +34,15 @@ export const SETTING_RULES: Partial<Record<ConnectionChannel, Record<string, Val
   wechat: { app_id: { pattern: /^wx[0-9a-f]{16}$/, hint: 'wx + 16 hex' } },
 }
 
+/**
+ * Per channel, secret field → the setting it is of no use without: WeChat's safe mode decrypts a
+ * push with the EncodingAESKey and checks the AppID inside it (worker/channels/wechat-verify.ts
+ * answers `encryption_not_configured` without one).
+ */
+export const SETTING_NEEDED_BY: Partial<Record<ConnectionChannel, Record<string, string>>> = {
+  wechat: { aes_key: 'app_id' },
+}
+
 /** Channels whose connection writes only for its ids: without one, every request is 503. */
 export const NEEDS_IDS: ReadonlySet<ConnectionChannel> = new Set([
   'slack',

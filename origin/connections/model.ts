@@ -20,7 +20,7 @@ import {
   type ConnectionStatus,
   ConnectionStatusSchema,
 } from '../../contract/connection'
-import { NEEDS_IDS, SECRET_RULES, SETTING_RULES } from './edge-rules'
+import { NEEDS_IDS, SECRET_RULES, SETTING_NEEDED_BY, SETTING_RULES } from './edge-rules'
 import { invalid } from './errors'
 import { GENERATORS, generatable } from './generate'
 
@@ -118,6 +118,11 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
     if (!secrets[field]) throw invalid(`secrets.${field}`, 'required')
   }
   needIds(name, ids)
+  for (const [field, setting] of Object.entries(SETTING_NEEDED_BY[name] ?? {})) {
+    if (secrets[field] && !settings[setting]) {
+      throw invalid(`settings.${setting}`, `required with secrets.${field}`)
+    }
+  }
   const status = shape.output.status ?? 'active'
   return { channel: name, account, ids, settings, status, secrets, ...generated }
 }

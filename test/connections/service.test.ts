@@ -199,6 +199,14 @@ describe('createConnection', () => {
       'settings.app_id',
     ],
     [{ channel: 'teams', account: '------------------------------------' }, 'account'],
+    [
+      {
+        channel: 'wechat',
+        account: 'gh_0123456789af',
+        secrets: { token: 'tok', aes_key: 'A'.repeat(43) },
+      },
+      'settings.app_id',
+    ],
   ])('refuses %j naming %s, writing nothing', async (input, field) => {
     const before = await allCounts()
     const problem = await refusal(registry.createConnection(deps, input, 'test'))

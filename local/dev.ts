@@ -173,9 +173,13 @@ async function main(): Promise<void> {
     })
     // `npm run failures` finds this database by itself while the stack runs.
     process.on('exit', writeDevStack(stack.originEnv))
+    const seedingAt = performance.now()
     const seeded = await seedDevConnections(stack.originEnv).catch((err: Error) => ({
       skipped: `not seeded: ${err.message}`,
     }))
+    if ('connections' in seeded) {
+      say(`dev connections: ${seeded.connections.length}, published in ${seconds(seedingAt)}`)
+    }
     printSummary(stack, devVars.source, startedAt, seeded)
     watch(stack, devVars, () => shuttingDown)
   } catch (err) {

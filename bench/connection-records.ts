@@ -6,7 +6,7 @@
  * with a random IV) with node:crypto's synchronous calls, some 30 times quicker than WebCrypto's
  * three promises a value; test/unit/connection-figures.test.ts opens its output with `open`.
  * They are written into the Worker's KV from inside workerd (the verify-only Worker's
- * `POST /bench/connections`), a thousand puts a request, a few requests in flight.
+ * `POST /bench/connections`), 200 puts a request, a few requests in flight.
  * @module
  */
 import { createCipheriv, randomBytes } from 'node:crypto'
@@ -160,7 +160,7 @@ export function lineBots(keks: string, count: number): LineBot[] {
   })
 }
 
-/** Puts per request of the fill (the verify-only Worker's bound). */
+/** Puts per request of the fill (the verify-only Worker takes up to 1,000; 1,000 at once reset connections under load). */
 const PUTS_PER_REQUEST = 200
 
 /**

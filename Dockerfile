@@ -27,6 +27,7 @@ COPY contract ./contract
 COPY shared ./shared
 COPY email ./email
 COPY claims ./claims
+COPY idempotency-http ./idempotency-http
 COPY origin ./origin
 COPY migrations ./migrations
 COPY ops/migrate.ts ./ops/migrate.ts

@@ -1,14 +1,16 @@
 import { defineConfig } from 'vitest/config'
 
 /**
- * Node-side tests: unit tests of pure logic, integration tests of the origin against real Postgres
- * (through the Neon driver and the local proxy), and end-to-end tests through the whole local stack
- * (the Worker in workerd via Miniflare, origin processes, real Redis and Postgres).
- * Tests that run inside workerd itself live in test/workers/ (vitest.workers.config.ts).
+ * Node-side tests: every `test/**\/*.test.ts` but the `*.workers.test.ts`, which run inside workerd
+ * (vitest.workers.config.ts). They are filed by subject (docs/design.md, "Tests"): pure logic,
+ * the origin against real Postgres (through the Neon driver and the local proxy), and `*.e2e.test.ts`
+ * through the whole local stack (the Worker in workerd via Miniflare, origin processes, real Redis
+ * and Postgres).
  *
- * The `integration-pg` project runs the origin's integration tests once more on node-postgres over
- * TCP (DATABASE_DRIVER=pg), with no WebSocket proxy on the path. origin-db-faults.test.ts stays
- * Neon-only: its faults are made by cutting the WebSocket proxy's connections.
+ * The `integration-pg` project runs the `*.pg.test.ts` (the origin's and the migrations' tests
+ * against Postgres) once more on node-postgres over TCP (DATABASE_DRIVER=pg), with no WebSocket
+ * proxy on the path. test/origin/db/db-faults.test.ts has no `.pg`: its faults are made by cutting
+ * the WebSocket proxy's connections, so it stays Neon-only.
  */
 const shared: { globalSetup: string[]; testTimeout: number; hookTimeout: number; pool: 'forks' } = {
   globalSetup: ['test/support/global-setup.ts'],
@@ -27,15 +29,15 @@ export default defineConfig({
           ...shared,
           name: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/workers/**', 'test/**/*.workers.test.ts', 'node_modules/**'],
+          exclude: ['test/**/*.workers.test.ts', 'node_modules/**'],
         },
       },
       {
         test: {
           ...shared,
           name: 'integration-pg',
-          include: ['test/integration/**/*.test.ts'],
-          exclude: ['test/integration/origin-db-faults.test.ts', 'node_modules/**'],
+          include: ['test/**/*.pg.test.ts'],
+          exclude: ['node_modules/**'],
           env: { TEST_DATABASE_DRIVER: 'pg' },
         },
       },

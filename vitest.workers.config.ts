@@ -1,12 +1,13 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
 import { defineConfig } from 'vitest/config'
 import { wranglerConfigWithoutDevVars } from './local/wrangler-no-dev-vars'
-import { holdBackExpectedNotices } from './test/workers/support/workerd-notices'
+import { holdBackExpectedNotices } from './test/support/workerd/workerd-notices'
 
 /**
- * Tests that run inside workerd (the Workers runtime) with the real Worker module: its routes, the
- * vendor vectors again in that runtime, and the claim protocol against real Redis through the
- * Upstash stand-in. The global setup starts the Node-side servers and hands their URLs over.
+ * Tests that run inside workerd (the Workers runtime) with the real Worker module, every
+ * `test/**\/*.workers.test.ts` beside its subject's Node tests: its routes, the vendor vectors
+ * again in that runtime, and the claim protocol against real Redis through the Upstash stand-in.
+ * The global setup (test/support/workerd/) starts the Node-side servers and hands their URLs over.
  */
 /**
  * The secrets the test fixtures sign with (TEST_SECRETS of local/vendor-deliveries.ts; written out
@@ -26,7 +27,7 @@ const heldBack = holdBackExpectedNotices()
 process.on('exit', () => {
   if (heldBack() > 0) {
     process.stdout.write(
-      `workerd: ${heldBack()} notices of connections refused on purpose held back (test/workers/support/workerd-notices.ts)\n`,
+      `workerd: ${heldBack()} notices of connections refused on purpose held back (test/support/workerd/workerd-notices.ts)\n`,
     )
   }
 })
@@ -50,17 +51,16 @@ export default defineConfig({
           UPSTASH_REDIS_REST_TOKEN: inject('redisToken'),
           REDIS_KEY_PREFIX: `${inject('keyPrefix')}self:`,
           // Off: a flush waits in waitUntil, and every test here waits for the execution context.
-          // The counters are tested in Node (test/unit/worker-decision-flush.test.ts) and through
-          // Miniflare end to end (test/e2e/console.test.ts).
+          // The counters are tested in Node (test/gateway/decision-flush.test.ts) and through
+          // Miniflare end to end (test/origin/console/console.e2e.test.ts).
           DECISION_FLUSH_SECONDS: '0',
         },
       },
     })),
   ],
   test: {
-    // The connections' edge tests run here too (their Node tests, the origin's, beside them).
-    include: ['test/workers/**/*.test.ts', 'test/connections/**/*.workers.test.ts'],
-    globalSetup: ['test/workers/global-setup.ts'],
+    include: ['test/**/*.workers.test.ts'],
+    globalSetup: ['test/support/workerd/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     maxWorkers: 1,

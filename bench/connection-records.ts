@@ -4,7 +4,7 @@
  * kind (the bytes figure, sealed by `seal` itself), and many LINE bots (the 100,000), sealed by
  * {@link fastSeal}: the same envelope (a data key of its own per value, AES-KW-wrapped, AES-GCM
  * with a random IV) with node:crypto's synchronous calls, some 30 times quicker than WebCrypto's
- * three promises a value; test/unit/connection-figures.test.ts opens its output with `open`.
+ * three promises a value; test/bench/connection-figures.test.ts opens its output with `open`.
  * They are written into the Worker's KV from inside workerd (the verify-only Worker's
  * `POST /bench/connections`), 200 puts a request, a few requests in flight.
  * @module

@@ -1,97 +1,25 @@
 /**
- * Idempotency-Key for our own POST routes (draft-ietf-httpapi-idempotency-key-header), as one Hono
- * middleware any route of either wing can take. It is the delivery claim's lifecycle
- * ({@link runClaimed}: claim → run → settle or release) under a request's scope, plus the stored
- * answer:
+ * Idempotency-Key's protocol (draft-ietf-httpapi-idempotency-key-header) for our own POST routes:
+ * the delivery claim's lifecycle ({@link runClaimed}: claim → run → settle or release) under a
+ * request's scope, plus the stored answer. No HTTP here: idempotency-http/ reads the header, runs
+ * a route through {@link runIdempotent} and words its outcome (a replay, a problem).
  * - scope: (tenant, route, key); the claim's hash is the request's fingerprint (method, path,
- *   canonical body), so the same key with another request is seen in Redis (422);
+ *   canonical body), so the same key with another request is seen in Redis (`reused`);
  * - first request: the route runs; a final 2xx is stored (Redis beside the claim, and Postgres:
  *   the route's own work, or `durable`), the claim settles `done`;
  * - a 202 (queued, not landed yet) settles `spooled`: a retry runs again and gets the stored
  *   answer once the work has landed;
  * - a 4xx or 5xx (or a throw, a timeout) is not stored: the claim is released, a retry runs again;
- * - a repeat while the first runs: 409 with Retry-After; after it: the stored answer, with
- *   `Idempotent-Replayed: true`, nothing run;
+ * - a repeat while the first runs: `in_use`; after it: the stored answer (`replayed`), nothing run;
  * - Redis down or its answer gone: the route runs unclaimed, and Postgres decides.
  * @module
  */
-import type { Context, Env, MiddlewareHandler } from 'hono'
-import { parseItem } from 'structured-headers'
-import type { IdempotentRequest, StoredAnswer } from '../contract/idempotency'
-import { PROBLEM_CONTENT_TYPE, problemResponse } from '../contract/problem'
-import { BodyOverLimitError, readBoundedBody } from '../shared/body'
+import type { IdempotentRequest } from '../contract/idempotency'
 import { sha256Hex } from '../shared/crypto'
 import { type ClaimEnd, type ClaimHold, runClaimed } from './run-claimed'
 import type { ClaimStore } from './store'
 
-export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key'
-export const REPLAYED_HEADER = 'Idempotent-Replayed'
-/** Stripe's bound, and the issue's: 1 to 255 characters. */
-export const MAX_KEY_CHARS = 255
-/** What a client is told to wait before trying a key that is in flight again. */
-export const RETRY_AFTER_SECONDS = 1
-
-/**
- * A bare key (Stripe's convention: no quotes): the characters a client puts in one, never those
- * that structure a field (`"`, `,`, `;`, `\`, spaces).
- */
-const BARE_KEY = /^[A-Za-z0-9!#$%&'*+.^_`|~:/=@?-]+$/
-
-export type KeyVerdict =
-  | { ok: true; key: string }
-  | { ok: false; code: 'idempotency_key_missing' | 'idempotency_key_malformed' }
-
-/**
- * The header's key: a Structured Field string (`"8e03…"`, RFC 9651, parameters refused), or the
- * same characters bare. Two field lines arrive joined by a comma, which neither form allows.
- */
-export function parseIdempotencyKey(header: string | null | undefined): KeyVerdict {
-  const value = header?.trim() ?? ''
-  if (value === '') return { ok: false, code: 'idempotency_key_missing' }
-  const key = value.startsWith('"') ? sfString(value) : BARE_KEY.test(value) ? value : null
-  if (key === null || key.length === 0 || key.length > MAX_KEY_CHARS) {
-    return { ok: false, code: 'idempotency_key_malformed' }
-  }
-  return { ok: true, key }
-}
-
-function sfString(value: string): string | null {
-  try {
-    const [item, parameters] = parseItem(value)
-    return typeof item === 'string' && parameters.size === 0 ? item : null
-  } catch {
-    return null
-  }
-}
-
-/** JSON with every object's keys sorted: key order and whitespace are no other request. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, item]) => item !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, item]) => `${JSON.stringify(k)}:${canonicalJson(item)}`).join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
-
-/** SHA-256 of method, path and canonical body (the raw text when it is no JSON). */
-export async function requestFingerprint(
-  method: string,
-  path: string,
-  body: string,
-): Promise<string> {
-  let canonical = body
-  try {
-    canonical = canonicalJson(JSON.parse(body))
-  } catch {
-    // Not JSON: its bytes are the request.
-  }
-  return sha256Hex(`${method.toUpperCase()} ${path}\n${canonical}`)
-}
-
-/** What the route reads of its request once the middleware has let it run. */
+/** What the route reads of its request once the protocol has let it run. */
 export interface IdempotentCall extends IdempotentRequest {
   tenant: string
   /** The client's key as sent (unquoted). */
@@ -99,20 +27,6 @@ export interface IdempotentCall extends IdempotentRequest {
   /** The body the fingerprint was taken over (bounded), for the route to parse. */
   body: string
 }
-
-/**
- * `idempotencyHold`: how this request stands with its claim while the route runs (the claim is
- * the middleware's: a route that claims in Redis itself must not claim the same request again).
- */
-export type IdempotencyVariables = { idempotency: IdempotentCall; idempotencyHold: ClaimHold }
-
-/**
- * What the middleware answered itself, the route not run: a stored answer replayed, another
- * request under the key (422), or the key in use (409); and who decided it.
- */
-export type OwnAnswer =
-  | { kind: 'replayed' | 'reused'; from: 'redis' | 'memo' | 'postgres' }
-  | { kind: 'in_use'; from: 'redis' }
 
 /** A stored answer as the durable layer (Postgres) holds it. */
 export interface DurableAnswer {
@@ -127,124 +41,116 @@ export interface DurableAnswers {
   save(call: IdempotentCall, answer: { status: number; body: unknown }): Promise<void>
 }
 
-export interface IdempotencyOptions<E extends Env> {
-  /** Method and path of the scope: `POST /v1/messages`. */
-  route: string
-  /** The caller's tenant, as the route's authentication (run before this) found it. */
-  tenant(c: Context<E>): string
-  claims(c: Context<E>): ClaimStore | null
-  ttlSeconds(c: Context<E>): number
-  maxBodyBytes(c: Context<E>): number
-  /** Absent: the route's own work stores and finds answers (the Worker's, through the origin). */
-  durable?(c: Context<E>): DurableAnswers
-  /** Told of each answer the middleware gives itself (for the route's log and counts). */
-  answered?(c: Context<E>, own: OwnAnswer, response: Response): void
+/**
+ * What the protocol answered itself, the route not run: a stored answer replayed, another request
+ * under the key, or the key in use; and who decided it.
+ */
+export type OwnAnswer =
+  | { kind: 'replayed'; from: 'redis' | 'memo' | 'postgres'; answer: DurableAnswer }
+  | { kind: 'reused'; from: 'redis' | 'memo' | 'postgres' }
+  | { kind: 'in_use'; from: 'redis' }
+
+/** How a request under its key ended: its route ran (`result`), or the protocol answered. */
+export type IdempotentOutcome<R> = { kind: 'ran'; result: R } | OwnAnswer
+
+/** The route as the protocol sees it: run it, then read its answer. */
+export interface IdempotentRoute<R> {
+  /** The route's work, told how this request stands with its claim. A throw releases it. */
+  run(hold: ClaimHold): Promise<R>
+  status(result: R): number
+  /** The route answered with an answer stored before (the origin's): it is not stored again. */
+  replayed(result: R): boolean
+  /** The answer's JSON body; read only when the answer is stored. */
+  body(result: R): Promise<unknown>
 }
 
-/** The middleware; the route finds its call under `c.get('idempotency')`. */
-export function idempotency<E extends Env & { Variables: IdempotencyVariables }>(
-  options: IdempotencyOptions<E>,
-): MiddlewareHandler<E> {
-  return async (c, next) => {
-    const verdict = parseIdempotencyKey(c.req.header(IDEMPOTENCY_KEY_HEADER))
-    if (!verdict.ok) return problemResponse(verdict.code)
-    const body = await boundedBody(c.req.raw, options.maxBodyBytes(c))
-    if (body === null) return problemResponse('body_too_large')
-    const call = await idempotentCall(c, options, verdict.key, body)
-    c.set('idempotency', call)
-    const durable = options.durable?.(c) ?? null
-    const store = options.claims(c)
-    const scope = await scopeKey(call)
-    const own = (answer: OwnAnswer, response: Response): Response => {
-      options.answered?.(c, answer, response)
-      return response
+/**
+ * Runs `route` once per (tenant, route, key) of `call`. `durable` absent: the route's own work
+ * stores and finds answers (the Worker's, through the origin).
+ */
+export async function runIdempotent<R>(
+  call: IdempotentCall,
+  store: ClaimStore | null,
+  durable: DurableAnswers | null,
+  route: IdempotentRoute<R>,
+): Promise<IdempotentOutcome<R>> {
+  const scope = await scopeKey(call)
+  const runRoute = async (hold: ClaimHold): Promise<IdempotentOutcome<R>> => {
+    const found = await durable?.find(call)
+    if (found) {
+      return found.fingerprint === call.fingerprint
+        ? { kind: 'replayed', from: 'postgres', answer: found }
+        : { kind: 'reused', from: 'postgres' }
     }
-    const runRoute = async (hold: ClaimHold): Promise<Response> => {
-      const found = await durable?.find(call)
-      if (found) {
-        return found.fingerprint === call.fingerprint
-          ? own({ kind: 'replayed', from: 'postgres' }, replay(found))
-          : own({ kind: 'reused', from: 'postgres' }, reused())
-      }
-      c.set('idempotencyHold', hold)
-      await next()
-      return c.res
-    }
-    const keep = async (response: Response) => {
-      if (!isStored(response.status)) return
-      const answer = { status: response.status, body: await response.clone().json() }
-      await durable?.save(call, answer)
-      await store
-        ?.keep(
-          answerKey(scope),
-          JSON.stringify({ ...answer, fingerprint: call.fingerprint }),
-          call.ttlSeconds,
-        )
-        .catch(() => {})
-    }
-    const answer = await runClaimed<Response>(
-      store,
-      { key: scope, hash: call.fingerprint, ttlSeconds: call.ttlSeconds },
-      {
-        async settled({ payloadMismatch, from }) {
-          if (payloadMismatch) return own({ kind: 'reused', from }, reused())
-          // `spooled` too: the queued message may have landed since, its answer kept by a retry.
-          const stored = await keptAnswer(store, scope)
-          if (stored?.fingerprint === call.fingerprint) {
-            return own({ kind: 'replayed', from }, replay(stored))
-          }
-          // Queued and not landed, or the stored answer gone: Postgres decides (via the route),
-          // the route running beside a claim it does not hold (as after waiting out another's).
-          const response = await runRoute({ redis: 'inflight' })
-          if (!isReplayed(response)) await keep(response)
-          return response
-        },
-        inflight: () =>
-          own(
-            { kind: 'in_use', from: 'redis' },
-            problemResponse('idempotency_key_in_use', undefined, {
-              'retry-after': String(RETRY_AFTER_SECONDS),
-            }),
-          ),
-        async run(hold) {
-          const response = await runRoute(hold)
-          const end = endOf(response.status)
-          if (end === 'done') await keep(response)
-          return { result: response, end }
-        },
-      },
-    )
-    if (answer !== c.res) c.res = answer
+    return { kind: 'ran', result: await route.run(hold) }
   }
+  const keep = async (outcome: IdempotentOutcome<R>) => {
+    const answer = await answerOf(outcome, route)
+    if (answer === null || !isStored(answer.status)) return
+    await durable?.save(call, answer)
+    await store
+      ?.keep(
+        answerKey(scope),
+        JSON.stringify({ ...answer, fingerprint: call.fingerprint }),
+        call.ttlSeconds,
+      )
+      .catch(() => {})
+  }
+  return runClaimed<IdempotentOutcome<R>>(
+    store,
+    { key: scope, hash: call.fingerprint, ttlSeconds: call.ttlSeconds },
+    {
+      async settled({ payloadMismatch, from }) {
+        if (payloadMismatch) return { kind: 'reused', from }
+        // `spooled` too: the queued message may have landed since, its answer kept by a retry.
+        const stored = await keptAnswer(store, scope)
+        if (stored?.fingerprint === call.fingerprint)
+          return { kind: 'replayed', from, answer: stored }
+        // Queued and not landed, or the stored answer gone: Postgres decides (via the route),
+        // the route running beside a claim it does not hold (as after waiting out another's).
+        const outcome = await runRoute({ redis: 'inflight' })
+        if (!isReplay(outcome, route)) await keep(outcome)
+        return outcome
+      },
+      inflight: () => ({ kind: 'in_use', from: 'redis' }),
+      async run(hold) {
+        const outcome = await runRoute(hold)
+        const end = endOf(outcome, route)
+        if (end === 'done') await keep(outcome)
+        return { result: outcome, end }
+      },
+    },
+  )
 }
 
 /** A final 2xx is the request's answer for good; a 202 says only "queued". */
 const isStored = (status: number) => status >= 200 && status < 300 && status !== 202
 
-/** How the claim ends with this answer (module doc). */
-function endOf(status: number): ClaimEnd {
+/** How the claim ends with this outcome (module doc); another request's is never stored. */
+function endOf<R>(outcome: IdempotentOutcome<R>, route: IdempotentRoute<R>): ClaimEnd {
+  const status =
+    outcome.kind === 'ran'
+      ? route.status(outcome.result)
+      : outcome.kind === 'replayed'
+        ? outcome.answer.status
+        : null
   if (status === 202) return 'spooled'
-  return isStored(status) ? 'done' : 'release'
+  return status !== null && isStored(status) ? 'done' : 'release'
 }
 
-const isReplayed = (response: Response) => response.headers.get(REPLAYED_HEADER) === 'true'
+const isReplay = <R>(outcome: IdempotentOutcome<R>, route: IdempotentRoute<R>) =>
+  outcome.kind === 'replayed' || (outcome.kind === 'ran' && route.replayed(outcome.result))
 
-async function idempotentCall<E extends Env>(
-  c: Context<E>,
-  options: IdempotencyOptions<E>,
-  key: string,
-  body: string,
-): Promise<IdempotentCall> {
-  const path = new URL(c.req.url).pathname
-  return {
-    tenant: options.tenant(c),
-    route: options.route,
-    key,
-    keyHash: await sha256Hex(key),
-    fingerprint: await requestFingerprint(c.req.method, path, body),
-    ttlSeconds: options.ttlSeconds(c),
-    body,
-  }
+/** The answer an outcome carries (status and body), null when it carries none of its own. */
+async function answerOf<R>(
+  outcome: IdempotentOutcome<R>,
+  route: IdempotentRoute<R>,
+): Promise<{ status: number; body: unknown } | null> {
+  if (outcome.kind === 'replayed')
+    return { status: outcome.answer.status, body: outcome.answer.body }
+  if (outcome.kind !== 'ran') return null
+  const status = route.status(outcome.result)
+  return isStored(status) ? { status, body: await route.body(outcome.result) } : null
 }
 
 /** The claim's key: one per (tenant, route, key), none of them readable in Redis. */
@@ -263,28 +169,3 @@ async function keptAnswer(store: ClaimStore | null, scope: string): Promise<Dura
     return null
   }
 }
-
-async function boundedBody(request: Request, maxBytes: number): Promise<string | null> {
-  try {
-    return (await readBoundedBody(request, maxBytes)).text
-  } catch (err) {
-    if (err instanceof BodyOverLimitError) return null
-    throw err
-  }
-}
-
-/** A stored answer as it was stored; marked `Idempotent-Replayed` when an earlier request ran. */
-export function answerResponse(answer: StoredAnswer): Response {
-  return new Response(JSON.stringify(answer.body), {
-    status: answer.status,
-    headers: {
-      'content-type': answer.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json',
-      ...(answer.replayed ? { [REPLAYED_HEADER]: 'true' } : {}),
-    },
-  })
-}
-
-/** The stored answer again: nothing ran. */
-const replay = (answer: DurableAnswer) => answerResponse({ ...answer, replayed: true })
-
-const reused = () => problemResponse('idempotency_key_reused')

@@ -1,7 +1,8 @@
 /**
  * The claim protocol both wings use (the Worker's webhooks and email relay, the origin's Gmail
  * poller): states and their encoding, the Lua scripts, the store behind a Redis port, delivery
- * keys, settings, and {@link runClaimed}, which owns a claim's life.
+ * keys, settings, and {@link runClaimed}, which owns a claim's life; Idempotency-Key's protocol
+ * (idempotency.ts; its HTTP middleware is idempotency-http/).
  * @module
  */
 import { type SettledMemoSettings, settledMemo } from './memo'
@@ -11,16 +12,15 @@ import { ClaimStore } from './store'
 
 export { type DeliveryKey, formatDeliveryKey } from '../contract/delivery-key'
 export {
-  answerResponse,
   type DurableAnswer,
   type DurableAnswers,
-  type IdempotencyOptions,
-  type IdempotencyVariables,
   type IdempotentCall,
-  idempotency,
-  parseIdempotencyKey,
-  REPLAYED_HEADER,
+  type IdempotentOutcome,
+  type IdempotentRoute,
+  type OwnAnswer,
+  runIdempotent,
 } from './idempotency'
+export { parseIdempotencyKey, requestFingerprint } from './idempotency-key'
 export { SettledMemo, type SettledMemoSettings } from './memo'
 export type { RedisPort } from './port'
 export {

@@ -1,8 +1,8 @@
 /**
  * What an Idempotency-Key request carries across the wings (draft-ietf-httpapi-idempotency-key-
  * header): its scope and fingerprint, in an `api` event (contract/event.ts), and the answer the
- * origin stored for it. The middleware that reads the header and owns the claim is in
- * claims/idempotency.ts; the Postgres rows in origin/idempotency.ts.
+ * origin stored for it. The protocol is in claims/idempotency.ts, the middleware that reads the
+ * header in idempotency-http/middleware.ts, the Postgres rows in origin/idempotency.ts.
  * @module
  */
 import * as v from 'valibot'
@@ -19,7 +19,7 @@ export const IdempotencySchema = v.strictObject({
    * operator can find a message by it: an Idempotency-Key is an id, not a credential.
    */
   keyHash: Sha256Hex,
-  /** SHA-256 of method, path and canonical body (claims/idempotency.ts). */
+  /** SHA-256 of method, path and canonical body (claims/idempotency-key.ts). */
   fingerprint: Sha256Hex,
   /** How long the stored answer counts (IDEMPOTENCY_TTL_SECONDS of the Worker that took it). */
   ttlSeconds: v.pipe(v.number(), v.safeInteger(), v.minValue(60), v.maxValue(30 * 86_400)),

@@ -11,6 +11,7 @@
  * @module
  */
 import * as v from 'valibot'
+import { EventConnectionSchema } from './connection'
 import { CHANNEL_NAME, jsonBytes, LIMITS } from './event'
 import { storableText } from './storable'
 
@@ -41,6 +42,8 @@ export const UnrecognizedEventSchema = v.pipe(
     tenant: v.nullable(Key),
     scopes: v.optional(v.pipe(v.array(Key), v.maxLength(10_000))),
     writesFor: v.optional(v.pipe(v.array(Key), v.maxLength(10_000))),
+    /** The registry's connection that verified it (absent: the variables): a replay needs it active. */
+    connection: v.optional(EventConnectionSchema),
     /** The request's path and query (no host, no credentials): what `parse` may read of the URL. */
     path: v.pipe(v.string(), v.maxLength(LIMITS.url)),
     contentType: v.nullable(v.pipe(v.string(), v.maxLength(LIMITS.name))),

@@ -4,9 +4,9 @@
  * nesting, thousands of form parameters, an unclosed `<![CDATA[` repeated, a token that names a
  * held key but is signed by another), signed with a secret no gateway holds. What the gateway
  * may do with it before its verdict is bounded linear work (docs/design.md, "Before the
- * signature"); the workerd test (test/workers/pre-verification.test.ts) checks no parser runs on
- * it, and `npm run bench` (phase `pre-verification`) times it against the same channel's smallest
- * forged request. Each entry also has that smallest one.
+ * signature"); the workerd test (test/channels/pre-verification.workers.test.ts) checks no parser
+ * runs on it, and `npm run bench` (phase `pre-verification`) times it against the same channel's
+ * smallest forged request. Each entry also has that smallest one.
  * @module
  */
 import { META_MAX_BODY_BYTES } from '../worker/channels/meta-webhook'

@@ -6,5 +6,5 @@
 CREATE INDEX CONCURRENTLY IF NOT EXISTS messages_key_suffix_idx
   ON messages (reverse(channel_message_id) text_pattern_ops);
 
--- migrate:down
+-- migrate:down transaction:false
 DROP INDEX CONCURRENTLY IF EXISTS messages_key_suffix_idx;

@@ -4,5 +4,5 @@
 CREATE INDEX CONCURRENTLY IF NOT EXISTS messages_delivery_suffix_idx
   ON messages (reverse(first_delivery_key) text_pattern_ops);
 
--- migrate:down
+-- migrate:down transaction:false
 DROP INDEX CONCURRENTLY IF EXISTS messages_delivery_suffix_idx;

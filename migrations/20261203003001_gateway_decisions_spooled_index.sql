@@ -6,5 +6,5 @@
 CREATE INDEX CONCURRENTLY IF NOT EXISTS gateway_decisions_spooled_idx
   ON gateway_decisions (channel, bucket DESC) WHERE decision = 'spooled';
 
--- migrate:down
+-- migrate:down transaction:false
 DROP INDEX CONCURRENTLY IF EXISTS gateway_decisions_spooled_idx;

@@ -6,5 +6,5 @@
 CREATE INDEX CONCURRENTLY IF NOT EXISTS messages_body_trgm_idx
   ON messages USING gin (body gin_trgm_ops);
 
--- migrate:down
+-- migrate:down transaction:false
 DROP INDEX CONCURRENTLY IF EXISTS messages_body_trgm_idx;

@@ -5,5 +5,5 @@
 -- CONCURRENTLY (alone in this file) so ingest goes on meanwhile.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS messages_created_idx ON messages (created_at, id);
 
--- migrate:down
+-- migrate:down transaction:false
 DROP INDEX CONCURRENTLY IF EXISTS messages_created_idx;

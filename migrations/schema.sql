@@ -3,7 +3,7 @@
 -- edit it by hand. npm test fails when it differs from what the migrations make.
 -- Read a function here: a migration changes a function only by one whole CREATE OR REPLACE,
 -- so the older migrations hold its earlier versions.
--- Newest migration: 20261204001001
+-- Newest migration: 20261204002001
 
 -- Name: pg_trgm; Type: EXTENSION; Schema: -; Owner: -
 
@@ -187,7 +187,6 @@ BEGIN
     CASE WHEN v_edit THEN (e->>'occurredAt')::timestamptz END,
     CASE WHEN v_edit THEN (e->>'editSeq')::bigint END,
     COALESCE(CASE WHEN jsonb_typeof(e->'attachments') = 'array' THEN e->'attachments' END, '[]'),
-    e->>'otherKey',
     CASE WHEN jsonb_typeof(e->'references') = 'array'
          THEN ARRAY(SELECT jsonb_array_elements_text(e->'references')) END);
   -- An edit that found its message known (a replay, an older edit, or the message itself stored
@@ -238,9 +237,9 @@ BEGIN
 END
 $$;
 
--- Name: ingest_message(text, text, text, text, text, text, text, text, text, timestamp with time zone, timestamp with time zone, bigint, jsonb, text, text[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ingest_message(text, text, text, text, text, text, text, text, text, timestamp with time zone, timestamp with time zone, bigint, jsonb, text[]); Type: FUNCTION; Schema: public; Owner: -
 
-CREATE FUNCTION public.ingest_message(p_channel text, p_tenant text, p_message_key text, p_sender text, p_display_name text, p_body text, p_subject text, p_payload_hash text, p_delivery_key text, p_occurred_at timestamp with time zone, p_edited_at timestamp with time zone, p_edit_seq bigint, p_attachments jsonb, p_other_key text, p_references text[]) RETURNS TABLE(outcome text, message_id bigint, conversation_id bigint, customer_id bigint, payload_hash text, edited boolean)
+CREATE FUNCTION public.ingest_message(p_channel text, p_tenant text, p_message_key text, p_sender text, p_display_name text, p_body text, p_subject text, p_payload_hash text, p_delivery_key text, p_occurred_at timestamp with time zone, p_edited_at timestamp with time zone, p_edit_seq bigint, p_attachments jsonb, p_references text[]) RETURNS TABLE(outcome text, message_id bigint, conversation_id bigint, customer_id bigint, payload_hash text, edited boolean)
     LANGUAGE plpgsql
     AS $$
 -- The output columns share names with table columns (customer_id in ON CONFLICT, ...): in SQL
@@ -260,18 +259,6 @@ BEGIN
       FROM messages m JOIN conversations c ON c.id = m.conversation_id
      WHERE m.channel = p_channel AND m.channel_message_id = p_message_key;
   IF FOUND THEN RETURN; END IF;
-
-  -- A mail stored before the sender was part of email keys (or by a Worker still on the old
-  -- code) is this one if the same sender sent it; another sender's row under that key is not.
-  IF p_other_key IS NOT NULL THEN
-    RETURN QUERY
-      SELECT 'other_form', m.id, m.conversation_id, c.customer_id, m.payload_hash,
-             m.edited_at IS NOT NULL
-        FROM messages m JOIN conversations c ON c.id = m.conversation_id
-       WHERE m.channel = 'email' AND m.channel_message_id = p_other_key
-         AND m.sender_external_id = p_sender;
-    IF FOUND THEN RETURN; END IF;
-  END IF;
 
   PERFORM lock_message_key(p_channel, p_message_key); -- see migration 20261202000001
 

@@ -17,6 +17,7 @@ import { WEBHOOK_CHANNELS } from '../worker/channels'
 import { channelConfig, parseSettings } from '../worker/config'
 import type { Env } from '../worker/env'
 import { ORIGIN_URL, WORKER_SETTINGS } from '../worker/settings'
+import { checkConnections } from './deploy-connections'
 import { error, type Finding, ok, putSecret, varsSection, warn } from './deploy-finding'
 import { checkSpool } from './deploy-spool'
 import { checkTrust } from './deploy-trust'
@@ -59,6 +60,7 @@ export function checkDeployment(input: DeploymentInput): Finding[] {
     ...checkChannels(env, input.envName),
     ...checkWeChatModes(env),
     ...checkSpool(input.config, parseSettings(env).spool, input.envName),
+    ...checkConnections(input.config, secrets, input.envName),
     ...checkDedupTtls(env),
   ]
 }

@@ -4,7 +4,7 @@
  * the retry schedule, and the claim check's R2 bucket (worker/spool/claim-check.ts).
  *
  * The retention is stated here once ({@link QUEUE_RETENTION_SECONDS}); docs/deploying.md step 4
- * gives the same figure and docs/guarantees.md refers to it (test/local/doctor.test.ts checks).
+ * gives the same figure and docs/guarantees.md refers to it (test/ops/doctor.test.ts checks).
  * @module
  */
 

@@ -3,7 +3,7 @@
  * against `DATABASE_URL`; the dev stack and the test setup call `migrate()` directly.
  *
  * A migration that locks a live table sets `SET LOCAL lock_timeout` (the rule is checked by
- * test/integration/migration-locks.test.ts): behind a long transaction on that table it fails at
+ * test/migrations/migration-locks.pg.test.ts): behind a long transaction on that table it fails at
  * once with lock_not_available (55P03) instead of holding every write to the table in the queue
  * behind its own wait. Such a failure is retried here, after a pause that grows, a bounded number
  * of times: dbmate recorded every migration before it, so a retry starts at the one that failed.

@@ -71,7 +71,7 @@ export async function ingestNewMessage(
   const rows = await db.query<IngestMessageRow>(
     `SELECT outcome, message_id AS id, conversation_id, customer_id, payload_hash, edited
        FROM ingest_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz,
-                           $11::timestamptz, $12::bigint, $13::jsonb, $14, $15::text[])`,
+                           $11::timestamptz, $12::bigint, $13::jsonb, $14::text[])`,
     [
       event.channel,
       event.tenant,
@@ -86,7 +86,6 @@ export async function ingestNewMessage(
       editedAt,
       editedAt === null ? null : (event.editSeq ?? null),
       JSON.stringify(event.attachments ?? []),
-      null, // p_other_key: every email key holds its sender, there is no other form to look up
       emailReferences(event),
     ],
     INGEST_STATEMENT,
@@ -244,7 +243,6 @@ function flattenForBatch(event: InboundEvent) {
     occurredAt: event.occurredAt,
     editSeq: event.editSeq ?? null,
     attachments: event.attachments ?? null,
-    otherKey: null,
     references: emailReferences(event),
   }
 }

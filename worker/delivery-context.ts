@@ -62,6 +62,8 @@ export interface ReceivedRequest {
   tenant: string | null
   scopes?: ReadonlySet<string>
   writesFor?: ReadonlySet<string>
+  /** The registry's connection that verified it (worker/connections/). */
+  connection?: EventConnection
   /** The request's path and query. */
   path: string
   contentType: string | null

@@ -8,7 +8,6 @@
  * @module
  */
 import { Hono } from 'hono'
-import type { EventConnection } from '../contract/connection'
 import { DECISION_HEADER } from '../contract/decision-log'
 import type { SignatureBinding } from '../contract/signature-binding'
 import { admission } from './admission'
@@ -16,6 +15,7 @@ import { WEBHOOK_CHANNELS } from './channels'
 import { challengeReply, httpReply } from './channels/replies'
 import { type Classified, deliveriesOf, type WebhookChannel } from './channels/types'
 import { channelConfig, settingsFor } from './config'
+import { carryConnection } from './connections/config'
 import { byIndexOrVariables, byRoute, CONNECTION_PARAM, connectionPath } from './connections/pick'
 import { connectionFields, deliveryContext, logOutcome } from './deliver'
 import { deliverAll } from './deliver-batch'
@@ -136,13 +136,6 @@ function carryBinding(classified: Classified, binding: SignatureBinding): void {
   }
 }
 
-/** Each event says which connection (and version) verified it: the origin refuses a disabled one's. */
-function carryConnection(classified: Classified, connection: EventConnection): void {
-  for (const delivery of deliveriesOf(classified)) {
-    if (delivery.action === 'forward') delivery.draft.connection = connection
-  }
-}
-
 /** The verified request, as an unrecognized delivery of it is kept (worker/unrecognized.ts). */
 function receivedRequest(
   channel: WebhookChannel,
@@ -154,6 +147,7 @@ function receivedRequest(
     tenant: request.tenant,
     ...(request.scopes ? { scopes: request.scopes } : {}),
     ...(request.writesFor ? { writesFor: request.writesFor } : {}),
+    ...(request.connection ? { connection: request.connection } : {}),
     path: `${url.pathname}${url.search}`,
     contentType: request.parts.headers.get('content-type'),
     text: channel.replayText?.(request.parts) ?? request.parts.body.text,

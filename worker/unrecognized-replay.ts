@@ -14,6 +14,7 @@
  * @module
  */
 import { Hono } from 'hono'
+import type { ConnectionChannel, EventConnection } from '../contract/connection'
 import { LIMITS } from '../contract/event'
 import {
   ANSWER_SIGNATURE_HEADER,
@@ -34,12 +35,15 @@ import { utf8 } from '../shared/crypto'
 import { WEBHOOK_CHANNELS } from './channels'
 import { deliveriesOf, type RequestParts, type WebhookChannel } from './channels/types'
 import { channelConfig, type Settings, settingsFor } from './config'
+import { carryConnection, usableConnection } from './connections/config'
+import { connectionById } from './connections/reader'
 import { deliveryContext, logOutcome } from './deliver'
 import { deliverAll } from './deliver-batch'
 import type { Env } from './env'
 import {
   BodyTooLargeError,
   ChannelNotConfiguredError,
+  ForbiddenError,
   GatewayError,
   InvalidPayloadError,
   UnauthorizedError,
@@ -102,8 +106,12 @@ async function replayKept(
     (candidate) => candidate.name === event.channel,
   )
   if (!channel) return still(`no channel ${event.channel} in this Worker`)
+  // A connection's event needs that connection still active (its current version goes on the
+  // event); the variables' needs the channel configured.
+  const connection = event.connection ? await stillActive(env, channel, event.connection) : null
+  if (connection === 'disabled') return still('connection_disabled')
   const config = channelConfig(settings, channel)
-  if (!config.ok) throw new ChannelNotConfiguredError(channel.name, config.missing)
+  if (!connection && !config.ok) throw new ChannelNotConfiguredError(channel.name, config.missing)
   const text = bodyText(event)
   const parts: RequestParts = {
     url: new URL(event.path, 'https://replay.invalid').toString(),
@@ -125,6 +133,7 @@ async function replayKept(
     if (err instanceof GatewayError && err.status < 500) return still(err.code)
     throw err
   }
+  if (connection) carryConnection(classified, connection)
   const unplaced = deliveriesOf(classified).find((item) => item.action === 'unrecognized')
   if (unplaced?.action === 'unrecognized') return still(unplaced.reason)
   const ctx = deliveryContext(env, settings, {
@@ -140,6 +149,22 @@ async function replayKept(
   for (const outcome of outcomes) logOutcome(ctx, outcome, taken ? 200 : 503)
   const decisions = outcomes.map((outcome) => outcome.decision)
   return taken ? { outcome: 'delivered', decisions } : { outcome: 'retry', decisions }
+}
+
+/** The connection as KV holds it now: active (its current version), disabled, or a 503. */
+async function stillActive(
+  env: Env,
+  channel: WebhookChannel,
+  kept: EventConnection,
+): Promise<EventConnection | 'disabled'> {
+  const lookup = await connectionById(env, channel.name as ConnectionChannel, kept.id)
+  try {
+    const { record } = usableConnection(channel.name, lookup, `replay of ${kept.id}`)
+    return { id: record.id, version: record.version }
+  } catch (err) {
+    if (err instanceof ForbiddenError) return 'disabled'
+    throw err
+  }
 }
 
 function still(reason: string): UnrecognizedReplayAnswer {

@@ -80,6 +80,7 @@ export async function keepUnrecognized(
     tenant: received.tenant,
     ...(received.scopes ? { scopes: [...received.scopes] } : {}),
     ...(received.writesFor ? { writesFor: [...received.writesFor] } : {}),
+    ...(received.connection ? { connection: received.connection } : {}),
     path: received.path.slice(0, 2048),
     contentType: received.contentType?.slice(0, 256) ?? null,
     ...keptBody(text),

@@ -6,7 +6,7 @@ import { FORGED_SECRET, randomId } from './common'
 
 /**
  * The public API's key of the tests' gateways, for tenant {@link API_TEST_TENANT}; API_KEYS holds
- * only its SHA-256 ({@link API_TEST_KEY_SHA256}, test/unit/api-auth.test.ts pins the two together).
+ * only its SHA-256 ({@link API_TEST_KEY_SHA256}, test/api/api-auth.test.ts pins the two together).
  */
 export const API_TEST_KEY = 'test-api-key'
 export const API_TEST_KEY_SHA256 =

@@ -2,18 +2,20 @@
  * `POST /v1/failures/inbound/{id}/replay`: the operator's replay of one dead inbound event, over
  * HTTP (what `npm run failures -- replay <id>` does for queue rows), behind OPERATOR_TOKEN (its
  * refusals limited per client address with every other operator credential) and an
- * Idempotency-Key (claims/idempotency.ts, the API's middleware): a retried click or a script run
- * twice gets the first answer again, replayed, instead of "no longer dead". Its answers are
- * stored in the same `idempotency_keys` rows (origin/idempotency.ts), scoped to tenant `operator`.
+ * Idempotency-Key (idempotency-http/middleware.ts, the API's middleware): a retried click or a
+ * script run twice gets the first answer again, replayed, instead of "no longer dead". Its
+ * answers are stored in the same `idempotency_keys` rows (origin/idempotency.ts), scoped to
+ * tenant `operator`.
  * The replay is the service's (replay-inbound.ts), for queue rows alone; each one it runs is
  * audited in `console_audit` in the console's words (a stored answer replayed runs nothing and is
  * not).
  * @module
  */
 import { type Context, Hono } from 'hono'
-import { type ClaimStore, type IdempotencyVariables, idempotency } from '../../claims'
+import type { ClaimStore } from '../../claims'
 import { IDEMPOTENCY_TTL_SECONDS } from '../../claims/settings'
 import { problemResponse } from '../../contract/problem'
+import { type IdempotencyVariables, idempotency } from '../../idempotency-http/middleware'
 import { audit } from '../audit'
 import type { Database } from '../db'
 import { durableAnswers } from '../idempotency'

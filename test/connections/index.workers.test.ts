@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { type ConnectionChannel, kvKeys } from '../../contract/connection'
 import { API_TEST_KEY_SHA256, API_TEST_TENANT, apiDelivery } from '../../local/vendor-deliveries'
 import { sha256Hex } from '../../shared/crypto'
-import { GATEWAY, type Harness } from '../workers/support/harness'
+import { GATEWAY, type Harness } from '../support/workerd/harness'
 import { CASES, CASES_ENV, type ChannelCase, type Tenant } from './support/cases'
 import { brokenKv, edgeHarness, inMs, kv, putConnection } from './support/edge'
 

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { kvKeys, newConnectionId } from '../../contract/connection'
-import type { Harness } from '../workers/support/harness'
+import type { Harness } from '../support/workerd/harness'
 import { CASES, CASES_ENV } from './support/cases'
 import {
   brokenKv,

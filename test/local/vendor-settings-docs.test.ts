@@ -1,8 +1,8 @@
 /**
  * Vendor settings an operator must change, said where they configure the vendor: LINE sends each
  * POST once unless Webhook redelivery is on (it is off by default), so the README's Routes row and
- * docs/deploying.md's vendor step both say to turn it on, and why (test/workers/line.test.ts has
- * what the gateway answers LINE).
+ * docs/deploying.md's vendor step both say to turn it on, and why
+ * (test/channels/line/line.workers.test.ts has what the gateway answers LINE).
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'

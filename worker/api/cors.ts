@@ -6,8 +6,8 @@
  * @module
  */
 import type { MiddlewareHandler } from 'hono'
-import { IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER } from '../../claims/idempotency'
 import { problemResponse } from '../../contract/problem'
+import { IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER } from '../../idempotency-http/answers'
 import type { Env } from '../env'
 import { type ApiSettings, apiSettingsFor } from './settings'
 

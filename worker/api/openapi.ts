@@ -1,8 +1,8 @@
 /**
  * The OpenAPI 3.1 document of the public API, served at GET /v1/openapi.json. Written by hand
  * beside the code it describes (the valibot schema in message.ts, the problems in
- * contract/problem.ts); test/e2e/api.test.ts validates every real answer of its tests against it,
- * so the two cannot drift unseen.
+ * contract/problem.ts); test/api/api.e2e.test.ts validates every real answer of its tests against
+ * it, so the two cannot drift unseen.
  * @module
  */
 import { ATTACHMENT_KINDS, LIMITS } from '../../contract/event'

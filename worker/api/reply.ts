@@ -1,14 +1,14 @@
 /**
  * The API's front door to the delivery core (deliver.ts): what it answers for an Outcome (the
  * stored answer, 202 queued, or a problem), and the Outcome of each answer the Idempotency-Key
- * middleware gives itself (a replay, 422, 409), so every answer is logged and counted as a
+ * middleware gives itself (a replay, 422, 409: claims/idempotency.ts's OwnAnswer), so every answer is logged and counted as a
  * decision of channel `api`, like every channel's (logOutcome).
  * @module
  */
 import type { OwnAnswer } from '../../claims/idempotency'
-import { answerResponse } from '../../claims/idempotency'
 import { DECISION_HEADER } from '../../contract/decision-log'
 import { problemResponse } from '../../contract/problem'
+import { answerResponse } from '../../idempotency-http/answers'
 import { NOT_RECORDED } from '../deliver-spool'
 import { logProblem } from '../log'
 import type { Outcome } from '../outcome'

@@ -2,7 +2,7 @@
  * The public API, `/v1`: POST /v1/messages (an API key's tenant posts a customer's message; it
  * becomes a row through the same delivery core as every channel's event, channel `api`: shed,
  * forwarded, queued when the origin cannot take it, counted and logged) behind Idempotency-Key
- * (claims/idempotency.ts), and GET /v1/openapi.json, the document that describes it. Errors are
+ * (idempotency-http/middleware.ts over claims/idempotency.ts), and GET /v1/openapi.json, the document that describes it. Errors are
  * RFC 9457 problems.
  *
  * One claim per request, the middleware's. It claims `idem:{hash of tenant, route, key}` with the
@@ -15,11 +15,11 @@
  * @module
  */
 import { type Context, Hono } from 'hono'
-import { type IdempotencyVariables, idempotency } from '../../claims/idempotency'
 import type { EventConnection } from '../../contract/connection'
 import { DECISION_HEADER } from '../../contract/decision-log'
 import { finalizeEvent, parseInboundEvent } from '../../contract/event'
 import { problemResponse } from '../../contract/problem'
+import { type IdempotencyVariables, idempotency } from '../../idempotency-http/middleware'
 import { admission } from '../admission'
 import { settingsFor } from '../config'
 import { apiKeyOwner } from '../connections/api-keys'

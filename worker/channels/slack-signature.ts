@@ -1,7 +1,7 @@
 /**
  * Slack's request signature: `X-Slack-Signature: v0=` + hex HMAC-SHA256 of `v0:{timestamp}:{raw
  * body}` under the app's signing secret, with `X-Slack-Request-Timestamp` within five minutes.
- * Checked against Slack's published example in test/unit/vendor-vectors.ts.
+ * Checked against Slack's published example in test/channels/support/vendor-vectors.ts.
  * @module
  */
 import { type Bytes, hmac, timingSafeEqual, toHex, utf8 } from '../../shared/crypto'

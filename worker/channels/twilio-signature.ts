@@ -2,8 +2,8 @@
  * Twilio's request signature (`X-Twilio-Signature`): base64 HMAC-SHA1 under the account's auth
  * token of the URL Twilio called, then every form parameter, sorted; a JSON body (Event Streams,
  * `bodySHA256` in the URL) is bound by its SHA-256 instead. Checked against Twilio's published
- * example in test/unit/vendor-vectors.ts. The number of form parameters is bounded before any of
- * this runs: the signature sorts them all.
+ * example in test/channels/support/vendor-vectors.ts. The number of form parameters is bounded
+ * before any of this runs: the signature sorts them all.
  * @module
  */
 import { hmac, sha256Hex, timingSafeEqual, toBase64 } from '../../shared/crypto'

@@ -3,7 +3,8 @@
  * workerd and Node: the SHA-1 signatures over sorted strings, and the AES-256-CBC envelope
  * (key = base64(EncodingAESKey + "="), IV = its first 16 bytes, PKCS#7 padding to 32-byte blocks,
  * plaintext = 16 random bytes ‖ 4-byte big-endian length ‖ message ‖ AppID). Tencent's sample
- * vectors run on both runtimes (test/unit/wechat.test.ts, test/workers/wechat.test.ts).
+ * vectors run on both runtimes (test/channels/wechat/wechat.test.ts and
+ * wechat.workers.test.ts).
  * @module
  */
 import { type Bytes, timingSafeEqual, toBase64, toHex, utf8 } from '../../shared/crypto'

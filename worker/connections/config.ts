@@ -7,7 +7,13 @@
  * @module
  */
 import { type EventConnection, secretLive } from '../../contract/connection'
-import type { ChannelConfig, PathParams, WebhookChannel } from '../channels/types'
+import {
+  type ChannelConfig,
+  type Classified,
+  deliveriesOf,
+  type PathParams,
+  type WebhookChannel,
+} from '../channels/types'
 import type { Env } from '../env'
 import { ForbiddenError, RetryLaterError } from '../errors'
 import { logProblem } from '../log'
@@ -85,4 +91,11 @@ export async function connectionConfig<T>(
   memo.set(key, config)
   while (memo.size > MEMO_ENTRIES) memo.delete(memo.keys().next().value as string)
   return { config, connection: ref, ...(params ? { params } : {}) }
+}
+
+/** Each event says which connection (and version) verified it: the origin refuses a disabled one's. */
+export function carryConnection(classified: Classified, connection: EventConnection): void {
+  for (const delivery of deliveriesOf(classified)) {
+    if (delivery.action === 'forward') delivery.draft.connection = connection
+  }
 }

@@ -59,9 +59,12 @@ export type Lookup =
   /** KV failed, was slow, is not bound, or holds what cannot be used: never a verdict. */
   | { kind: 'unavailable'; reason: string }
 
+/** An index entry's answer: the id of the connection it names. */
+type IndexLookup = { kind: 'found'; id: string } | Exclude<Lookup, { kind: 'found' }>
+
 interface MemoEntry {
   expiresAt: number
-  lookup: Promise<Lookup>
+  lookup: Promise<Lookup | IndexLookup>
 }
 
 interface ReaderState {
@@ -107,14 +110,19 @@ export async function connectionByIndex(
   if (new TextEncoder().encode(key).byteLength > 512) return { kind: 'none' }
   const entry = await memoized(env, key, () => readIndex(env, key))
   if (entry.kind !== 'found') return entry
-  return connectionById(env, channel, entry.connection.record.id)
+  return connectionById(env, channel, entry.id)
 }
 
-async function memoized(env: Env, key: string, read: () => Promise<Lookup>): Promise<Lookup> {
+async function memoized<T extends Lookup | IndexLookup>(
+  env: Env,
+  key: string,
+  read: () => Promise<T>,
+): Promise<T> {
   const state = stateFor(env)
   const now = Date.now()
   const held = state.memo.get(key)
-  if (held && held.expiresAt > now) return held.lookup
+  // A key holds one kind of answer: a record's (conn:) or an index entry's (idx:).
+  if (held && held.expiresAt > now) return held.lookup as Promise<T>
   if (held) state.memo.delete(key)
   const lookup = read()
   // Held while in flight (concurrent requests share one get); an unavailable answer is dropped
@@ -151,14 +159,14 @@ async function kvText(env: Env, key: string): Promise<string | null | { failed: 
   }
 }
 
-async function readIndex(env: Env, key: string): Promise<Lookup> {
+async function readIndex(env: Env, key: string): Promise<IndexLookup> {
   const text = await kvText(env, key)
   if (text === null) return { kind: 'none' }
   if (typeof text !== 'string') return unavailable(text.failed, { key })
   const id = text.trim()
   if (!CONNECTION_ID.test(id)) return unavailable('index_malformed', { key })
   // Only the id is held for an index entry: the record is read (and memoized) under its own key.
-  return { kind: 'found', connection: { record: { id } as EdgeConnection, secrets: noSecrets } }
+  return { kind: 'found', id }
 }
 
 async function readRecord(env: Env, id: string): Promise<Lookup> {
@@ -194,8 +202,6 @@ async function readRecord(env: Env, id: string): Promise<Lookup> {
   }
 }
 
-const noSecrets = async (): Promise<readonly OpenedSecret[]> => []
-
 async function openSecrets(env: Env, record: EdgeConnection): Promise<readonly OpenedSecret[]> {
   const state = stateFor(env)
   state.ring ??= importKeyRing(env.EDGE_KEKS).catch(() => null)
@@ -224,12 +230,10 @@ export function liveSecrets(
     .map((secret) => secret.value)
 }
 
-function unavailable(reason: string, fields: Record<string, string>): Lookup {
+function unavailable(
+  reason: string,
+  fields: Record<string, string>,
+): { kind: 'unavailable'; reason: string } {
   logProblem('error', 'connection_unavailable', { reason, ...fields })
   return { kind: 'unavailable', reason }
-}
-
-/** Forgets what this isolate read (tests of a change at the origin, without waiting it out). */
-export function forgetConnections(env: Env): void {
-  stateFor(env).memo.clear()
 }

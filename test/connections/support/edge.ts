@@ -7,7 +7,7 @@
 import { env } from 'cloudflare:workers'
 import { type EdgeConnection, kvKeys } from '../../../contract/connection'
 import type { Env } from '../../../worker/env'
-import { GATEWAY, type Harness, harness } from '../../workers/support/harness'
+import { GATEWAY, type Harness, harness } from '../../support/workerd/harness'
 import { type ConnectionSpec, edgeRecord, TEST_EDGE_KEKS } from './record'
 
 export {

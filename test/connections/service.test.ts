@@ -182,7 +182,7 @@ describe('createConnection', () => {
     expect(await count('connections', 'account = $1', ['900002'])).toBe(0)
   })
 
-  it('a mailbox: canonical addresses only, and an address is one inbox\'s (as its account or an alias)', async () => {
+  it("a mailbox: canonical addresses only, and an address is one inbox's (as its account or an alias)", async () => {
     const mail = (account: string, ids: string[]) => ({ channel: 'email', account, ids })
     // The edge looks up the recipient lower-cased and without its +tag: nothing else can match.
     for (const [input, field] of [

@@ -17,7 +17,7 @@ import { connectionAliases, type MailboxAliases } from '../../email/mailbox'
 import type { Queryable } from '../db'
 
 export type GmailMailbox =
-  | { kind: 'active'; aliases: MailboxAliases; connection?: EventConnection }
+  | { kind: 'active'; aliases: MailboxAliases }
   /** A disabled mailbox connection: nothing is polled until it is enabled. */
   | { kind: 'disabled'; connection: EventConnection }
 
@@ -44,5 +44,5 @@ export async function gmailMailbox(
   if (!row) return { kind: 'active', aliases: variables }
   const connection = { id: row.id, version: row.version }
   if (row.status !== 'active') return { kind: 'disabled', connection }
-  return { kind: 'active', aliases: connectionAliases(row), connection }
+  return { kind: 'active', aliases: connectionAliases(row) }
 }

@@ -20,6 +20,7 @@ import {
   type ConnectionStatus,
   ConnectionStatusSchema,
 } from '../../contract/connection'
+import { withoutSubaddress } from '../../email/mailbox'
 import { invalid } from './errors'
 import { GENERATORS, generatable } from './generate'
 
@@ -107,6 +108,7 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
   const name = channel as ConnectionChannel
   if (!kind.account.pattern.test(account)) throw invalid('account', `must be ${kind.account.hint}`)
   const ids = checkIds(name, shape.output.ids ?? [])
+  if (name === 'email') checkMailbox(account, ids)
   const settings = checkSettings(kind, shape.output.settings ?? {})
   const secrets: Record<string, string[]> = {}
   for (const [field, value] of Object.entries(shape.output.secrets ?? {})) {
@@ -200,6 +202,9 @@ function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] 
   }
   ids.forEach((id, index) => {
     if (!rule.pattern.test(id)) throw invalid(`ids.${index}`, `not one of the ${rule.noun}`)
+    if (channel === 'email' && withoutSubaddress(id) !== id) {
+      throw invalid(`ids.${index}`, CANONICAL_ADDRESS)
+    }
   })
   const unique = [...new Set(ids)]
   if (JSON.stringify(unique).length > MAX_LISTED_BYTES) {
@@ -207,6 +212,20 @@ function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] 
   }
   return unique
 }
+
+/**
+ * A mailbox and its aliases as the edge looks them up: canonical (email/mailbox.ts: lower case,
+ * no `+tag`, which the Worker strips from the envelope recipient before `idx:email:<address>`),
+ * and no alias the mailbox itself.
+ */
+function checkMailbox(account: string, ids: readonly string[]): void {
+  if (withoutSubaddress(account) !== account) throw invalid('account', CANONICAL_ADDRESS)
+  ids.forEach((id, index) => {
+    if (id === account) throw invalid(`ids.${index}`, 'the mailbox itself, not an alias')
+  })
+}
+
+const CANONICAL_ADDRESS = 'lower case, without a +tag (mail to local+tag@ is keyed as local@)'
 
 function checkSettings(kind: ConnectionKind, settings: Record<string, string>) {
   const known: readonly string[] = kind.settings ?? []

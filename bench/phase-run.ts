@@ -2,15 +2,19 @@
  * Runs one phase of the scenario table (bench/scenarios.ts) on a started run, with what it needs
  * around its steps: the Upstash stand-in stopped and restarted for Redis down, the workerd
  * profile taken after the direct baselines and the alternated insert comparison, the cost
- * windows, the decision counters, the overload and queue measurements, `wrangler dev` started and
+ * windows, the decision counters, the connection registry, the overload and queue measurements, `wrangler dev` started and
  * stopped (or skipped when the time budget is short). A phase that fails is reported and the run
  * goes on.
  * @module
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { REPO_ROOT } from '../local/stack'
+import type { WorkerMiniflareHandle } from '../local/worker-runtime'
 import { runAdmission } from './admission'
 import { RESULTS_DIR, vendorVars, WORKERD_PROFILE } from './config'
+import { connectionsLines } from './connection-figures'
+import { measureConnections } from './connections-phase'
 import { measureCosts } from './cost'
 import { costLines } from './cost-report'
 import { measureDecisionCounters } from './decision-counters-phase'
@@ -22,6 +26,8 @@ import { drainLines, measureQueueDrain } from './queue-drain'
 import { replays, signVendorRequests, type VendorEvent } from './requests'
 import type { Phase, PhaseName } from './scenarios'
 import { fmt, say, startedAt } from './util'
+
+const VERIFY_ONLY_CONFIG = join(REPO_ROOT, 'bench', 'verify-only.wrangler.toml')
 
 /** What the `wrangler dev` section needs beyond its steps (start-up, warm-up), seconds. */
 const WRANGLER_DEV_OVERHEAD_S = 20
@@ -111,6 +117,23 @@ const PHASE_HOOKS: Partial<Record<PhaseName, PhaseHooks>> = {
       )
       const lines = state.preVerification.map(describePreVerification)
       state.notes.push(...lines.map((line) => `before the signature: ${line}`))
+      return false
+    },
+  },
+  connections: {
+    async before(state) {
+      const { local } = state.stack
+      const start = async (vars: Record<string, string>) =>
+        (await local.startWorker({
+          wranglerConfig: VERIFY_ONLY_CONFIG,
+          vars,
+        })) as WorkerMiniflareHandle
+      state.connections = await measureConnections(start)
+      const file = join(RESULTS_DIR, `connections-${state.run.config.runTag}.json`)
+      writeFileSync(file, `${JSON.stringify(state.connections, null, 2)}\n`)
+      const lines = connectionsLines(state.connections)
+      for (const line of lines) say(`connections: ${line}`)
+      state.notes.push(...lines.map((line) => `connections: ${line}`))
       return false
     },
   },

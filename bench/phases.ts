@@ -12,6 +12,7 @@ import type { AdmissionReport } from './admission'
 import { type CapacityReport, rateFromCapacity } from './capacity-figures'
 import type { Cleanup } from './cleanup'
 import type { BenchConfig } from './config'
+import type { ConnectionsReport } from './connections-phase'
 import type { CostReport } from './cost'
 import type { DecisionCountersCost } from './decision-counters-phase'
 import type { InsertRatio } from './insert-ratio'
@@ -100,6 +101,8 @@ export interface RunState extends RunDeps {
   decisionCounters?: DecisionCountersCost
   /** Each channel's worst forged request over its smallest (phase `pre-verification`). */
   preVerification?: PreVerificationCost[]
+  /** Verification with 1 and 100,000 connections in KV (phase `connections`). */
+  connections?: ConnectionsReport
   /** The counters' A/B pair of gateways, during phase `decision-counters` only. */
   countersAb: CountersAb | undefined
 }

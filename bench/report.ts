@@ -7,6 +7,7 @@
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
 import type { AdmissionReport } from './admission'
 import type { CapacityReport } from './capacity-figures'
+import { type ConnectionsReport, connectionsLines } from './connection-figures'
 import type { CostReport } from './cost'
 import { costSection } from './cost-report'
 import { type DecisionCountersCost, describeCost } from './decision-counters-phase'
@@ -91,6 +92,8 @@ export interface BenchReport {
   preVerification?: PreVerificationCost[]
   /** The decision counters' hot-path cost in workerd (phase `decision-counters`). */
   decisionCounters?: DecisionCountersCost
+  /** Verification with 1 and 100,000 connections in KV (phase `connections`, opt-in). */
+  connections?: ConnectionsReport
 }
 
 export interface ProfileSummary {
@@ -548,6 +551,7 @@ export function markdown(report: BenchReport, headline: number): string {
     `- ${decisionCountersLine(report, headline)}`,
     `- ${countersAbLine(report, headline)}`,
     '',
+    ...(report.connections ? connectionsSection(report.connections) : []),
     '## Who decided',
     '',
     "Counted from the gateway's decision log lines and the origin's event lines during each step " +
@@ -588,4 +592,17 @@ export function markdown(report: BenchReport, headline: number): string {
   }
   out.push('', '![throughput and p99 against concurrency](chart.svg)', '')
   return out.join('\n')
+}
+
+function connectionsSection(r: ConnectionsReport): string[] {
+  return [
+    '## The connection registry: 1 and 100,000 connections in KV',
+    '',
+    `LINE deliveries to the verify-only Worker in ${r.runtime}, one at a time, the cases ` +
+      'alternated in rounds (bench/connections-phase.ts); workerd CPU per request from /proc ' +
+      "(Miniflare's KV store runs in the same workerd process: a miss's figure includes it).",
+    '',
+    ...connectionsLines(r).map((line) => `- ${line}`),
+    '',
+  ]
 }

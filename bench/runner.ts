@@ -72,6 +72,7 @@ export async function bench(run: BenchRun): Promise<BenchReport> {
     ...(state.admission ? { admission: state.admission } : {}),
     ...(state.decisionCounters ? { decisionCounters: state.decisionCounters } : {}),
     ...(state.preVerification ? { preVerification: state.preVerification } : {}),
+    ...(state.connections ? { connections: state.connections } : {}),
     checks: [
       ...[...steps, ...(state.insertRatio?.slices ?? [])].flatMap((s) =>
         s.checks.map((c) => ({ ...c, step: s.id })),
@@ -242,10 +243,18 @@ async function capacityFirst(state: RunState): Promise<void> {
   }
 }
 
-/** The phases BENCH_PHASES names (all by default); a skipped phase is a note in the report. */
+/**
+ * The phases BENCH_PHASES names (by default all but the opt-in ones); a skipped phase is a note in
+ * the report.
+ */
 function phasesToRun(state: RunState): Phase[] {
   const wanted = state.run.config.phases
-  if (!wanted) return [...PHASES]
+  if (!wanted) {
+    const optIn = PHASES.filter((p) => p.optIn).map((p) => p.name)
+    if (optIn.length)
+      state.notes.push(`phases run only when named (BENCH_PHASES): ${optIn.join(', ')}`)
+    return PHASES.filter((p) => !p.optIn)
+  }
   const unknown = wanted.filter((name) => !PHASES.some((p) => p.name === name))
   if (unknown.length) throw new Error(`BENCH_PHASES: unknown phase(s) ${unknown.join(', ')}`)
   const skipped = PHASES.filter((p) => !wanted.includes(p.name)).map((p) => p.name)

@@ -12,7 +12,8 @@
  *   INSERT in alternated slices) → the cost per event (bench/cost.ts) → the decision counters'
  *   cost per decision in workerd (bench/decision-counters-phase.ts) → each channel's worst
  *   unauthenticated request, refused before its signature holds (bench/pre-verification-phase.ts)
- *   → overload (the origin limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
+ *   → [the connection registry with 1 and 100,000 connections in KV, only when BENCH_PHASES names
+ *   it: bench/connections-phase.ts] → overload (the origin limited to a tenth of an open-loop backfill: shedding off and on, batched and single drain;
  *   bench/overload.ts) → admission (the Worker offered 2× its capacity, its in-flight bound on and
  *   off; bench/admission.ts) → queue (the spool consumer's drain per batch size; bench/queue-drain.ts) →
  *   `wrangler dev` first-seen and storm.
@@ -90,6 +91,7 @@ export type PhaseName =
   | 'decision-counters'
   | 'pre-verification'
   | 'cost'
+  | 'connections'
 
 export interface Phase {
   name: PhaseName
@@ -101,6 +103,8 @@ export interface Phase {
    * then measures before its first phase.
    */
   ratesFromCapacity?: true
+  /** Longer than a default run affords: runs only when BENCH_PHASES names it. */
+  optIn?: true
 }
 
 /** Seconds of each step of the counters' A/B: two rounds of two, a few seconds in all. */
@@ -266,6 +270,14 @@ export const PHASES: readonly Phase[] = [
     // channel's worst forged request against its smallest.
     name: 'pre-verification',
     at: 'headline',
+    scenarios: [],
+  },
+  {
+    // Runs apart from this table (bench/connections-phase.ts): verify-only Workers of its own
+    // with 1 and 100,000 connections in KV. About 3 minutes here, most of it the fill: opt-in.
+    name: 'connections',
+    at: 'headline',
+    optIn: true,
     scenarios: [],
   },
   {

@@ -23,14 +23,16 @@ export function newConnectionId(): string {
  * `…_BY_…` variables list), the secret fields that verify it, the ids it may write for (Slack
  * workspaces, Meta pages / numbers / accounts, mail aliases) and non-secret settings (WeChat
  * AppID). `index`: how a request on the channel's shared path finds the connection before
- * verifying (Slack `api_app_id`, a Meta `entry[].id`, LINE `destination`, an API key's hash).
+ * verifying (Slack `api_app_id`, a Meta `entry[].id`, LINE `destination`, an API key's hash, a
+ * mail's envelope recipient).
  */
 export interface ConnectionKind {
   readonly account: { readonly pattern: RegExp; readonly hint: string }
   readonly secretFields: readonly string[]
   readonly ids?: { readonly noun: string; readonly pattern: RegExp }
   readonly settings?: readonly string[]
-  readonly index?: 'account' | 'ids'
+  /** `mailbox`: its account and each of its ids (an inbox and its aliases, one owner each). */
+  readonly index?: 'account' | 'ids' | 'mailbox'
 }
 
 const ANY_ID = /^[A-Za-z0-9_.:@+-]{1,128}$/
@@ -95,6 +97,7 @@ export const CONNECTION_KINDS = {
     account: { pattern: /^[^\s@]{1,64}@[^\s@]{1,255}$/, hint: 'a mailbox address' },
     secretFields: [],
     ids: { noun: 'aliases', pattern: /^[^\s@]{1,64}@[^\s@]{1,255}$/ },
+    index: 'mailbox',
   },
 } as const satisfies Record<string, ConnectionKind>
 

@@ -43,8 +43,19 @@ export function canonicalMailbox(
   return mailbox === null ? null : (aliases.get(mailbox) ?? mailbox)
 }
 
+/**
+ * A mailbox connection's aliases as the parser takes them (contract/connection.ts, channel
+ * `email`: its account is the inbox, its ids the inbox's other names; both canonical).
+ */
+export function connectionAliases(mailbox: {
+  account: string
+  ids: readonly string[]
+}): MailboxAliases {
+  return new Map(mailbox.ids.map((alias) => [alias, mailbox.account]))
+}
+
 /** Lower-cased bare address without its `+tag`, or null when it is not an address. */
-function withoutSubaddress(address: string): string | null {
+export function withoutSubaddress(address: string): string | null {
   const normalized = normalizeMailbox(address)
   if (normalized === null) return null
   const at = normalized.lastIndexOf('@')

@@ -12,9 +12,14 @@
  * `dedup:email:{mailbox}:{hash of the From address}:{Message-ID or content hash}` (the mailbox:
  * the RCPT TO without its `+tag`, an alias mapped to its inbox: email/mailbox.ts), so an email
  * that arrives both ways is claimed once in Redis and stored once in Postgres, and another
- * sender reusing its Message-ID is a mail of its own.
+ * sender reusing its Message-ID is a mail of its own. The aliases come from the recipient's
+ * mailbox connection when the registry has one (worker/connections/mailbox.ts), else from
+ * EMAIL_MAILBOX_ALIASES; a disabled mailbox is a temporary error.
  * @module
  */
+
+import type { EventConnection } from '../contract/connection'
+import type { MailboxAliases } from '../email/mailbox'
 import {
   EmailParseError,
   type EmailParseErrorCode,
@@ -22,6 +27,7 @@ import {
   parseEmail,
 } from '../email/parse'
 import { settingsFor } from './config'
+import { pickMailbox } from './connections/mailbox'
 import { type DeliveryContext, deliver, deliveryContext, logOutcome, type Outcome } from './deliver'
 import type { Env } from './env'
 import { logDecision, logProblem } from './log'
@@ -71,20 +77,12 @@ export async function handleEmail(
     })
     throw new EmailRetryLaterError('channel_not_configured')
   }
-  if (!settings.mailboxAliases) {
-    // Keyed without the aliases, a mail to an alias would be another row than the same mail
-    // polled from Gmail: the sender retries while EMAIL_MAILBOX_ALIASES is fixed.
-    logProblem('error', 'channel_not_configured', {
-      channel: 'email',
-      detail: 'EMAIL_MAILBOX_ALIASES is invalid (see the settings warning)',
-    })
-    throw new EmailRetryLaterError('channel_not_configured')
-  }
+  const aliases = await mailboxAliases(env, message.to, settings.mailboxAliases)
   // Rule 2: `raw` is a single-use stream; read it once, then parse the buffer.
   const raw = new Uint8Array(await new Response(message.raw).arrayBuffer())
   let parsed: Awaited<ReturnType<typeof parseEmail>>
   try {
-    parsed = await parseEmail(raw, { mailbox: message.to, aliases: settings.mailboxAliases })
+    parsed = await parseEmail(raw, { mailbox: message.to, aliases: aliases.aliases })
   } catch (err) {
     if (err instanceof EmailParseError) return reject(message, err.code, startedAt)
     throw err
@@ -96,12 +94,45 @@ export async function handleEmail(
     budgetMs: EMAIL_BUDGET_MS,
     waitUntil: (promise) => ctx.waitUntil(promise),
   })
-  const outcome = await deliver(
-    context,
-    { action: 'forward', key: parsed.key, draft: parsed.draft },
-    '',
-  )
+  // The origin refuses the event at once if the connection is disabled since (ingest-guard.ts).
+  const draft = aliases.connection
+    ? { ...parsed.draft, connection: aliases.connection }
+    : parsed.draft
+  const outcome = await deliver(context, { action: 'forward', key: parsed.key, draft }, '')
   answer(message, context, outcome)
+}
+
+/**
+ * The aliases the recipient is keyed with: its mailbox connection's, found by the envelope
+ * recipient (worker/connections/mailbox.ts: the registry wins), else EMAIL_MAILBOX_ALIASES.
+ * @throws {EmailRetryLaterError} when neither can be used now: KV failing, the connection
+ *   disabled (temporary, not a bounce: a disable is undone by an enable, and the sending server
+ *   keeps the mail and retries for days, bouncing it itself if it is never enabled), or the
+ *   variable invalid (keyed without the aliases, a mail to an alias would be another row than
+ *   the same mail polled from Gmail).
+ */
+async function mailboxAliases(
+  env: Env,
+  recipient: string,
+  variables: MailboxAliases | null,
+): Promise<{ aliases: MailboxAliases; connection?: EventConnection }> {
+  const pick = await pickMailbox(env, recipient)
+  if (pick.kind === 'connection') return pick
+  if (pick.kind === 'disabled') {
+    logProblem('warn', 'connection_disabled', {
+      channel: 'email',
+      connection: pick.connection.id,
+      connectionVersion: pick.connection.version,
+    })
+    throw new EmailRetryLaterError('connection_disabled')
+  }
+  if (pick.kind === 'unavailable') throw new EmailRetryLaterError(`connection_${pick.reason}`)
+  if (variables) return { aliases: variables }
+  logProblem('error', 'channel_not_configured', {
+    channel: 'email',
+    detail: 'EMAIL_MAILBOX_ALIASES is invalid (see the settings warning)',
+  })
+  throw new EmailRetryLaterError('channel_not_configured')
 }
 
 /** The outcome in SMTP: a temporary error (throw) for "retry", a bounce for "rejected". */

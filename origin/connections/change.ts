@@ -17,6 +17,7 @@ import { edgeKeys, indexKeys } from './edge-record'
 import { ConnectionError, notFound } from './errors'
 import type { StoredSecret } from './secrets'
 import {
+  accountsTaken,
   appendPublication,
   bumpConnection,
   type ConnectionChange,
@@ -42,24 +43,46 @@ export interface ChangeEffect extends Partial<ConnectionChange> {
   detail: Record<string, unknown>
 }
 
-/** Throws `connection_id_taken` naming `field` when another connection of the channel lists one. */
+/**
+ * Throws `connection_id_taken` naming `field` when another connection of the channel lists one.
+ * A mailbox's account and aliases are one index (`idx:email:<address>`): an address is one
+ * inbox's, as its account or as an alias, never two (the edge would key its mail either way).
+ */
 export async function claimIds(
   tx: Queryable,
-  c: { id: string; channel: ConnectionChannel; ids: readonly string[] },
+  c: { id: string; channel: ConnectionChannel; ids: readonly string[]; account?: string },
   field = 'ids',
 ): Promise<void> {
   const kind: ConnectionKind = CONNECTION_KINDS[c.channel]
   // Only ids the edge finds a connection by must have one owner (Slack workspaces need not).
-  if (kind.index !== 'ids' || c.ids.length === 0) return
+  if (kind.index !== 'ids' && kind.index !== 'mailbox') return
+  const account = kind.index === 'mailbox' ? c.account : undefined
+  if (c.ids.length === 0 && account === undefined) return
   await lockChannel(tx, c.channel)
   const taken = await idsTaken(tx, c.channel, c.ids, c.id)
-  if (taken.length > 0) {
+  if (taken.length > 0) throw idTaken(field, `${taken.length} of them already belong`, c.channel)
+  if (kind.index !== 'mailbox') return
+  if (account !== undefined && c.ids.includes(account)) {
     throw new ConnectionError(
-      'connection_id_taken',
-      `${field}: ${taken.length} of them already belong to another ${c.channel} connection`,
+      'connection_invalid',
+      `${field}: the mailbox itself, not an alias`,
       field,
     )
   }
+  if ((await accountsTaken(tx, c.channel, c.ids, c.id)).length > 0) {
+    throw idTaken(field, 'an alias is the mailbox of', c.channel)
+  }
+  if (account !== undefined && (await idsTaken(tx, c.channel, [account], c.id)).length > 0) {
+    throw idTaken('account', 'the mailbox is an alias of', c.channel)
+  }
+}
+
+function idTaken(field: string, what: string, channel: ConnectionChannel): ConnectionError {
+  return new ConnectionError(
+    'connection_id_taken',
+    `${field}: ${what} another ${channel} connection`,
+    field,
+  )
 }
 
 /**
@@ -85,7 +108,7 @@ export async function applyChange(
     }
     if (effect.ids) {
       const added = effect.ids.filter((x) => !before.ids.includes(x))
-      await claimIds(tx, { id, channel: before.channel, ids: added })
+      await claimIds(tx, { id, channel: before.channel, ids: added, account: before.account })
     }
     await deleteSecrets(tx, id, effect.drop ?? [])
     for (const { kid, at } of effect.end ?? []) await setNotAfter(tx, id, kid, at)

@@ -22,7 +22,8 @@ import type { ConnectionRecord } from './store'
 
 /**
  * The external ids the edge finds this connection by on the channel's shared path: its account
- * (Slack api_app_id, LINE destination) or its ids (Meta pages and numbers, API key hashes).
+ * (Slack api_app_id, LINE destination) or its ids (Meta pages and numbers, API key hashes), or
+ * both (a mailbox and its aliases: the Worker looks up a mail's envelope recipient).
  */
 export function indexKeys(c: {
   channel: ConnectionChannel
@@ -32,6 +33,9 @@ export function indexKeys(c: {
   const kind: ConnectionKind = CONNECTION_KINDS[c.channel]
   if (kind.index === 'account') return [kvKeys.index(c.channel, c.account)]
   if (kind.index === 'ids') return c.ids.map((id) => kvKeys.index(c.channel, id))
+  if (kind.index === 'mailbox') {
+    return [c.account, ...c.ids].map((address) => kvKeys.index(c.channel, address))
+  }
   return []
 }
 

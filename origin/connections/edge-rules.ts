@@ -8,7 +8,12 @@
  * rather than publish a connection every request of which the edge answers 503.
  * @module
  */
-import type { ConnectionChannel } from '../../contract/connection'
+import {
+  CONNECTION_KINDS,
+  type ConnectionChannel,
+  type ConnectionKind,
+} from '../../contract/connection'
+import { invalid } from './errors'
 
 export interface ValueRule {
   readonly pattern: RegExp
@@ -50,3 +55,25 @@ export const NEEDS_IDS: ReadonlySet<ConnectionChannel> = new Set([
   'messenger',
   'instagram',
 ])
+
+/** A channel that writes only for its ids gets at least one. @throws naming `ids` */
+export function needIds(channel: ConnectionChannel, ids: string[]): string[] {
+  if (ids.length === 0 && NEEDS_IDS.has(channel)) {
+    const kind: ConnectionKind = CONNECTION_KINDS[channel]
+    throw invalid('ids', `at least one of the ${kind.ids?.noun}: without one it writes for none`)
+  }
+  return ids
+}
+
+/** A secret given without the setting it needs. @throws naming the setting */
+export function needSettings(
+  channel: ConnectionChannel,
+  secrets: Record<string, unknown>,
+  settings: Record<string, string>,
+): void {
+  for (const [field, setting] of Object.entries(SETTING_NEEDED_BY[channel] ?? {})) {
+    if (secrets[field] && !settings[setting]) {
+      throw invalid(`settings.${setting}`, `required with secrets.${field}`)
+    }
+  }
+}

@@ -9,7 +9,7 @@
  * @module
  */
 import { CONNECTION_KINDS, type ConnectionChannel } from '../../contract/connection'
-import { EMAIL_MAILBOX_ALIASES } from '../../email/mailbox'
+import { EMAIL_MAILBOX_ALIASES, withoutSubaddress } from '../../email/mailbox'
 import { secretList } from '../../shared/crypto'
 import { parseTenantSecrets } from '../../shared/tenant-secrets'
 import { ConnectionError } from './errors'
@@ -191,9 +191,10 @@ function jsonGrouped(env: Env, name: string, warnings: string[]) {
       warnings.push(`${name} entry ${index + 1} names no tenant; skipped`)
       continue
     }
-    // Canonical mailboxes are lower case (email/mailbox.ts).
-    const owner = tenant.toLowerCase()
-    byTenant.set(owner, [...(byTenant.get(owner) ?? []), id.toLowerCase()])
+    // As the Worker reads them (email/mailbox.ts): lower case, no +tag; a mailbox is no alias.
+    const owner = withoutSubaddress(tenant) ?? tenant.toLowerCase()
+    const alias = withoutSubaddress(id) ?? id.toLowerCase()
+    if (alias !== owner) byTenant.set(owner, [...(byTenant.get(owner) ?? []), alias])
   }
   return [...byTenant].map(([account, ids]) => ({
     channel,

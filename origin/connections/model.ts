@@ -20,7 +20,8 @@ import {
   type ConnectionStatus,
   ConnectionStatusSchema,
 } from '../../contract/connection'
-import { NEEDS_IDS, SECRET_RULES, SETTING_NEEDED_BY, SETTING_RULES } from './edge-rules'
+import { withoutSubaddress } from '../../email/mailbox'
+import { needIds, needSettings, SECRET_RULES, SETTING_RULES } from './edge-rules'
 import { invalid } from './errors'
 import { GENERATORS, generatable } from './generate'
 
@@ -108,6 +109,7 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
   const name = channel as ConnectionChannel
   if (!kind.account.pattern.test(account)) throw invalid('account', `must be ${kind.account.hint}`)
   const ids = checkIds(name, shape.output.ids ?? [])
+  if (name === 'email') checkMailbox(account, ids)
   const settings = checkSettings(name, shape.output.settings ?? {})
   const secrets: Record<string, string[]> = {}
   for (const [field, value] of Object.entries(shape.output.secrets ?? {})) {
@@ -118,11 +120,7 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
     if (!secrets[field]) throw invalid(`secrets.${field}`, 'required')
   }
   needIds(name, ids)
-  for (const [field, setting] of Object.entries(SETTING_NEEDED_BY[name] ?? {})) {
-    if (secrets[field] && !settings[setting]) {
-      throw invalid(`settings.${setting}`, `required with secrets.${field}`)
-    }
-  }
+  needSettings(name, secrets, settings)
   const status = shape.output.status ?? 'active'
   return { channel: name, account, ids, settings, status, secrets, ...generated }
 }
@@ -192,17 +190,6 @@ function generateInto(
   return { generated: [...new Set(generate)] }
 }
 
-/** A channel that writes only for its ids gets at least one (edge-rules.ts NEEDS_IDS). */
-function needIds(channel: ConnectionChannel, ids: string[]): string[] {
-  if (ids.length === 0 && NEEDS_IDS.has(channel)) {
-    throw invalid(
-      'ids',
-      `at least one of the ${idRule(channel)?.noun}: without one it writes for none`,
-    )
-  }
-  return ids
-}
-
 function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] {
   const rule = idRule(channel)
   if (!rule) {
@@ -217,6 +204,9 @@ function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] 
   }
   ids.forEach((id, index) => {
     if (!rule.pattern.test(id)) throw invalid(`ids.${index}`, `not one of the ${rule.noun}`)
+    if (channel === 'email' && withoutSubaddress(id) !== id) {
+      throw invalid(`ids.${index}`, CANONICAL_ADDRESS)
+    }
   })
   const unique = [...new Set(ids)]
   if (JSON.stringify(unique).length > MAX_LISTED_BYTES) {
@@ -224,6 +214,20 @@ function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] 
   }
   return unique
 }
+
+/**
+ * A mailbox and its aliases as the edge looks them up: canonical (email/mailbox.ts: lower case,
+ * no `+tag`, which the Worker strips from the envelope recipient before `idx:email:<address>`),
+ * and no alias the mailbox itself.
+ */
+function checkMailbox(account: string, ids: readonly string[]): void {
+  if (withoutSubaddress(account) !== account) throw invalid('account', CANONICAL_ADDRESS)
+  ids.forEach((id, index) => {
+    if (id === account) throw invalid(`ids.${index}`, 'the mailbox itself, not an alias')
+  })
+}
+
+const CANONICAL_ADDRESS = 'lower case, without a +tag (mail to local+tag@ is keyed as local@)'
 
 function checkSettings(channel: ConnectionChannel, settings: Record<string, string>) {
   const kind = kindOf(channel)

@@ -182,6 +182,21 @@ export async function idsTaken(
   return rows.map((r) => r.id).filter((id) => wanted.has(id))
 }
 
+/** The accounts of `accounts` another connection of the channel has (a mailbox's aliases). */
+export async function accountsTaken(
+  tx: Queryable,
+  channel: ConnectionChannel,
+  accounts: readonly string[],
+  exceptId: string,
+): Promise<string[]> {
+  if (accounts.length === 0) return []
+  const rows = await tx.query<{ account: string }>(
+    'SELECT account FROM connections WHERE channel = $1 AND id <> $3 AND account = ANY($2::text[])',
+    [channel, accounts, exceptId],
+  )
+  return rows.map((r) => r.account)
+}
+
 export interface NewConnection {
   id: string
   channel: ConnectionChannel

@@ -39,7 +39,10 @@ export interface MessageDeps {
   api: GmailApi
   db: Database
   mailbox: string
-  /** EMAIL_MAILBOX_ALIASES (the parser scopes keys by the canonical mailbox). */
+  /**
+   * The mailbox connection's aliases, else EMAIL_MAILBOX_ALIASES (mailbox-connection.ts: the
+   * parser scopes keys by the canonical mailbox).
+   */
   aliases: MailboxAliases
   /** Null: no Redis configured; Postgres decides everything. */
   claims: ClaimStore | null

@@ -26,7 +26,7 @@ export const FAILURE_REASON_MEANINGS = {
 export type FailureReason = keyof typeof FAILURE_REASON_MEANINGS
 const FAILURE_REASONS = Object.keys(FAILURE_REASON_MEANINGS) as FailureReason[]
 
-export const POLL_RESULTS = ['completed', 'partial', 'busy', 'failed'] as const
+export const POLL_RESULTS = ['completed', 'partial', 'busy', 'failed', 'disabled'] as const
 export type PollStatus = (typeof POLL_RESULTS)[number]
 
 /** Why a poll failed (the `reason` of inbound_gmail_poll_errors_total and of the log line). */

@@ -22,6 +22,7 @@ import type { Logger } from '../log'
 import { gmailClient, HistoryExpiredError, MAX_MESSAGE_BYTES } from './api'
 import type { GmailConfig } from './config'
 import { DEFAULT_RETRY, GmailHttpError, type RetryPolicy, StoppedError, sleep } from './http'
+import { gmailMailbox } from './mailbox-connection'
 import { createGmailMetrics, type GmailMetrics, type PollError, type PollStatus } from './metrics'
 import type { AccessTokens } from './oauth'
 import { fullSync, historySync, LeaseLostError, type PollCounts, type SyncDeps } from './sync'
@@ -132,6 +133,10 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
     const started = Date.now()
     let lease: Lease | null
     try {
+      // Read at each poll: a change in the registry applies from the next poll on.
+      const keyed = await gmailMailbox(options.db, config.mailbox, config.aliases)
+      if (keyed.kind === 'disabled') return disabled(keyed.connection.id)
+      sync.messages.aliases = keyed.aliases
       lease = await state.acquire()
     } catch (err) {
       return failed(err, counts, started)
@@ -169,6 +174,16 @@ export function createGmailPoller(options: GmailPollerOptions): GmailPoller {
       await state.release().catch(() => {})
       return { ...failed(err, counts, started), mode, heldFrom, heldUntil: Date.now() }
     }
+  }
+
+  /** The mailbox's connection is disabled: Gmail keeps the mail, taken once it is enabled. */
+  function disabled(connection: string): PollResult {
+    metrics.polls.labels('disabled').inc()
+    logger.debug('gmail poll skipped: mailbox connection disabled', {
+      mailbox: config.mailbox,
+      connection,
+    })
+    return { status: 'disabled', ingested: 0, skipped: 0, failures: 0 }
   }
 
   function failed(err: unknown, counts: PollCounts, started: number): PollResult {

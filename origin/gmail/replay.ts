@@ -20,6 +20,7 @@ import type { GmailConfig } from './config'
 import { DEFAULT_RETRY } from './http'
 import { gmailClaims } from './index'
 import { gmailDeliveryKey, ingestGmailMessage } from './ingest-message'
+import { gmailMailbox } from './mailbox-connection'
 import { createGmailMetrics, type FailureReason } from './metrics'
 import { DEFAULT_LIMITS } from './poller'
 
@@ -61,12 +62,17 @@ export async function replayGmailFailure(
   const redis = readClaimSettings(deps.env, [])
   const http = { timeoutMs: DEFAULT_LIMITS.httpTimeoutMs, retry: DEFAULT_RETRY }
   const { api } = gmailClient(deps.config, http, DEFAULT_LIMITS.maxMessageBytes)
+  // Keyed as the poller keys now; a disabled mailbox is not polled, nor replayed.
+  const keyed = await gmailMailbox(deps.db, deps.config.mailbox, deps.config.aliases)
+  if (keyed.kind === 'disabled') {
+    return { outcome: 'not_replayable', reason: 'its mailbox connection is disabled' }
+  }
   const taken = await ingestGmailMessage(
     {
       api,
       db: deps.db,
       mailbox: deps.config.mailbox,
-      aliases: deps.config.aliases,
+      aliases: keyed.aliases,
       claims: gmailClaims(redis),
       metrics: createGmailMetrics(),
       logger: deps.logger ?? silentLogger,

@@ -116,6 +116,23 @@ describe('publishPending', () => {
     expect(view.edge).toMatchObject({ pending: false, publishedVersion: 1 })
   })
 
+  it('a mailbox: an index entry for its address and for each alias (the Worker looks up the recipient)', async () => {
+    const c = await registry.createConnection(
+      service,
+      { channel: 'email', account: 'desk@p1.example', ids: ['help@p1.example', 'hi@p1.example'] },
+      'test',
+    )
+    expect(await publishPending(deps)).toMatchObject({ ran: true, connections: 1 })
+    expect(await edgeRecordOf(c.id)).toMatchObject({ channel: 'email', secrets: [] })
+    for (const address of ['desk@p1.example', 'help@p1.example', 'hi@p1.example']) {
+      expect(await kv.get(kvKeys.index('email', address))).toBe(c.id)
+    }
+    await registry.updateConnection(service, c.id, { ids: ['hi@p1.example'] }, 'test')
+    await publishPending(deps)
+    expect(await kv.get(kvKeys.index('email', 'help@p1.example'))).toBeNull()
+    expect(await kv.get(kvKeys.index('email', 'desk@p1.example'))).toBe(c.id)
+  })
+
   it('coalesces changes into one write per key; a removed id and a deletion delete their keys', async () => {
     const c = await registry.createConnection(
       service,

@@ -243,6 +243,48 @@ describe('createConnection', () => {
     expect(await count('connections', 'account = $1', ['900002'])).toBe(0)
   })
 
+  it("a mailbox: canonical addresses only, and an address is one inbox's (as its account or an alias)", async () => {
+    const mail = (account: string, ids: string[]) => ({ channel: 'email', account, ids })
+    // The edge looks up the recipient lower-cased and without its +tag: nothing else can match.
+    for (const [input, field] of [
+      [mail('Support@m1.example', []), 'account'],
+      [mail('support+x@m1.example', []), 'account'],
+      [mail('support@m1.example', ['Help@m1.example']), 'ids.0'],
+      [mail('support@m1.example', ['help+x@m1.example']), 'ids.0'],
+      [mail('support@m1.example', ['support@m1.example']), 'ids.0'],
+    ] as const) {
+      expect(await refusal(registry.createConnection(deps, input, 'test'))).toMatchObject({
+        code: 'connection_invalid',
+        field,
+      })
+    }
+    const a = await registry.createConnection(
+      deps,
+      mail('support@m1.example', ['help@m1.example']),
+      'test',
+    )
+    const before = await allCounts()
+    for (const [input, field] of [
+      [mail('sales@m1.example', ['help@m1.example']), 'ids'], // another's alias
+      [mail('sales@m1.example', ['support@m1.example']), 'ids'], // another's mailbox
+      [mail('help@m1.example', []), 'account'], // a mailbox that is another's alias
+    ] as const) {
+      expect(await refusal(registry.createConnection(deps, input, 'test'))).toMatchObject({
+        code: 'connection_id_taken',
+        field,
+      })
+    }
+    const b = await registry.createConnection(deps, mail('sales@m1.example', []), 'test')
+    expect(
+      await refusal(registry.updateConnection(deps, b.id, { ids: ['help@m1.example'] }, 'test')),
+    ).toMatchObject({ code: 'connection_id_taken' })
+    expect(
+      await refusal(registry.updateConnection(deps, b.id, { ids: ['sales@m1.example'] }, 'test')),
+    ).toMatchObject({ code: 'connection_invalid' })
+    expect((await allCounts()).map((n, i) => n - (before[i] ?? 0))).toEqual([1, 0, 1, 1])
+    expect((await registry.showConnection(deps, a.id)).ids).toEqual(['help@m1.example'])
+  })
+
   it('an API connection is found by its key hashes (set from its keys, never given): the key itself never reaches its ids', async () => {
     const view = await registry.createConnection(
       deps,

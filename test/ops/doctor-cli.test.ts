@@ -62,13 +62,14 @@ const dir = mkdtempSync(join(tmpdir(), 'inbound-dedup-doctor-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 describe('npm run doctor', () => {
-  it('on the shipped production environment: exit 1, the placeholder origin named, no secret printed', async () => {
+  it('on the shipped production environment: exit 1, the placeholder origin and KV namespace named, no secret printed', async () => {
     const file = join(dir, 'secrets.json')
     writeFileSync(file, JSON.stringify(goodSecrets()))
     const run = await doctor(['--env', 'production', '--secrets-file', file])
     expect(run.code).toBe(1)
     expect(run.stdout).toMatch(/ERROR ORIGIN_URL is still the placeholder/)
-    expect(run.stdout).toMatch(/doctor: 1 errors/)
+    expect(run.stdout).toMatch(/ERROR the CONNECTIONS KV namespace id is wrangler.toml's placeholder/)
+    expect(run.stdout).toMatch(/doctor: 2 errors/)
     for (const value of Object.values(goodSecrets())) {
       if (!value.startsWith('https://')) expect(run.stdout).not.toContain(value)
     }
@@ -98,6 +99,7 @@ describe('npm run doctor', () => {
     expect(errorLines).toEqual([
       'ERROR ORIGIN_URL http://127.0.0.1:8788 is a loopback address: every event would spool',
       'ERROR ORIGIN_SHARED_SECRET: 1 of its 1 entries are shorter than 32 characters',
+      "ERROR the CONNECTIONS KV namespace id is wrangler.toml's placeholder",
     ])
     expect(run.stdout).toContain('OK    channel telegram has what it needs')
   })

@@ -53,6 +53,8 @@ export interface EmailWorker {
   ): Promise<{ final: 'accepted' | 'rejected' | 'gave_up'; attempts: number }>
   /** The Worker's log lines so far (JSON strings). */
   logs(): string[]
+  /** Its CONNECTIONS namespace (Miniflare's, in memory), where a test puts mailbox connections. */
+  connections(): Promise<KVNamespace>
   close(): Promise<void>
 }
 
@@ -152,6 +154,10 @@ export async function startEmailWorker(
       return { final: 'gave_up', attempts: SENDER_ATTEMPTS }
     },
     logs: () => [...lines],
+    async connections() {
+      if (worker.runtime !== 'miniflare') throw new Error('the KV namespace needs Miniflare')
+      return (await worker.miniflare.getKVNamespace('CONNECTIONS')) as unknown as KVNamespace
+    },
     close: () => worker.stop(),
   }
   return email

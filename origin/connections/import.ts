@@ -8,7 +8,11 @@
  * Problems name variables, entries and fields, never a secret.
  * @module
  */
-import { CONNECTION_KINDS, type ConnectionChannel } from '../../contract/connection'
+import {
+  CONNECTION_KINDS,
+  type ConnectionChannel,
+  type ConnectionKind,
+} from '../../contract/connection'
 import { EMAIL_MAILBOX_ALIASES } from '../../email/mailbox'
 import { secretList } from '../../shared/crypto'
 import { parseTenantSecrets } from '../../shared/tenant-secrets'
@@ -75,7 +79,13 @@ export interface ImportPlan {
 export function importPlan(env: Env): ImportPlan {
   const plan: ImportPlan = { drafts: [], refused: [], warnings: [] }
   const inputs: { channel: ConnectionChannel; account: string; input: unknown }[] = []
-  for (const mapping of VARIABLE_MAPPINGS) inputs.push(...perTenant(env, mapping, plan.warnings))
+  for (const mapping of VARIABLE_MAPPINGS) {
+    for (const tenant of perTenant(env, mapping, plan.warnings)) {
+      const missing = withoutIds(mapping, tenant)
+      if (missing) plan.refused.push(missing)
+      else inputs.push(tenant)
+    }
+  }
   inputs.push(...telegramPathless(env, inputs, plan.warnings))
   inputs.push(...teams(env), ...jsonGrouped(env, EMAIL_MAILBOX_ALIASES.name, plan.warnings))
   for (const { channel, account, input } of inputs) {
@@ -100,6 +110,26 @@ export function importPlan(env: Env): ImportPlan {
     }
   }
   return plan
+}
+
+/**
+ * A Slack app or Meta app its ids' variable lists nothing for: the Worker serves it for no
+ * workspace / page (503), and a connection without ids writes for none either. Not imported:
+ * the refusal names the variable to set, the other tenants go on.
+ */
+function withoutIds(
+  mapping: Mapping,
+  tenant: { channel: ConnectionChannel; account: string; input: { ids?: string[] } },
+): ImportRefusal | null {
+  if (!mapping.ids || (tenant.input.ids?.length ?? 0) > 0) return null
+  const kind: ConnectionKind = CONNECTION_KINDS[mapping.channel]
+  const noun = kind.ids?.noun ?? 'ids'
+  return {
+    channel: tenant.channel,
+    account: tenant.account,
+    field: 'ids',
+    reason: `ids: ${mapping.ids} lists no ${noun} for this app; not imported (set ${mapping.ids}=${tenant.account}=<id>|<id>, then import again)`,
+  }
 }
 
 function perTenant(env: Env, mapping: Mapping, warnings: string[]) {

@@ -16,49 +16,24 @@ import {
 import { EMAIL_MAILBOX_ALIASES } from '../../email/mailbox'
 import { secretList } from '../../shared/crypto'
 import { parseTenantSecrets } from '../../shared/tenant-secrets'
+import {
+  TENANT_VARIABLES,
+  type TenantVariables,
+  type TenantVariablesChannel,
+} from '../../shared/tenant-variables'
 import { ConnectionError } from './errors'
 import { type ConnectionDraft, parseConnectionInput } from './model'
 
 type Env = Record<string, string | undefined>
 
-/** A channel's per-tenant variables: secret field -> variable; the ids' and settings' variables. */
-interface Mapping {
+/** A channel's per-tenant variables (shared/tenant-variables.ts, the table the Worker reads too). */
+interface Mapping extends TenantVariables {
   channel: ConnectionChannel
-  secrets: Record<string, string>
-  ids?: string
-  settings?: Record<string, string>
 }
 
-export const VARIABLE_MAPPINGS: readonly Mapping[] = [
-  {
-    channel: 'slack',
-    secrets: { signing_secret: 'SLACK_SIGNING_SECRETS_BY_APP' },
-    ids: 'SLACK_TEAMS_BY_APP',
-  },
-  { channel: 'twilio', secrets: { auth_token: 'TWILIO_AUTH_TOKENS_BY_ACCOUNT' } },
-  { channel: 'telegram', secrets: { secret_token: 'TELEGRAM_SECRET_TOKENS_BY_BOT' } },
-  {
-    channel: 'whatsapp-cloud',
-    secrets: { app_secret: 'WHATSAPP_APP_SECRETS_BY_APP' },
-    ids: 'WHATSAPP_PHONE_NUMBERS_BY_APP',
-  },
-  {
-    channel: 'messenger',
-    secrets: { app_secret: 'MESSENGER_APP_SECRETS_BY_APP' },
-    ids: 'MESSENGER_PAGES_BY_APP',
-  },
-  {
-    channel: 'instagram',
-    secrets: { app_secret: 'INSTAGRAM_APP_SECRETS_BY_APP' },
-    ids: 'INSTAGRAM_ACCOUNTS_BY_APP',
-  },
-  { channel: 'line', secrets: { channel_secret: 'LINE_CHANNEL_SECRETS_BY_DESTINATION' } },
-  {
-    channel: 'wechat',
-    secrets: { token: 'WECHAT_TOKENS_BY_ACCOUNT', aes_key: 'WECHAT_AES_KEYS_BY_ACCOUNT' },
-    settings: { app_id: 'WECHAT_APP_IDS_BY_ACCOUNT' },
-  },
-]
+export const VARIABLE_MAPPINGS: readonly Mapping[] = Object.entries(TENANT_VARIABLES).map(
+  ([channel, names]) => ({ ...names, channel: channel as TenantVariablesChannel }),
+)
 
 export interface ImportRefusal {
   channel: ConnectionChannel

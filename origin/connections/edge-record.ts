@@ -21,9 +21,11 @@ import { isLive, openSecret } from './secrets'
 import type { ConnectionRecord } from './store'
 
 /**
- * The external ids the edge finds this connection by on the channel's shared path: its account
- * (Slack api_app_id, LINE destination) or its ids (Meta pages and numbers, API key hashes), or
- * both (a mailbox and its aliases: the Worker looks up a mail's envelope recipient).
+ * The external ids the edge finds this connection by: its account, for every kind (one owner per
+ * channel and account: the table's UNIQUE; the edge asks it whether a tenant of the variables is
+ * now a connection, a disabled one included), and for the kinds found by ids on the channel's
+ * shared path, those ids (Meta pages and numbers, API key hashes; a mailbox's aliases: the Worker
+ * looks up a mail's envelope recipient).
  */
 export function indexKeys(c: {
   channel: ConnectionChannel
@@ -31,12 +33,11 @@ export function indexKeys(c: {
   ids: readonly string[]
 }) {
   const kind: ConnectionKind = CONNECTION_KINDS[c.channel]
-  if (kind.index === 'account') return [kvKeys.index(c.channel, c.account)]
-  if (kind.index === 'ids') return c.ids.map((id) => kvKeys.index(c.channel, id))
-  if (kind.index === 'mailbox') {
-    return [c.account, ...c.ids].map((address) => kvKeys.index(c.channel, address))
+  const keys = [kvKeys.index(c.channel, c.account)]
+  if (kind.index === 'ids' || kind.index === 'mailbox') {
+    keys.push(...c.ids.map((id) => kvKeys.index(c.channel, id)))
   }
-  return []
+  return [...new Set(keys)]
 }
 
 /** Every KV key a connection owns: its record and its index entries. */
@@ -45,14 +46,19 @@ export const edgeKeys = (c: Parameters<typeof indexKeys>[0] & { id: string }) =>
   ...indexKeys(c),
 ]
 
-/** The edge record of `c` at `nowMs`: expired secrets left out, the rest sealed with EDGE_KEKS. */
+/**
+ * The edge record of `c` at `nowMs`: expired secrets left out, the rest sealed with EDGE_KEKS.
+ * `withSecrets: false` leaves them all out (a disabled connection needs none; one whose secrets
+ * ORIGIN_KEKS cannot open still publishes its status, publisher.ts).
+ */
 export async function edgeRecord(
   c: ConnectionRecord,
   keys: { origin: KeyRing; edge: KeyRing },
   nowMs: number,
+  withSecrets = true,
 ): Promise<EdgeConnection> {
   const secrets = []
-  for (const secret of c.secrets) {
+  for (const secret of withSecrets ? c.secrets : []) {
     if (!isLive(secret, nowMs)) continue
     const plaintext = await openSecret(keys.origin, c.id, secret)
     secrets.push({

@@ -8,53 +8,32 @@
  * Problems name variables, entries and fields, never a secret.
  * @module
  */
-import { CONNECTION_KINDS, type ConnectionChannel } from '../../contract/connection'
+import {
+  CONNECTION_KINDS,
+  type ConnectionChannel,
+  type ConnectionKind,
+} from '../../contract/connection'
 import { EMAIL_MAILBOX_ALIASES, withoutSubaddress } from '../../email/mailbox'
 import { secretList } from '../../shared/crypto'
 import { parseTenantSecrets } from '../../shared/tenant-secrets'
+import {
+  TENANT_VARIABLES,
+  type TenantVariables,
+  type TenantVariablesChannel,
+} from '../../shared/tenant-variables'
 import { ConnectionError } from './errors'
 import { type ConnectionDraft, parseConnectionInput } from './model'
 
 type Env = Record<string, string | undefined>
 
-/** A channel's per-tenant variables: secret field -> variable; the ids' and settings' variables. */
-interface Mapping {
+/** A channel's per-tenant variables (shared/tenant-variables.ts, the table the Worker reads too). */
+interface Mapping extends TenantVariables {
   channel: ConnectionChannel
-  secrets: Record<string, string>
-  ids?: string
-  settings?: Record<string, string>
 }
 
-export const VARIABLE_MAPPINGS: readonly Mapping[] = [
-  {
-    channel: 'slack',
-    secrets: { signing_secret: 'SLACK_SIGNING_SECRETS_BY_APP' },
-    ids: 'SLACK_TEAMS_BY_APP',
-  },
-  { channel: 'twilio', secrets: { auth_token: 'TWILIO_AUTH_TOKENS_BY_ACCOUNT' } },
-  { channel: 'telegram', secrets: { secret_token: 'TELEGRAM_SECRET_TOKENS_BY_BOT' } },
-  {
-    channel: 'whatsapp-cloud',
-    secrets: { app_secret: 'WHATSAPP_APP_SECRETS_BY_APP' },
-    ids: 'WHATSAPP_PHONE_NUMBERS_BY_APP',
-  },
-  {
-    channel: 'messenger',
-    secrets: { app_secret: 'MESSENGER_APP_SECRETS_BY_APP' },
-    ids: 'MESSENGER_PAGES_BY_APP',
-  },
-  {
-    channel: 'instagram',
-    secrets: { app_secret: 'INSTAGRAM_APP_SECRETS_BY_APP' },
-    ids: 'INSTAGRAM_ACCOUNTS_BY_APP',
-  },
-  { channel: 'line', secrets: { channel_secret: 'LINE_CHANNEL_SECRETS_BY_DESTINATION' } },
-  {
-    channel: 'wechat',
-    secrets: { token: 'WECHAT_TOKENS_BY_ACCOUNT', aes_key: 'WECHAT_AES_KEYS_BY_ACCOUNT' },
-    settings: { app_id: 'WECHAT_APP_IDS_BY_ACCOUNT' },
-  },
-]
+export const VARIABLE_MAPPINGS: readonly Mapping[] = Object.entries(TENANT_VARIABLES).map(
+  ([channel, names]) => ({ ...names, channel: channel as TenantVariablesChannel }),
+)
 
 export interface ImportRefusal {
   channel: ConnectionChannel
@@ -75,7 +54,13 @@ export interface ImportPlan {
 export function importPlan(env: Env): ImportPlan {
   const plan: ImportPlan = { drafts: [], refused: [], warnings: [] }
   const inputs: { channel: ConnectionChannel; account: string; input: unknown }[] = []
-  for (const mapping of VARIABLE_MAPPINGS) inputs.push(...perTenant(env, mapping, plan.warnings))
+  for (const mapping of VARIABLE_MAPPINGS) {
+    for (const tenant of perTenant(env, mapping, plan.warnings)) {
+      const missing = withoutIds(mapping, tenant)
+      if (missing) plan.refused.push(missing)
+      else inputs.push(tenant)
+    }
+  }
   inputs.push(...telegramPathless(env, inputs, plan.warnings))
   inputs.push(...teams(env), ...jsonGrouped(env, EMAIL_MAILBOX_ALIASES.name, plan.warnings))
   for (const { channel, account, input } of inputs) {
@@ -100,6 +85,26 @@ export function importPlan(env: Env): ImportPlan {
     }
   }
   return plan
+}
+
+/**
+ * A Slack app or Meta app its ids' variable lists nothing for: the Worker serves it for no
+ * workspace / page (503), and a connection without ids writes for none either. Not imported:
+ * the refusal names the variable to set, the other tenants go on.
+ */
+function withoutIds(
+  mapping: Mapping,
+  tenant: { channel: ConnectionChannel; account: string; input: { ids?: string[] } },
+): ImportRefusal | null {
+  if (!mapping.ids || (tenant.input.ids?.length ?? 0) > 0) return null
+  const kind: ConnectionKind = CONNECTION_KINDS[mapping.channel]
+  const noun = kind.ids?.noun ?? 'ids'
+  return {
+    channel: tenant.channel,
+    account: tenant.account,
+    field: 'ids',
+    reason: `ids: ${mapping.ids} lists no ${noun} for this app; not imported (set ${mapping.ids}=${tenant.account}=<id>|<id>, then import again)`,
+  }
 }
 
 function perTenant(env: Env, mapping: Mapping, warnings: string[]) {

@@ -1,6 +1,6 @@
 /**
  * The production {@link KvPublisher}: Cloudflare's REST bulk endpoints,
- * `PUT /accounts/{account}/storage/kv/namespaces/{namespace}/bulk` (up to 10,000 pairs) and
+ * `PUT /accounts/{account}/storage/kv/namespaces/{namespace}/bulk` (up to 10,000 pairs and 100 MB) and
  * `POST …/bulk/delete` (up to 10,000 keys), with a token that holds Workers KV Storage Write only.
  * Keys the answer lists in `unsuccessful_keys` are sent again; a 429 waits its `Retry-After`
  * (bounded), a 5xx or a network failure backs off; every call has a timeout. Errors name the
@@ -21,10 +21,14 @@ export interface KvRestOptions {
   maxWaitMs?: number
   /** @default setTimeout */
   sleep?: (ms: number) => Promise<void>
+  /** A request body's bound in bytes (Cloudflare's is 100 MB). @default {@link BULK_MAX_BYTES} */
+  maxBytes?: number
 }
 
 /** Cloudflare's bound per bulk request. */
 export const BULK_MAX = 10_000
+/** Under Cloudflare's 100 MB per request: 10,000 records of up to 128 KiB would be 1.3 GB. */
+export const BULK_MAX_BYTES = 90 * 1024 * 1024
 const BACKOFF = { baseMs: 500, maxMs: 10_000 }
 
 export class KvWriteError extends Error {
@@ -40,8 +44,7 @@ export function restPublisher(config: KvRestConfig, options: KvRestOptions = {})
     bulk(config.apiToken, `${base}${path}`, method, body, options)
   return {
     async put(pairs) {
-      for (let i = 0; i < pairs.length; i += BULK_MAX) {
-        const chunk = pairs.slice(i, i + BULK_MAX)
+      for (const chunk of chunks(pairs, options.maxBytes ?? BULK_MAX_BYTES)) {
         await retrying(
           chunk,
           (p) => p.key,
@@ -51,8 +54,7 @@ export function restPublisher(config: KvRestConfig, options: KvRestOptions = {})
       }
     },
     async delete(keys) {
-      for (let i = 0; i < keys.length; i += BULK_MAX) {
-        const chunk = keys.slice(i, i + BULK_MAX)
+      for (const chunk of chunks(keys, options.maxBytes ?? BULK_MAX_BYTES)) {
         await retrying(
           chunk,
           (k) => k,
@@ -62,6 +64,26 @@ export function restPublisher(config: KvRestConfig, options: KvRestOptions = {})
       }
     },
   }
+}
+
+/** `items` in runs of at most {@link BULK_MAX} whose JSON body stays within `maxBytes`. */
+export function chunks<T>(items: readonly T[], maxBytes: number): T[][] {
+  const out: T[][] = []
+  let run: T[] = []
+  let bytes = 2
+  for (const item of items) {
+    // An item's share of the array body: its JSON and a comma.
+    const size = Buffer.byteLength(JSON.stringify(item)) + 1
+    if (run.length > 0 && (run.length >= BULK_MAX || bytes + size > maxBytes)) {
+      out.push(run)
+      run = []
+      bytes = 2
+    }
+    run.push(item)
+    bytes += size
+  }
+  if (run.length > 0) out.push(run)
+  return out
 }
 
 type Outcome =
@@ -81,7 +103,8 @@ async function retrying<T extends KvPair | string>(
   let why = ''
   let wait: number | null = null
   for (let attempt = 0; attempt < attempts && left.length > 0; attempt++) {
-    // After a failure: its Retry-After, else backoff (an answer naming keys retries them at once).
+    // After a failure: its Retry-After (0: at once), else backoff; an answer naming unsuccessful
+    // keys sets no wait, so they are sent again after the backoff too.
     if (attempt > 0 && wait !== 0) await sleep(wait ?? backoffMs(BACKOFF, attempt))
     const outcome = await call(left)
     if (outcome.ok) {

@@ -11,6 +11,8 @@
  * end (rotation.ts `expireSecrets`), so the edge record loses them as well.
  * @module
  */
+
+import type { ConnectionChannel } from '../../contract/connection'
 import { backoffMs } from '../../shared/backoff'
 import type { KeyRing } from '../../shared/envelope'
 import type { Database, Queryable } from '../db'
@@ -19,7 +21,7 @@ import type { Logger } from '../log'
 import { edgeKeys, edgeRecord } from './edge-record'
 import type { KvPair, KvPublisher } from './kv'
 import { expireSecrets } from './rotation'
-import { getConnections } from './store'
+import { type ConnectionRecord, getConnections } from './store'
 
 export interface PublisherDeps {
   db: Database
@@ -40,8 +42,9 @@ export interface PassResult {
   /** Connections written (or deleted). */
   connections: number
   /**
-   * Connections whose record could not be built (a secret ORIGIN_KEKS cannot open): logged by id,
-   * their rows left pending, the others published.
+   * Active connections whose secrets ORIGIN_KEKS cannot open: logged by id and published without
+   * secrets (the edge answers the retry answer for them), so they hold no row of the outbox back.
+   * Fixing ORIGIN_KEKS and running `resync` publishes them whole.
    */
   failed: number
   /** False when another pod's pass held the lock. */
@@ -72,14 +75,14 @@ export async function publishPending(deps: PublisherDeps): Promise<PassResult> {
     const { puts, deletes, connections, failed } = await plan(tx, deps, rows, now())
     await deps.kv.put(puts)
     await deps.kv.delete(deletes)
-    // A connection whose record could not be built keeps its rows pending; the rest go on.
-    const done = rows.filter((r) => !failed.has(r.connection_id)).map((r) => r.id)
+    // Every row is done: a connection whose secrets did not open went out without them (logged).
+    const done = rows.map((r) => r.id)
     await tx.query('UPDATE connection_publications SET published_at = now() WHERE id = ANY($1)', [
       done,
     ])
     return {
       rows: done.length,
-      connections: connections - failed.size,
+      connections,
       failed: failed.size,
       ran: true,
     }
@@ -99,32 +102,77 @@ async function plan(tx: Queryable, deps: PublisherDeps, rows: PendingRow[], nowM
   const failed = new Set<string>()
   const records = await getConnections(tx, [...stale.keys()])
   for (const [id, keys] of stale) {
+    for (const key of keys) removed.add(key)
     const record = records.get(id)
-    if (!record) {
-      // Deleted: its delete row named every key it had.
-      for (const key of keys) removed.add(key)
-      continue
-    }
-    let edge: Awaited<ReturnType<typeof edgeRecord>>
-    try {
-      edge = await edgeRecord(record, { origin: deps.originKeys, edge: deps.edgeKeys }, nowMs)
-    } catch (err) {
-      deps.logger.error('connection not published: its edge record could not be built', {
-        connection: id,
-        error: describeError(err).message,
-      })
-      failed.add(id)
-      continue
-    }
+    // Deleted: its delete row named every key it had.
+    if (!record) continue
+    const { edge, opened } = await buildRecord(deps, record, nowMs)
+    if (!opened) failed.add(id)
+    if (!edge) continue
     const [recordKey, ...indexKeys] = edgeKeys(record)
     puts.push({ key: recordKey as string, value: JSON.stringify(edge) })
     for (const key of indexKeys) puts.push({ key, value: id })
-    for (const key of keys) removed.add(key)
   }
-  // A key another connection of this batch now holds (an id moved) is written, not deleted.
+  // A key a connection holds now (an id moved, in this batch or before it) is written, not deleted.
   const written = new Set(puts.map((p) => p.key))
+  for (const [key, owner] of await indexOwners(
+    tx,
+    [...removed].filter((k) => !written.has(k)),
+  )) {
+    puts.push({ key, value: owner })
+    written.add(key)
+  }
   const deletes = [...removed].filter((k) => !written.has(k))
   return { puts, deletes, connections: stale.size, failed }
+}
+
+/**
+ * Its edge record; a disabled connection's without secrets (the edge refuses it before verifying).
+ * One whose secrets ORIGIN_KEKS cannot open is logged and published without them too: its status
+ * reaches the edge (which answers the retry answer for it) and its rows do not block the outbox.
+ */
+async function buildRecord(deps: PublisherDeps, record: ConnectionRecord, nowMs: number) {
+  const keys = { origin: deps.originKeys, edge: deps.edgeKeys }
+  if (record.status === 'disabled') {
+    return { edge: await edgeRecord(record, keys, nowMs, false), opened: true }
+  }
+  try {
+    return { edge: await edgeRecord(record, keys, nowMs), opened: true }
+  } catch (err) {
+    deps.logger.error('connection published without secrets: its edge record could not be built', {
+      connection: record.id,
+      error: describeError(err).message,
+    })
+    // Without secrets it can still fail (a record the contract refuses: a bug): then nothing.
+    const edge = await edgeRecord(record, keys, nowMs, false).catch(() => null)
+    return { edge, opened: false }
+  }
+}
+
+/** Of these index keys, those a connection owns now, with its id. */
+async function indexOwners(tx: Queryable, keys: string[]): Promise<Map<string, string>> {
+  const parsed = keys.flatMap((key) => {
+    const m = /^idx:([^:]+):(.+)$/s.exec(key)
+    return m ? [{ key, channel: m[1] as string, external: m[2] as string }] : []
+  })
+  const owners = new Map<string, string>()
+  if (parsed.length === 0) return owners
+  const found = await tx.query<{
+    id: string
+    channel: ConnectionChannel
+    account: string
+    ids: string[]
+  }>(
+    `SELECT DISTINCT c.id, c.channel, c.account, c.ids FROM connections c
+       JOIN unnest($1::text[], $2::text[]) AS k(channel, external)
+         ON c.channel = k.channel AND (c.account = k.external OR k.external = ANY (c.ids))`,
+    [parsed.map((p) => p.channel), parsed.map((p) => p.external)],
+  )
+  const wanted = new Set(keys)
+  for (const c of found) {
+    for (const key of edgeKeys(c)) if (wanted.has(key)) owners.set(key, c.id)
+  }
+  return owners
 }
 
 export interface RunningPublisher {

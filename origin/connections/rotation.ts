@@ -89,7 +89,8 @@ const EXPIRE_BATCH = 100
 
 /**
  * Drops every secret past its end, one change per connection (audited as `expire`, published).
- * Returns how many connections changed.
+ * Returns how many connections changed; one with nothing left to drop (another pod's pass was
+ * first) is not changed at all.
  */
 export async function expireSecrets(deps: ConnectionServiceDeps, actor: Actor = 'registry') {
   requireKeys(deps)
@@ -97,16 +98,27 @@ export async function expireSecrets(deps: ConnectionServiceDeps, actor: Actor = 
     `SELECT DISTINCT connection_id FROM connection_secrets WHERE not_after <= $1 LIMIT $2`,
     [new Date(nowOf(deps)), EXPIRE_BATCH],
   )
+  let changed = 0
   for (const { connection_id: id } of due) {
-    await applyChange(deps.db, id, 'expire', actor, async (current) => {
-      const now = nowOf(deps)
-      const drop = current.secrets.filter((s) => !isLive(s, now))
-      return {
-        drop: drop.map((s) => s.kid),
-        ids: await apiIds(deps, current, drop, []),
-        detail: { dropped: drop.map((s) => s.kid) },
-      }
-    })
+    try {
+      await applyChange(deps.db, id, 'expire', actor, async (current) => {
+        const now = nowOf(deps)
+        const drop = current.secrets.filter((s) => !isLive(s, now))
+        // Another pod's pass dropped them first (each pod runs this): no version, audit or outbox.
+        if (drop.length === 0) throw new NothingExpired()
+        return {
+          drop: drop.map((s) => s.kid),
+          ids: await apiIds(deps, current, drop, []),
+          detail: { dropped: drop.map((s) => s.kid) },
+        }
+      })
+      changed++
+    } catch (err) {
+      if (!(err instanceof NothingExpired)) throw err
+    }
   }
-  return due.length
+  return changed
 }
+
+/** Thrown inside the change's transaction to write nothing (applyChange rolls it back). */
+class NothingExpired extends Error {}

@@ -179,6 +179,31 @@ describe('npm run connections -- import', () => {
     expect(again.out.filter((l) => l.startsWith('exists '))).toHaveLength(13)
   })
 
+  it('a Slack or Meta app without its ids variable is reported as not imported, naming it; the rest are imported', async () => {
+    const plan = importPlan({
+      SLACK_SIGNING_SECRETS_BY_APP: 'A0LONE=lone-secret',
+      MESSENGER_APP_SECRETS_BY_APP: '333333=m-secret',
+      TWILIO_AUTH_TOKENS_BY_ACCOUNT: `AC${'3'.repeat(32)}=tw-token`,
+    })
+    expect(plan.drafts.map((d) => `${d.channel} ${d.account}`)).toEqual([
+      `twilio AC${'3'.repeat(32)}`,
+    ])
+    expect(plan.refused).toEqual([
+      expect.objectContaining({ channel: 'slack', account: 'A0LONE', field: 'ids' }),
+      expect.objectContaining({ channel: 'messenger', account: '333333', field: 'ids' }),
+    ])
+    expect(plan.refused[0]?.reason).toMatch(/SLACK_TEAMS_BY_APP/)
+    expect(plan.refused[1]?.reason).toMatch(/MESSENGER_PAGES_BY_APP/)
+    expect(JSON.stringify(plan)).not.toMatch(/lone-secret|m-secret"/)
+    const result = await cli(['import'], {
+      SLACK_SIGNING_SECRETS_BY_APP: 'A0LONE=lone-secret',
+      TWILIO_AUTH_TOKENS_BY_ACCOUNT: `AC${'3'.repeat(32)}=tw-token`,
+    })
+    expect(result.code).toBe(1)
+    expect(result.out.join('\n')).toMatch(/refused slack A0LONE: ids: SLACK_TEAMS_BY_APP/)
+    expect(result.out.some((l) => /^created twilio AC3{32}/.test(l))).toBe(true)
+  })
+
   it('API_KEYS (hashes, not keys) is not imported, and says so', async () => {
     const plan = importPlan({
       API_KEYS: '{"6e1e4e1b8f8b36d08901cdb51b97841dfe20f5efd2fd2fd00768971408c46274":"dev"}',

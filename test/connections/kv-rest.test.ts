@@ -86,6 +86,14 @@ describe('restPublisher', () => {
     expect(sleeps).toHaveLength(1)
   })
 
+  it('splits a put by bytes as well as by count: no request body over its bound', async () => {
+    const pairs = ['a', 'b', 'c'].map((k) => ({ key: `conn:${k}`, value: k.repeat(400) }))
+    await publisher([], { maxBytes: 1000 }).put(pairs)
+    expect(seen.map((s) => (s.body as unknown[]).length)).toEqual([2, 1])
+    expect(seen.every((s) => Buffer.byteLength(JSON.stringify(s.body)) <= 1000)).toBe(true)
+    expect(seen.flatMap((s) => s.body as unknown[])).toEqual(pairs)
+  })
+
   it('waits out a 429 by its Retry-After, then writes', async () => {
     answers = [{ status: 429, headers: { 'retry-after': '3' } }, success()]
     const sleeps: number[] = []

@@ -155,20 +155,26 @@ describe('publishPending', () => {
     writes = []
     await publishPending(deps)
     expect(writes.sort()).toEqual(
-      [kvKeys.connection(c.id), kvKeys.index('messenger', '4002')].sort(),
+      [
+        kvKeys.connection(c.id),
+        kvKeys.index('messenger', '4002'),
+        kvKeys.index('messenger', '700002'),
+      ].sort(),
     )
     expect(await edgeRecordOf(c.id)).toMatchObject({
       status: 'disabled',
       version: 4,
       ids: ['4002'],
     })
-    expect((await edgeRecordOf(c.id))?.secrets).toHaveLength(2)
+    // Disabled: the edge refuses it before verifying, so it holds no secret of it.
+    expect((await edgeRecordOf(c.id))?.secrets).toHaveLength(0)
     expect(await kv.get(kvKeys.index('messenger', '4001'))).toBeNull()
 
     await registry.deleteConnection(service, c.id, 'test')
     await publishPending(deps)
     expect(await edgeRecordOf(c.id)).toBeNull()
     expect(await kv.get(kvKeys.index('messenger', '4002'))).toBeNull()
+    expect(await kv.get(kvKeys.index('messenger', '700002'))).toBeNull()
   })
 
   it('an id moved from one connection to another in one pass is written for its new owner, not deleted', async () => {
@@ -244,7 +250,69 @@ describe('publishPending', () => {
     await running.stop()
   })
 
-  it('a connection whose secret does not open is left pending; the others of the pass are published', async () => {
+  it('every kind is indexed by its account (telegram, twilio: no shared path), and the entry goes with the connection', async () => {
+    const c = await registry.createConnection(
+      service,
+      { channel: 'telegram', account: '7000010', secrets: { secret_token: 'tg-secret-10' } },
+      'test',
+    )
+    await publishPending(deps)
+    expect(await kv.get(kvKeys.index('telegram', '7000010'))).toBe(c.id)
+    await registry.disableConnection(service, c.id, 'test')
+    await publishPending(deps)
+    expect(await kv.get(kvKeys.index('telegram', '7000010'))).toBe(c.id)
+    expect(await edgeRecordOf(c.id)).toMatchObject({ status: 'disabled', secrets: [] })
+    await registry.deleteConnection(service, c.id, 'test')
+    await publishPending(deps)
+    expect(await kv.get(kvKeys.index('telegram', '7000010'))).toBeNull()
+  })
+
+  it('a stale row does not delete an index key another connection owns now; it is written for its owner', async () => {
+    const a = await registry.createConnection(
+      service,
+      { channel: 'instagram', account: '700011', ids: ['5101'], secrets: { app_secret: 'ig-11' } },
+      'test',
+    )
+    await publishPending(deps)
+    await registry.updateConnection(service, a.id, { ids: [] }, 'test')
+    await publishPending(deps)
+    const b = await registry.createConnection(
+      service,
+      { channel: 'instagram', account: '700012', ids: ['5101'], secrets: { app_secret: 'ig-12' } },
+      'test',
+    )
+    await publishPending(deps)
+    // A row of A's naming the key, published after B's (one left pending by an older publisher).
+    await sql.query(
+      `INSERT INTO connection_publications (connection_id, version, kind, remove_keys)
+       VALUES ($1, 3, 'put', $2)`,
+      [a.id, [kvKeys.index('instagram', '5101')]],
+    )
+    await publishPending(deps)
+    expect(await kv.get(kvKeys.index('instagram', '5101'))).toBe(b.id)
+    expect(await pending()).toBe(0)
+  })
+
+  it('a disabled connection whose secret does not open still publishes its disable', async () => {
+    const c = await registry.createConnection(
+      service,
+      { channel: 'telegram', account: '7000013', secrets: { secret_token: 'tg-secret-13' } },
+      'test',
+    )
+    await publishPending(deps)
+    const stranger = (await importKeyRing(newKekEntry('o1'))) as KeyRing
+    const { seal } = await import('../../shared/envelope')
+    await sql.query('UPDATE connection_secrets SET sealed = $2 WHERE connection_id = $1', [
+      c.id,
+      await seal(stranger, 'x', 'y'),
+    ])
+    await registry.disableConnection(service, c.id, 'test')
+    expect(await publishPending(deps)).toMatchObject({ failed: 0, connections: 1 })
+    expect(await edgeRecordOf(c.id)).toMatchObject({ status: 'disabled', version: 2, secrets: [] })
+    expect(await pending()).toBe(0)
+  })
+
+  it('a connection whose secret does not open is published without secrets and holds no row back', async () => {
     const bad = await registry.createConnection(
       service,
       { channel: 'telegram', account: '7000006', secrets: { secret_token: 'tg-secret-6' } },
@@ -261,13 +329,20 @@ describe('publishPending', () => {
       bad.id,
       await seal(stranger, 'x', 'y'),
     ])
-    expect(await publishPending(deps)).toMatchObject({ ran: true, failed: 1, connections: 1 })
-    expect(await edgeRecordOf(good.id)).toMatchObject({ version: 1 })
-    expect(await edgeRecordOf(bad.id)).toBeNull()
+    // The failing row first, a batch of one: it does not hold the next back.
+    expect(await publishPending({ ...deps, batchSize: 1 })).toMatchObject({
+      ran: true,
+      failed: 1,
+      connections: 1,
+    })
+    expect(await edgeRecordOf(bad.id)).toMatchObject({ status: 'active', version: 1, secrets: [] })
     expect(await pending()).toBe(1)
+    expect(await publishPending({ ...deps, batchSize: 1 })).toMatchObject({ failed: 0 })
+    expect(await edgeRecordOf(good.id)).toMatchObject({ version: 1 })
+    expect(await pending()).toBe(0)
     await registry.deleteConnection(service, bad.id, 'test')
     await publishPending(deps)
-    expect(await pending()).toBe(0)
+    expect(await edgeRecordOf(bad.id)).toBeNull()
   })
 
   it('the gauges count the changes waiting for KV and the oldest one’s age', async () => {

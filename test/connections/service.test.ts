@@ -385,6 +385,44 @@ describe('rotate, disable, enable, update, delete', () => {
     expect(after.audit[0]).toMatchObject({ action: 'expire', actor: 'registry' })
   })
 
+  it('expireSecrets in two pods at once changes a connection once: no empty version, audit or publication', async () => {
+    let now = Date.parse('2026-12-04T12:00:00Z')
+    const clocked = { ...deps, now: () => now }
+    const c = await create()
+    await registry.rotateConnection(
+      clocked,
+      c.id,
+      { secrets: { signing_secret: 'next-secret-001' }, overlapSeconds: 60 },
+      'test',
+    )
+    now += 120_000
+    // Pod 2 has read what is due when pod 1's pass drops it; pod 2 then goes on.
+    let release = () => {}
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const late = {
+      ...clocked,
+      db: {
+        ...deps.db,
+        transaction: deps.db.transaction.bind(deps.db),
+        query: async <R>(text: string, values?: unknown[]) => {
+          const rows = await deps.db.query<R>(text, values)
+          await gate
+          return rows
+        },
+      },
+    }
+    const pod2 = registry.expireSecrets(late)
+    expect(await registry.expireSecrets(clocked)).toBe(1)
+    release()
+    expect(await pod2).toBe(0)
+    const after = await registry.showConnection(deps, c.id)
+    expect(after.version).toBe(3)
+    expect(after.audit.filter((a) => a.action === 'expire')).toHaveLength(1)
+    expect(await registry.expireSecrets(clocked)).toBe(0)
+  })
+
   it('disable and enable move the version; delete keeps the audit and publishes the keys to delete', async () => {
     const c = await registry.createConnection(
       deps,

@@ -7,6 +7,7 @@
  * @module
  */
 import type { ConnectionChannel, EdgeConnection } from '../../contract/connection'
+import { allVariables, TENANT_VARIABLES as T } from '../../shared/tenant-variables'
 
 /** The live secrets of a field, the current one first. */
 export type SecretsOf = (field: string) => readonly string[]
@@ -23,60 +24,61 @@ export interface ChannelMapping {
 /** `TENANT=v1|v2`: one entry of a per-tenant variable. */
 const entry = (tenant: string, values: readonly string[]) => `${tenant}=${values.join('|')}`
 
-/** A Meta channel's mapping (its variables named by prefix and the ids' variable). */
-function metaMapping(prefix: string, idsName: string): ChannelMapping {
+/** A Meta channel's mapping (shared/tenant-variables.ts names its variables). */
+function metaMapping(
+  names: (typeof T)['whatsapp-cloud' | 'messenger' | 'instagram'],
+): ChannelMapping {
   return {
-    clears: [`${prefix}_APP_SECRET`, `${prefix}_APP_SECRETS_BY_APP`, idsName],
+    clears: allVariables(names),
     variables: (record, secrets) => ({
-      [`${prefix}_APP_SECRETS_BY_APP`]: entry(record.account, secrets('app_secret')),
-      [idsName]: entry(record.account, record.ids),
+      [names.secrets.app_secret]: entry(record.account, secrets('app_secret')),
+      [names.ids]: entry(record.account, record.ids),
     }),
   }
 }
 
 export const CHANNEL_MAPPINGS: Partial<Record<ConnectionChannel, ChannelMapping>> = {
   slack: {
-    clears: ['SLACK_SIGNING_SECRET', 'SLACK_SIGNING_SECRETS_BY_APP', 'SLACK_TEAMS_BY_APP'],
+    clears: allVariables(T.slack),
     // The workspaces are always set: an app without them writes for none (503), never for any.
     variables: (record, secrets) => ({
-      SLACK_SIGNING_SECRETS_BY_APP: entry(record.account, secrets('signing_secret')),
-      SLACK_TEAMS_BY_APP: entry(record.account, record.ids),
+      [T.slack.secrets.signing_secret]: entry(record.account, secrets('signing_secret')),
+      [T.slack.ids]: entry(record.account, record.ids),
     }),
   },
   twilio: {
-    clears: ['TWILIO_AUTH_TOKEN', 'TWILIO_AUTH_TOKENS_BY_ACCOUNT'],
+    clears: allVariables(T.twilio),
     variables: (record, secrets) => ({
-      TWILIO_AUTH_TOKENS_BY_ACCOUNT: entry(record.account, secrets('auth_token')),
+      [T.twilio.secrets.auth_token]: entry(record.account, secrets('auth_token')),
     }),
   },
   // The bot of the bare path (TELEGRAM_BOT_ID): the connection route names no bot in its path.
   telegram: {
-    clears: ['TELEGRAM_SECRET_TOKEN', 'TELEGRAM_BOT_ID', 'TELEGRAM_SECRET_TOKENS_BY_BOT'],
+    clears: allVariables(T.telegram),
     variables: (record, secrets) => ({
       TELEGRAM_SECRET_TOKEN: secrets('secret_token').join(','),
       TELEGRAM_BOT_ID: record.account,
     }),
   },
-  'whatsapp-cloud': metaMapping('WHATSAPP', 'WHATSAPP_PHONE_NUMBERS_BY_APP'),
-  messenger: metaMapping('MESSENGER', 'MESSENGER_PAGES_BY_APP'),
-  instagram: metaMapping('INSTAGRAM', 'INSTAGRAM_ACCOUNTS_BY_APP'),
+  'whatsapp-cloud': metaMapping(T['whatsapp-cloud']),
+  messenger: metaMapping(T.messenger),
+  instagram: metaMapping(T.instagram),
   line: {
-    clears: ['LINE_CHANNEL_SECRET', 'LINE_CHANNEL_SECRETS_BY_DESTINATION'],
+    clears: allVariables(T.line),
     variables: (record, secrets) => ({
-      LINE_CHANNEL_SECRETS_BY_DESTINATION: entry(record.account, secrets('channel_secret')),
+      [T.line.secrets.channel_secret]: entry(record.account, secrets('channel_secret')),
     }),
   },
   wechat: {
-    clears: ['WECHAT_TOKENS_BY_ACCOUNT', 'WECHAT_AES_KEYS_BY_ACCOUNT', 'WECHAT_APP_IDS_BY_ACCOUNT'],
+    clears: allVariables(T.wechat),
     variables: (record, secrets) => {
       const aesKeys = secrets('aes_key')
       const appId = record.settings.app_id
+      const names = T.wechat
       return {
-        WECHAT_TOKENS_BY_ACCOUNT: entry(record.account, secrets('token')),
-        ...(aesKeys.length > 0
-          ? { WECHAT_AES_KEYS_BY_ACCOUNT: entry(record.account, aesKeys) }
-          : {}),
-        ...(appId ? { WECHAT_APP_IDS_BY_ACCOUNT: entry(record.account, [appId]) } : {}),
+        [names.secrets.token]: entry(record.account, secrets('token')),
+        ...(aesKeys.length > 0 ? { [names.secrets.aes_key]: entry(record.account, aesKeys) } : {}),
+        ...(appId ? { [names.settings.app_id]: entry(record.account, [appId]) } : {}),
       }
     },
     params: (record) => ({ account: record.account }),

@@ -274,7 +274,8 @@ describe('publishPending', () => {
       'test',
     )
     await publishPending(deps)
-    await registry.updateConnection(service, a.id, { ids: [] }, 'test')
+    // A leaves page 5101 (a Meta connection keeps at least one id), B takes it.
+    await registry.updateConnection(service, a.id, { ids: ['5199'] }, 'test')
     await publishPending(deps)
     const b = await registry.createConnection(
       service,

@@ -110,7 +110,11 @@ export async function connectionByIndex(
   if (new TextEncoder().encode(key).byteLength > 512) return { kind: 'none' }
   const entry = await memoized(env, key, () => readIndex(env, key))
   if (entry.kind !== 'found') return entry
-  return connectionById(env, channel, entry.id)
+  const lookup = await connectionById(env, channel, entry.id)
+  // The index names a connection KV does not hold (yet, or of another channel): the registry
+  // knows the id, so the variables may not answer for it; the vendor retries.
+  if (lookup.kind === 'none') return unavailable('index_dangling', { key })
+  return lookup
 }
 
 async function memoized<T extends Lookup | IndexLookup>(

@@ -10,6 +10,7 @@ import { kvKeys } from '../../contract/connection'
 import { partsOf, TEST_SECRETS, twilioDelivery } from '../../local/vendor-deliveries'
 import { WEBHOOK_CHANNELS } from '../../worker/channels'
 import { connectionConfig, usableConnection } from '../../worker/connections/config'
+import { HINT_SCAN_CHARS } from '../../worker/connections/json-prefix'
 import { connectionById } from '../../worker/connections/reader'
 import { CASES, CASES_ENV } from './support/cases'
 import { edgeHarness, kv, putConnection, routeOf } from './support/edge'
@@ -78,6 +79,26 @@ describe('KV gets per request', () => {
     }
     // Not in the index: the variables verified it; the negative answer is held too.
     expect(gets).toEqual([kvKeys.index('slack', tenant.account)])
+  })
+})
+
+describe('before the signature, a bounded prefix only', () => {
+  it('a Meta batch whose first entry id lies past its first 8 KiB is read for no hint: no KV get', async () => {
+    const { binding, gets } = countingKv()
+    const h = edgeHarness({ ...CASES_ENV, CONNECTIONS: binding })
+    const body = JSON.stringify({
+      object: 'page',
+      pad: 'x'.repeat(HINT_SCAN_CHARS),
+      entry: [{ id: '106540352242922', time: 1, messaging: [] }],
+    })
+    const request = new Request('https://gateway.test/webhooks/messenger', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': 'sha256=00' },
+      body,
+    })
+    // No hint: the variables' answer (here none configured for it, so not 2xx), and KV untouched.
+    expect((await h.deliver(request)).status).not.toBe(200)
+    expect(gets).toEqual([])
   })
 })
 

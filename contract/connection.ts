@@ -22,9 +22,14 @@ export function newConnectionId(): string {
  * What one channel's connection holds: the vendor account it is (the tenant id today's
  * `…_BY_…` variables list), the secret fields that verify it, the ids it may write for (Slack
  * workspaces, Meta pages / numbers / accounts, mail aliases) and non-secret settings (WeChat
- * AppID). `index`: how a request on the channel's shared path finds the connection before
- * verifying (Slack `api_app_id`, a Meta `entry[].id`, LINE `destination`, an API key's hash, a
- * mail's envelope recipient).
+ * AppID). `index`: the KV index entries (`idx:<channel>:<x>` -> its id) the publisher writes,
+ * by which a request on the channel's shared path finds the connection before verifying:
+ * `account` for every webhook kind whose shared path names its account (Slack `api_app_id`,
+ * LINE `destination`, Twilio's AccountSid, Telegram's bot, WeChat's account, Teams' app id, the
+ * last after its JWT verified), so the registry answers before the variables for every tenant it
+ * holds; `ids` where the body names an id instead (Meta's first `entry[].id` or WhatsApp's
+ * first `phone_number_id`, an API key's hash); `mailbox`: the account and each alias (a mail's
+ * envelope recipient).
  */
 export interface ConnectionKind {
   readonly account: { readonly pattern: RegExp; readonly hint: string }
@@ -47,10 +52,12 @@ export const CONNECTION_KINDS = {
   twilio: {
     account: { pattern: /^AC[0-9a-f]{32}$/, hint: 'a Twilio AccountSid (AC + 32 hex)' },
     secretFields: ['auth_token'],
+    index: 'account',
   },
   telegram: {
     account: { pattern: /^[1-9][0-9]{0,19}$/, hint: 'a numeric bot id' },
     secretFields: ['secret_token'],
+    index: 'account',
   },
   'whatsapp-cloud': {
     account: { pattern: /^[0-9]{1,32}$/, hint: 'a numeric Meta app id' },
@@ -79,6 +86,7 @@ export const CONNECTION_KINDS = {
     account: { pattern: /^gh_[0-9a-f]{12}$/, hint: "an account's original id (gh_ + 12 hex)" },
     secretFields: ['token', 'aes_key'],
     settings: ['app_id'],
+    index: 'account',
   },
   teams: {
     // The edge's rule (worker/channels/teams.ts APP_ID), lower case.
@@ -87,6 +95,7 @@ export const CONNECTION_KINDS = {
       hint: 'a Microsoft App ID (a GUID)',
     },
     secretFields: [],
+    index: 'account',
   },
   api: {
     account: { pattern: /^[A-Za-z0-9_-]{1,64}$/, hint: 'a tenant id of [A-Za-z0-9_-]' },

@@ -15,6 +15,7 @@ import { WEBHOOK_CHANNELS } from './channels'
 import { challengeReply, httpReply } from './channels/replies'
 import { type Classified, deliveriesOf, type WebhookChannel } from './channels/types'
 import { channelConfig, settingsFor } from './config'
+import { verifiedTenantConnection } from './connections/after-verify'
 import { carryConnection } from './connections/config'
 import { byIndexOrVariables, byRoute, CONNECTION_PARAM, connectionPath } from './connections/pick'
 import { connectionFields, deliveryContext, logOutcome } from './deliver'
@@ -46,7 +47,9 @@ function serve(channel: WebhookChannel): void {
     config: channelConfig(settings, channel),
   })
   for (const path of channel.paths) {
-    webhooks.post(path, admit, (c) => receive(c, channel, byIndexOrVariables(c.env, channel)))
+    webhooks.post(path, admit, (c) =>
+      receive(c, channel, byIndexOrVariables(c.env, channel, c.req.param())),
+    )
     if (channel.handshake) webhooks.get(path, admit, (c) => handshake(c, channel, variables))
   }
   // One connection's own route (worker/connections/): its id picks its secrets, nothing else.
@@ -107,6 +110,11 @@ async function receive(
     (parts, config, params) => channel.verify(parts, config, params ?? c.req.param()),
     channel.maxBodyBytes,
   )
+  // Teams names its bot only in the token: the registry answers for it once verified.
+  if (!request.connection) {
+    const held = await verifiedTenantConnection(c.env, channel.name, request.tenant)
+    if (held) request.connection = held
+  }
   const parsed = channel.parse(request.parts)
   const classified = placeIgnored(channel, await channel.classify(parsed, request.tenant))
   assertVerifiedTenant(channel.name, request, classified)

@@ -21,11 +21,12 @@ import { isLive, openSecret } from './secrets'
 import type { ConnectionRecord } from './store'
 
 /**
- * The external ids the edge finds this connection by: its account, for every kind (one owner per
- * channel and account: the table's UNIQUE; the edge asks it whether a tenant of the variables is
- * now a connection, a disabled one included), and for the kinds found by ids on the channel's
- * shared path, those ids (Meta pages and numbers, API key hashes; a mailbox's aliases: the Worker
- * looks up a mail's envelope recipient).
+ * The external ids the edge finds this connection by, as its kind's `index` says
+ * (contract/connection.ts): its account (every webhook kind whose shared path names its account,
+ * so the edge asks the registry before the variables, a disabled connection included), its ids
+ * (Meta pages and numbers, API key hashes: never an API tenant's account, which could spell a
+ * key hash), or both (a mailbox and its aliases: the Worker looks up a mail's envelope recipient).
+ * One owner each: the table's UNIQUE (channel, account) and the ids' claims.
  */
 export function indexKeys(c: {
   channel: ConnectionChannel
@@ -33,11 +34,10 @@ export function indexKeys(c: {
   ids: readonly string[]
 }) {
   const kind: ConnectionKind = CONNECTION_KINDS[c.channel]
-  const keys = [kvKeys.index(c.channel, c.account)]
-  if (kind.index === 'ids' || kind.index === 'mailbox') {
-    keys.push(...c.ids.map((id) => kvKeys.index(c.channel, id)))
-  }
-  return [...new Set(keys)]
+  const byAccount = kind.index === 'account' || kind.index === 'mailbox'
+  const byIds = kind.index === 'ids' || kind.index === 'mailbox'
+  const keys = [...(byAccount ? [c.account] : []), ...(byIds ? c.ids : [])]
+  return [...new Set(keys.map((id) => kvKeys.index(c.channel, id)))]
 }
 
 /** Every KV key a connection owns: its record and its index entries. */

@@ -1,7 +1,7 @@
 /**
  * What a request costs at the edge with the registry: KV gets counted through a binding that
  * wraps the real one. One get per key on a memo miss and none on a hit, whatever the number of
- * connections KV holds; none at all on a path with no index; and the decision line names the
+ * connections KV holds; one index get per tenant named on a shared path; and the decision line names the
  * connection and its version while no log line holds a secret. Prints the edge's own part of a
  * request (lookup, config, verify) with 1 and with 1,000 connections in KV (a figure, no bound).
  */
@@ -10,6 +10,7 @@ import { kvKeys } from '../../contract/connection'
 import { partsOf, TEST_SECRETS, twilioDelivery } from '../../local/vendor-deliveries'
 import { WEBHOOK_CHANNELS } from '../../worker/channels'
 import { connectionConfig, usableConnection } from '../../worker/connections/config'
+import { HINT_SCAN_CHARS } from '../../worker/connections/json-prefix'
 import { connectionById } from '../../worker/connections/reader'
 import { CASES, CASES_ENV } from './support/cases'
 import { edgeHarness, kv, putConnection, routeOf } from './support/edge'
@@ -58,11 +59,16 @@ describe('KV gets per request', () => {
     expect(gets).toEqual([kvKeys.connection(a.record.id)])
   })
 
-  it('a shared path without an index (Twilio) does no KV work; Slack reads its index once', async () => {
+  it("Twilio's shared path reads its account's index once; Slack reads its index once", async () => {
     const { binding, gets } = countingKv()
     const h = edgeHarness({ ...CASES_ENV, CONNECTIONS: binding })
-    expect((await h.send(twilioDelivery({ secret: TEST_SECRETS.twilio }))).status).toBe(200)
-    expect(gets).toEqual([])
+    for (let i = 0; i < 2; i++) {
+      expect((await h.send(twilioDelivery({ secret: TEST_SECRETS.twilio }))).status).toBe(200)
+    }
+    // The form's AccountSid, asked before the variables (the registry wins); the miss is held.
+    expect(gets).toHaveLength(1)
+    expect(gets[0]).toMatch(/^idx:twilio:AC[0-9a-f]{32}$/)
+    gets.length = 0
     const slack = CASES.find((c) => c.channel === 'slack')
     if (!slack) throw new Error('no slack case')
     const tenant = { account: 'A123ABC456', ids: ['T123ABC456'] }
@@ -73,6 +79,26 @@ describe('KV gets per request', () => {
     }
     // Not in the index: the variables verified it; the negative answer is held too.
     expect(gets).toEqual([kvKeys.index('slack', tenant.account)])
+  })
+})
+
+describe('before the signature, a bounded prefix only', () => {
+  it('a Meta batch whose first entry id lies past its first 8 KiB is read for no hint: no KV get', async () => {
+    const { binding, gets } = countingKv()
+    const h = edgeHarness({ ...CASES_ENV, CONNECTIONS: binding })
+    const body = JSON.stringify({
+      object: 'page',
+      pad: 'x'.repeat(HINT_SCAN_CHARS),
+      entry: [{ id: '106540352242922', time: 1, messaging: [] }],
+    })
+    const request = new Request('https://gateway.test/webhooks/messenger', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': 'sha256=00' },
+      body,
+    })
+    // No hint: the variables' answer (here none configured for it, so not 2xx), and KV untouched.
+    expect((await h.deliver(request)).status).not.toBe(200)
+    expect(gets).toEqual([])
   })
 })
 

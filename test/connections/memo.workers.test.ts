@@ -5,7 +5,10 @@
  * stale KV copy) still holds the record that lists it.
  */
 import { describe, expect, it } from 'vitest'
-import { kvKeys } from '../../contract/connection'
+import { kvKeys, newConnectionId } from '../../contract/connection'
+import { KV_MISSES_PER_SECOND, LookupMemo } from '../../worker/connections/memo'
+import { connectionById } from '../../worker/connections/reader'
+import type { Env } from '../../worker/env'
 import { CASES } from './support/cases'
 import { edgeHarness, edgeRecord, inMs, kv, putConnection, routeOf } from './support/edge'
 
@@ -56,5 +59,58 @@ describe('the memo of connections', () => {
     await sleep(500)
     expect(await send('tg-replaced')).toBe(401)
     expect(await send('tg-current')).toBe(200)
+  })
+})
+
+/** A KV binding over the real one that counts its gets. */
+function countingEnv(): { env: Env; gets: string[] } {
+  const gets: string[] = []
+  const real = kv()
+  const binding = {
+    get: (key: string, options: unknown) => {
+      gets.push(key)
+      return real.get(key, options as KVNamespaceGetOptions<'text'>)
+    },
+  } as unknown as KVNamespace
+  return { env: { CONNECTIONS: binding } as unknown as Env, gets }
+}
+
+describe('requests nobody signed cannot run up KV reads or push out hot records', () => {
+  it('past the KV budget of a second: the retry answer without a get; a held record still served', async () => {
+    const { env, gets } = countingEnv()
+    const hot = await putConnection({
+      channel: 'telegram',
+      account: tg.tenant().account,
+      secrets: [],
+    })
+    expect((await connectionById(env, 'telegram', hot.id)).kind).toBe('found')
+    const random = Array.from({ length: KV_MISSES_PER_SECOND + 50 }, () => newConnectionId())
+    const answers = await Promise.all(random.map((id) => connectionById(env, 'telegram', id)))
+    expect(gets).toHaveLength(KV_MISSES_PER_SECOND)
+    expect(answers.filter((a) => a.kind === 'none')).toHaveLength(KV_MISSES_PER_SECOND - 1)
+    expect(answers.filter((a) => a.kind === 'unavailable')).toHaveLength(51)
+    expect((await connectionById(env, 'telegram', hot.id)).kind).toBe('found')
+    expect(gets).toHaveLength(KV_MISSES_PER_SECOND)
+  })
+
+  it('found answers least-recently-used out, apart from absent ones', async () => {
+    const limits = { entries: 2, negatives: 2, missesPerSecond: 1_000, cacheMs: 60_000 }
+    const memo = new LookupMemo<{ kind: string }>(limits)
+    let reads = 0
+    const read = (kind: string) => () => {
+      reads += 1
+      return Promise.resolve({ kind })
+    }
+    await memo.get('a', read('found'))
+    await memo.get('b', read('found'))
+    await memo.get('a', read('found')) // a hit: a is now the most recent
+    await memo.get('c', read('found')) // b goes, not a
+    for (let i = 0; i < 10; i++) await memo.get(`x${i}`, read('none'))
+    expect(reads).toBe(13)
+    await memo.get('a', read('found'))
+    await memo.get('c', read('found'))
+    expect(reads).toBe(13)
+    await memo.get('b', read('found'))
+    expect(reads).toBe(14)
   })
 })

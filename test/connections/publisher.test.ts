@@ -155,11 +155,7 @@ describe('publishPending', () => {
     writes = []
     await publishPending(deps)
     expect(writes.sort()).toEqual(
-      [
-        kvKeys.connection(c.id),
-        kvKeys.index('messenger', '4002'),
-        kvKeys.index('messenger', '700002'),
-      ].sort(),
+      [kvKeys.connection(c.id), kvKeys.index('messenger', '4002')].sort(),
     )
     expect(await edgeRecordOf(c.id)).toMatchObject({
       status: 'disabled',
@@ -224,6 +220,8 @@ describe('publishPending', () => {
       await open(edgeKeys, secret?.sealed ?? '', secretAad(c.id, 'api_key', secret?.kid ?? '')),
     ).toBe('api-key-x-000001')
     expect(await kv.get(kvKeys.index('api', c.ids[0] ?? ''))).toBe(c.id)
+    // Never by its tenant id: a tenant id of 64 hex digits would spell another tenant's key hash.
+    expect(await kv.get(kvKeys.index('api', 'tenant-x'))).toBeNull()
   })
 
   it('resync queues every connection again and the next pass rewrites them', async () => {
@@ -250,7 +248,7 @@ describe('publishPending', () => {
     await running.stop()
   })
 
-  it('every kind is indexed by its account (telegram, twilio: no shared path), and the entry goes with the connection', async () => {
+  it('a kind whose shared path names its account is indexed by it (Telegram: the bot), a disabled one too, and the entry goes with the connection', async () => {
     const c = await registry.createConnection(
       service,
       { channel: 'telegram', account: '7000010', secrets: { secret_token: 'tg-secret-10' } },

@@ -68,7 +68,9 @@ describe('npm run doctor', () => {
     const run = await doctor(['--env', 'production', '--secrets-file', file])
     expect(run.code).toBe(1)
     expect(run.stdout).toMatch(/ERROR ORIGIN_URL is still the placeholder/)
-    expect(run.stdout).toMatch(/ERROR the CONNECTIONS KV namespace id is wrangler.toml's placeholder/)
+    expect(run.stdout).toMatch(
+      /ERROR the CONNECTIONS KV namespace id is wrangler.toml's placeholder/,
+    )
     expect(run.stdout).toMatch(/doctor: 2 errors/)
     for (const value of Object.values(goodSecrets())) {
       if (!value.startsWith('https://')) expect(run.stdout).not.toContain(value)

@@ -1,10 +1,10 @@
 /**
  * Where one URL serves a whole app (Slack's Request URL, a Meta app's callback, LINE's bare
  * path), the id a request's body names for its connection's index (`idx:<channel>:<id>`): read
- * from the bounded body before verification, in one linear pass (JSON.parse), as the channel's
- * own code reads it. It only picks which connection's secrets to try: a wrong or forged id fails
- * the signature, and after verifying the channel's scope checks refuse any other id the body
- * names that is not the connection's.
+ * from the body's first 8 KiB before verification, in one linear pass that builds no tree
+ * (json-prefix.ts; Slack's by the channel's own code). It only picks which connection's secrets
+ * to try: a wrong or forged id fails the signature, and after verifying the channel's scope
+ * checks refuse a delivery scoped by an id that is not the connection's.
  * @module
  */
 import {
@@ -14,33 +14,22 @@ import {
 } from '../../contract/connection'
 import { slackAppIdOf } from '../channels/slack'
 import type { RequestParts } from '../channels/types'
-import { list, obj, str } from '../channels/untrusted'
+import { stringAt } from './json-prefix'
 
-type Json = Record<string, unknown>
-
-function json(parts: RequestParts): Json | null {
-  try {
-    return obj(JSON.parse(parts.body.text))
-  } catch {
-    return null
-  }
-}
-
-/** The first Meta entry's id (Messenger's Page, Instagram's account). */
-const firstEntryId = (body: Json | null) => str(obj(list(body?.entry)[0])?.id)
-
-/** WhatsApp's entries are WABAs: the phone number of the first change is the connection's id. */
-const firstPhoneNumberId = (body: Json | null) => {
-  const change = obj(list(obj(list(body?.entry)[0])?.changes)[0])
-  return str(obj(obj(change?.value)?.metadata)?.phone_number_id)
-}
+/** The string at `path` in the body's bounded prefix (json-prefix.ts). */
+const at =
+  (...path: Array<string | number>) =>
+  (parts: RequestParts) =>
+    stringAt(parts.body.text, path)
 
 const READERS: Partial<Record<ConnectionChannel, (parts: RequestParts) => string | null>> = {
   slack: slackAppIdOf,
-  line: (parts) => str(json(parts)?.destination),
-  'whatsapp-cloud': (parts) => firstPhoneNumberId(json(parts)),
-  messenger: (parts) => firstEntryId(json(parts)),
-  instagram: (parts) => firstEntryId(json(parts)),
+  line: at('destination'),
+  // WhatsApp's entries are WABAs: the phone number of the first change is the connection's id.
+  'whatsapp-cloud': at('entry', 0, 'changes', 0, 'value', 'metadata', 'phone_number_id'),
+  // The first Meta entry's id (Messenger's Page, Instagram's account).
+  messenger: at('entry', 0, 'id'),
+  instagram: at('entry', 0, 'id'),
 }
 
 /** Whether the channel's shared path finds connections by an index. */

@@ -8,17 +8,22 @@
  *   (index-ids.ts) → `idx:<channel>:<id>` → that connection, which wins over the variables;
  *   no index entry: the variables, as before. Without the CONNECTIONS binding nothing of this
  *   runs (no KV work, no body read before the config check).
+ * - the shared path of a channel whose tenant is known before verification (Telegram, WeChat,
+ *   Twilio: account-hint.ts): `idx:<channel>:<account>` the same way, so a tenant the registry
+ *   holds (and perhaps disabled) is never verified by its old variable.
+ * - an index entry whose record KV does not hold (yet): the retry answer, never the variables.
  * - any other path: the variables.
  * @module
  */
 import type { ConnectionChannel } from '../../contract/connection'
-import type { ChannelConfig, WebhookChannel } from '../channels/types'
+import type { ChannelConfig, PathParams, RequestParts, WebhookChannel } from '../channels/types'
 import { channelConfig, type Settings } from '../config'
 import type { Env } from '../env'
 import type { ConfigPicker, PickedConfig } from '../gateway'
+import { accountHintOf, hasAccountHint } from './account-hint'
 import { connectionConfig, usableConnection } from './config'
 import { hasIndex, indexIdOf } from './index-ids'
-import { connectionById, connectionByIndex, hasRegistry } from './reader'
+import { connectionById, connectionByIndex, hasRegistry, type Lookup } from './reader'
 
 /** The path parameter of a connection route (`<first path>/c/:connection`). */
 export const CONNECTION_PARAM = 'connection'
@@ -58,17 +63,30 @@ export function byRoute<T>(
 export function byIndexOrVariables<T>(
   env: Env,
   channel: WebhookChannel<string, T>,
+  params: PathParams = {},
 ): ConfigPicker<T> {
   return async (settings, body): Promise<PickedConfig<T>> => {
     const variables = { config: channelConfig(settings, channel) as ChannelConfig<T> }
-    const name = channel.name
-    if (!hasRegistry(env) || !hasIndex(name)) return variables
-    const id = indexIdOf(name, await body())
-    if (id === null) return variables
-    const lookup = await connectionByIndex(env, name, id)
-    if (lookup.kind === 'none') return variables
-    const read = usableConnection(name, lookup, `index ${id}`)
+    if (!hasRegistry(env)) return variables
+    const found = await indexLookup(env, channel.name, params, body)
+    if (found === null || found.lookup.kind === 'none') return variables
+    const read = usableConnection(channel.name, found.lookup, `index ${found.id}`)
     const picked = await connectionConfig(env, channel, read)
     return { ...picked, config: withOrigin(settings, picked.config) }
   }
+}
+
+/** The index entry a shared-path request names (its body's id, or its account), if any. */
+async function indexLookup(
+  env: Env,
+  name: string,
+  params: PathParams,
+  body: () => Promise<RequestParts>,
+): Promise<{ id: string; lookup: Lookup } | null> {
+  let id: string | null = null
+  if (hasIndex(name)) id = indexIdOf(name, await body())
+  else if (hasAccountHint(name)) id = await accountHintOf(name, params, env, body)
+  else return null
+  if (id === null) return null
+  return { id, lookup: await connectionByIndex(env, name as ConnectionChannel, id) }
 }

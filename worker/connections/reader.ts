@@ -5,8 +5,8 @@
  * memo miss, bounded in time; the record checked against the contract's schema before anything
  * reads it; its secrets opened with EDGE_KEKS only when a request needs them, once per record
  * version. Each isolate keeps what it read for CONNECTION_CACHE_SECONDS (a key KV does not hold,
- * a fifth of that), in at most {@link MEMO_ENTRIES} entries: what a change waits for at the edge,
- * on top of KV's own propagation.
+ * a fifth of that; memo.ts: found and absent answers apart, and a budget of KV gets per second):
+ * what a change waits for at the edge, on top of KV's own propagation.
  *
  * Nothing here throws for what KV holds or fails to hold: each outcome is a {@link Lookup} the
  * route turns into the channel's answer. Log fields never carry a secret or a sealed value.
@@ -28,12 +28,19 @@ import { readInt } from '../../shared/settings'
 import type { Env } from '../env'
 import { logProblem } from '../log'
 import { perIsolate } from '../per-isolate'
+import {
+  KV_MISSES_PER_SECOND,
+  LookupMemo,
+  MEMO_ENTRIES,
+  NEGATIVE_ENTRIES,
+  OVER_BUDGET,
+} from './memo'
 import { CONNECTION_CACHE_SECONDS } from './settings'
+
+export { MEMO_ENTRIES } from './memo'
 
 /** How long one KV get may take before the request gets its channel's retry answer. */
 export const KV_READ_TIMEOUT_MS = 1_000
-/** Entries each isolate keeps (records and index entries); the oldest go first. */
-export const MEMO_ENTRIES = 10_000
 /** KV's smallest `cacheTtl` (30 s since January 2026; Miniflare refuses less). */
 const KV_CACHE_TTL_SECONDS = 30
 
@@ -62,23 +69,29 @@ export type Lookup =
 /** An index entry's answer: the id of the connection it names. */
 type IndexLookup = { kind: 'found'; id: string } | Exclude<Lookup, { kind: 'found' }>
 
-interface MemoEntry {
-  expiresAt: number
-  lookup: Promise<Lookup | IndexLookup>
-}
-
 interface ReaderState {
   kv: KVNamespace | null
   ring: Promise<KeyRing | null> | null
-  memo: Map<string, MemoEntry>
-  cacheMs: number
+  memo: LookupMemo<Lookup | IndexLookup>
+  budgetLoggedAt: number
 }
 
 const stateFor = perIsolate((env: Env): ReaderState => {
   const warnings: string[] = []
   const seconds = readInt(env, CONNECTION_CACHE_SECONDS, warnings)
   for (const warning of warnings) logProblem('warn', 'config', { warning })
-  return { kv: env.CONNECTIONS ?? null, ring: null, memo: new Map(), cacheMs: seconds * 1_000 }
+  const limits = {
+    entries: MEMO_ENTRIES,
+    negatives: NEGATIVE_ENTRIES,
+    missesPerSecond: KV_MISSES_PER_SECOND,
+    cacheMs: seconds * 1_000,
+  }
+  return {
+    kv: env.CONNECTIONS ?? null,
+    ring: null,
+    memo: new LookupMemo(limits),
+    budgetLoggedAt: 0,
+  }
 })
 
 /** Whether this Worker has a registry at all (no binding: the shared paths do no KV work). */
@@ -110,7 +123,11 @@ export async function connectionByIndex(
   if (new TextEncoder().encode(key).byteLength > 512) return { kind: 'none' }
   const entry = await memoized(env, key, () => readIndex(env, key))
   if (entry.kind !== 'found') return entry
-  return connectionById(env, channel, entry.id)
+  const lookup = await connectionById(env, channel, entry.id)
+  // The index names a connection KV does not hold (yet, or of another channel): the registry
+  // knows the id, so the variables may not answer for it; the vendor retries.
+  if (lookup.kind === 'none') return unavailable('index_dangling', { key })
+  return lookup
 }
 
 async function memoized<T extends Lookup | IndexLookup>(
@@ -118,25 +135,19 @@ async function memoized<T extends Lookup | IndexLookup>(
   key: string,
   read: () => Promise<T>,
 ): Promise<T> {
+  // A key holds one kind of answer: a record's (conn:) or an index entry's (idx:).
+  const result = await stateFor(env).memo.get(key, read)
+  if (result === OVER_BUDGET) logOverBudget(env)
+  return result as T
+}
+
+/** Once per second at most: the budget is spent by whoever asks, mostly requests nobody signed. */
+function logOverBudget(env: Env): void {
   const state = stateFor(env)
   const now = Date.now()
-  const held = state.memo.get(key)
-  // A key holds one kind of answer: a record's (conn:) or an index entry's (idx:).
-  if (held && held.expiresAt > now) return held.lookup as Promise<T>
-  if (held) state.memo.delete(key)
-  const lookup = read()
-  // Held while in flight (concurrent requests share one get); an unavailable answer is dropped
-  // once known, so the next request asks KV again.
-  const entry: MemoEntry = { expiresAt: now + state.cacheMs, lookup }
-  state.memo.set(key, entry)
-  while (state.memo.size > MEMO_ENTRIES) {
-    const oldest = state.memo.keys().next().value as string
-    state.memo.delete(oldest)
-  }
-  const result = await lookup
-  if (result.kind === 'unavailable') state.memo.delete(key)
-  if (result.kind === 'none') entry.expiresAt = now + Math.max(1_000, state.cacheMs / 5)
-  return result
+  if (now - state.budgetLoggedAt < 1_000) return
+  state.budgetLoggedAt = now
+  logProblem('warn', 'connection_unavailable', { reason: OVER_BUDGET.reason })
 }
 
 /** One KV get, bounded; null when KV holds no such key. */

@@ -5,7 +5,8 @@
  * record and its index entries), and the lines the report prints.
  * @module
  */
-import { CONNECTION_KINDS, type EdgeConnection, kvKeys } from '../contract/connection'
+import { type EdgeConnection, kvKeys } from '../contract/connection'
+import { indexKeys } from '../origin/connections/edge-record'
 import type { MissBreakdown } from './connection-breakdown'
 import { percentile } from './stats'
 import { fmt, round } from './util'
@@ -97,14 +98,6 @@ export function describeCase(c: CaseFigure): string {
     `${fmt(c.requests)} requests` +
     (others.length ? `; NOT 200: ${others.map(([s, n]) => `${n}× ${s}`).join(', ')}` : '')
   )
-}
-
-/** The index keys the publisher writes for a record: its account, or each of its ids. */
-export function indexKeys(record: EdgeConnection): string[] {
-  const kind = CONNECTION_KINDS[record.channel] as { index?: 'account' | 'ids' }
-  if (kind.index === 'account') return [kvKeys.index(record.channel, record.account)]
-  if (kind.index === 'ids') return record.ids.map((id) => kvKeys.index(record.channel, id))
-  return []
 }
 
 const utf8Bytes = (text: string) => new TextEncoder().encode(text).byteLength

@@ -1,12 +1,15 @@
 /**
  * The registry wins on every shared path, not only where a body is indexed: Telegram (the path's
- * bot), WeChat (the path's account) and Twilio (the form's AccountSid) ask
+ * bot), WeChat (the path's account) and Twilio (the AccountSid of a form or of a JSON body) ask
  * `idx:<channel>:<account>` before their variables, so a tenant imported into the registry and
  * then disabled is refused (403), never verified by its old variable. An index entry whose
  * record KV does not hold is the retry answer (503), not the variables.
  */
 import { describe, expect, it } from 'vitest'
 import { kvKeys } from '../../contract/connection'
+import { twilioParams } from '../../local/vendor-deliveries'
+import { sha256Hex } from '../../shared/crypto'
+import { twilioSignature } from '../../worker/channels/twilio'
 import { GATEWAY, type Harness } from '../support/workerd/harness'
 import { CASES, CASES_ENV, type ChannelCase, type Tenant } from './support/cases'
 import { edgeHarness, kv, putConnection } from './support/edge'
@@ -91,6 +94,40 @@ describe.each(Object.keys(SHARED))('%s: its shared path asks the registry first'
     const response = await h.deliver(await c.request(shared.url(tenant), tenant, secret))
     expect(response.status).toBe(200)
     expect((await h.originCalls()).calls.map((call) => call.connection)).toEqual([undefined])
+  })
+})
+
+/** A Twilio JSON webhook: the URL carries the body's hash and is signed alone. */
+async function twilioJsonRequest(url: string, account: string, token: string): Promise<Request> {
+  const body = JSON.stringify(Object.fromEntries(twilioParams({ accountSid: account })))
+  const signed = `${url}?bodySHA256=${await sha256Hex(body)}`
+  const signature = await twilioSignature(token, signed, [])
+  return new Request(signed, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-twilio-signature': signature },
+    body,
+  })
+}
+
+describe('twilio: a JSON body names its AccountSid at the top level, so the registry is asked first', () => {
+  const c = byChannel('twilio')
+  const url = `${GATEWAY}/webhooks/twilio`
+
+  it('disabled in the registry, still in the variables with the same secret: 403, nothing written', async () => {
+    const a = await putByAccount(c, { status: 'disabled' })
+    const h = gateway(SHARED.twilio?.vars(a.tenant, a.secret))
+    const response = await h.deliver(await twilioJsonRequest(url, a.tenant.account, a.secret))
+    expect(response.status).toBe(403)
+    await nothingWritten(h)
+  })
+
+  it('active in the registry: its secret verifies and the event names the connection', async () => {
+    const a = await putByAccount(c)
+    const h = gateway()
+    const response = await h.deliver(await twilioJsonRequest(url, a.tenant.account, a.secret))
+    expect(response.status).toBe(200)
+    const { calls } = await h.originCalls()
+    expect(calls.map((call) => call.connection)).toEqual([{ id: a.record.id, version: 1 }])
   })
 })
 

@@ -216,6 +216,55 @@ describe('the API: a key the registry indexes is its connection’s', () => {
     ])
   })
 
+  /** A connection that knows its keys only by their hashes (API_KEYS imported). */
+  async function putByHash(keys: string[], extra = {}) {
+    const tenant = `t-${crypto.randomUUID().slice(0, 8)}`
+    const hashes = await Promise.all(keys.map((k) => sha256Hex(k)))
+    const secrets = hashes.map((value) => ({ field: 'api_key_hash', value }))
+    const record = await putConnection(
+      { channel: 'api', account: tenant, ids: hashes, secrets, ...extra },
+      hashes,
+    )
+    return { tenant, record }
+  }
+
+  it('a key whose hash was imported posts as its tenant; not as another; disabled: 401', async () => {
+    const h = gateway()
+    const [aKey, bKey, dKey] = ['a', 'b', 'd'].map((k) => `${k}-${crypto.randomUUID()}`)
+    const a = await putByHash([aKey as string])
+    const b = await putByHash([bKey as string])
+    await putByHash([dKey as string], { status: 'disabled' })
+    // b's key, under a's index entry: a's record does not hold b's hash.
+    const stray = `stray-${crypto.randomUUID()}`
+    await kv().put(kvKeys.index('api', await sha256Hex(stray)), a.record.id)
+    expect((await h.deliver(post(aKey as string))).status).toBe(201)
+    expect((await h.deliver(post(bKey as string))).status).toBe(201)
+    expect((await h.deliver(post(stray))).status).toBe(401)
+    expect((await h.deliver(post(dKey as string))).status).toBe(401)
+    const { calls } = await h.originCalls()
+    expect(calls.map((call) => [call.messageKey.split(':')[0], call.connection])).toEqual([
+      [a.tenant, { id: a.record.id, version: 1 }],
+      [b.tenant, { id: b.record.id, version: 1 }],
+    ])
+  })
+
+  it('a hash-only record whose ids list a hash but whose live secrets do not: 401', async () => {
+    const h = gateway()
+    const key = `k-${crypto.randomUUID()}`
+    const hash = await sha256Hex(key)
+    await putConnection(
+      {
+        channel: 'api',
+        account: `t-${crypto.randomUUID().slice(0, 8)}`,
+        ids: [hash],
+        secrets: [{ field: 'api_key_hash', value: hash, notAfter: inMs(-1_000) }],
+      },
+      [hash],
+    )
+    expect((await h.deliver(post(key))).status).toBe(401)
+    expect((await h.originCalls()).calls).toHaveLength(0)
+  })
+
   it("an index entry pointing at a connection that does not list the key's hash: 401", async () => {
     const h = gateway()
     const a = await putApi([{ value: `a-${crypto.randomUUID()}` }])

@@ -1,9 +1,10 @@
 /**
  * The public API's keys in the registry: a tenant's `api` connection holds its keys as secrets
- * (field `api_key`, current and replaced) and their SHA-256 hashes as its ids, each indexed as
+ * (field `api_key`, current and replaced; or, for a key known only by its hash as API_KEYS
+ * held it, that hash as `api_key_hash`) and their SHA-256 hashes as its ids, each indexed as
  * `idx:api:<sha256 hex>`. The hash of the key offered finds at most one connection (one KV get
- * on a memo miss, no loop over tenants); the key must then equal one of its live keys (constant
- * time) and the connection be active. No index entry: API_KEYS answers, as before.
+ * on a memo miss, no loop over tenants); the key must then equal one of its live keys, or its hash one
+ * of its live key hashes (constant time) and the connection be active. No index entry: API_KEYS answers, as before.
  * @module
  */
 import type { EventConnection } from '../../contract/connection'
@@ -12,7 +13,7 @@ import { offeredKey, variablesTenant } from '../api/auth'
 import type { ApiSettings } from '../api/settings'
 import type { Env } from '../env'
 import { logProblem } from '../log'
-import { connectionByIndex, hasRegistry, liveSecrets } from './reader'
+import { connectionByIndex, hasRegistry, liveSecrets, type OpenedSecret } from './reader'
 
 /** Whose key it is by the registry: a tenant and its connection, refused (null), or not known. */
 export type RegistryKeyOwner =
@@ -44,16 +45,29 @@ export async function registryKeyOwner(
     logProblem('error', 'connection_unopenable', { connection: record.id })
     return { kind: 'unavailable' }
   }
-  let matched = false
-  for (const live of liveSecrets(secrets, 'api_key')) {
-    if (timingSafeEqual(live, key)) matched = true
-  }
-  if (!matched) return { kind: 'refused' }
+  if (!liveKeyMatches(secrets, key, hash)) return { kind: 'refused' }
   return {
     kind: 'owner',
     tenant: record.account,
     connection: { id: record.id, version: record.version },
   }
+}
+
+/**
+ * Whether the key is one of the record's live keys: a key the registry sealed (`api_key`,
+ * compared itself) or a key known only by its hash (`api_key_hash`, what API_KEYS held:
+ * compared by the hash). Every candidate is compared, in constant time, so the answer's time
+ * does not say which matched. Expiry works alike for both, so rotation keeps its overlap.
+ */
+function liveKeyMatches(secrets: readonly OpenedSecret[], key: string, hash: string): boolean {
+  let matched = false
+  for (const live of liveSecrets(secrets, 'api_key')) {
+    if (timingSafeEqual(live, key)) matched = true
+  }
+  for (const live of liveSecrets(secrets, 'api_key_hash')) {
+    if (timingSafeEqual(live.toLowerCase(), hash)) matched = true
+  }
+  return matched
 }
 
 /**

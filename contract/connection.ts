@@ -99,7 +99,7 @@ export const CONNECTION_KINDS = {
   },
   api: {
     account: { pattern: /^[A-Za-z0-9_-]{1,64}$/, hint: 'a tenant id of [A-Za-z0-9_-]' },
-    secretFields: ['api_key'],
+    secretFields: ['api_key', 'api_key_hash'],
     index: 'ids',
   },
   email: {

@@ -31,6 +31,10 @@ export const SECRET_RULES: Partial<Record<ConnectionChannel, Record<string, Valu
     token: { pattern: /^[A-Za-z0-9]{3,32}$/, hint: '3-32 letters and digits' },
     aes_key: { pattern: /^[A-Za-z0-9+/]{43}$/, hint: '43 base64 characters' },
   },
+  // worker/connections/api-keys.ts compares a key's SHA-256 hex with it (what API_KEYS holds).
+  api: {
+    api_key_hash: { pattern: /^[0-9a-f]{64}$/, hint: "a key's SHA-256: 64 lowercase hex" },
+  },
 }
 
 /** Per channel and setting: the form its edge parser accepts. */

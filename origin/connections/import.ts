@@ -4,7 +4,7 @@
  * Worker reads them with (shared/tenant-secrets.ts) and checked by the registry's model. One
  * tenant of a variable = one connection: its secrets (current first, as listed), its ids (Slack
  * workspaces, Meta numbers / pages / accounts, mail aliases), its settings (WeChat AppID).
- * API_KEYS is not imported: it holds hashes, and the edge compares a registry key itself.
+ * API_KEYS gives each tenant an API connection holding its keys' hashes (import-api-keys.ts).
  * Problems name variables, entries and fields, never a secret.
  * @module
  */
@@ -22,6 +22,7 @@ import {
   type TenantVariablesChannel,
 } from '../../shared/tenant-variables'
 import { ConnectionError } from './errors'
+import { apiKeysInputs } from './import-api-keys'
 import { type ConnectionDraft, parseConnectionInput } from './model'
 
 type Env = Record<string, string | undefined>
@@ -63,6 +64,9 @@ export function importPlan(env: Env): ImportPlan {
   }
   inputs.push(...telegramPathless(env, inputs, plan.warnings))
   inputs.push(...teams(env), ...jsonGrouped(env, EMAIL_MAILBOX_ALIASES.name, plan.warnings))
+  const api = apiKeysInputs(env.API_KEYS, plan.warnings)
+  inputs.push(...api.inputs)
+  plan.refused.push(...api.refused)
   for (const { channel, account, input } of inputs) {
     try {
       plan.drafts.push(parseConnectionInput(input))
@@ -70,12 +74,6 @@ export function importPlan(env: Env): ImportPlan {
       if (!(err instanceof ConnectionError)) throw err
       plan.refused.push({ channel, account, field: err.field, reason: err.message })
     }
-  }
-  // The edge compares the key itself, and API_KEYS holds only hashes: new keys are made instead.
-  if (env.API_KEYS?.trim()) {
-    plan.warnings.push(
-      'API_KEYS holds key hashes, not keys: not imported (create each tenant with generate: ["api_key"], hand out the new key, then remove its hash)',
-    )
   }
   for (const shared of ['SLACK_SIGNING_SECRET', 'TWILIO_AUTH_TOKEN']) {
     if (secretList(env[shared]).length > 0) {

@@ -87,17 +87,29 @@ export function idRule(channel: ConnectionChannel): { noun: string; pattern: Reg
 }
 
 /**
- * Secret fields a connection may go without: a WeChat account in plain mode has a Token and no
- * EncodingAESKey.
+ * Secret fields a connection may go without: a WeChat account in plain mode has no EncodingAESKey;
+ * an API tenant holds keys, key hashes (from API_KEYS) or both (ONE_OF_SECRET_FIELDS).
  */
 const OPTIONAL_SECRET_FIELDS: Partial<Record<ConnectionChannel, readonly string[]>> = {
   wechat: ['aes_key'],
+  api: ['api_key', 'api_key_hash'],
 }
 
-/** The fields a new connection must be given. */
-function requiredSecretFields(channel: ConnectionChannel): string[] {
+/** Per channel, fields of which a new connection needs at least one. */
+const ONE_OF_SECRET_FIELDS: Partial<Record<ConnectionChannel, readonly string[]>> = {
+  api: ['api_key', 'api_key_hash'],
+}
+
+/** A new connection's secrets lack a field it must be given. @throws naming the field */
+function needSecrets(channel: ConnectionChannel, secrets: Record<string, string[]>): void {
   const optional = OPTIONAL_SECRET_FIELDS[channel] ?? []
-  return kindOf(channel).secretFields.filter((field) => !optional.includes(field))
+  for (const field of kindOf(channel).secretFields) {
+    if (!optional.includes(field) && !secrets[field]) throw invalid(`secrets.${field}`, 'required')
+  }
+  const oneOf = ONE_OF_SECRET_FIELDS[channel]
+  if (oneOf && !oneOf.some((field) => secrets[field])) {
+    throw invalid(`secrets.${oneOf[0]}`, `required: give ${oneOf.join(' or ')}`)
+  }
 }
 
 /** A new connection, from untrusted JSON. @throws {ConnectionError} naming the field */
@@ -116,9 +128,7 @@ export function parseConnectionInput(input: unknown): ConnectionDraft {
     secrets[field] = checkSecrets(name, field, typeof value === 'string' ? [value] : value)
   }
   const generated = generateInto(name, shape.output.generate, secrets)
-  for (const field of requiredSecretFields(name)) {
-    if (!secrets[field]) throw invalid(`secrets.${field}`, 'required')
-  }
+  needSecrets(name, secrets)
   needIds(name, ids)
   needSettings(name, secrets, settings)
   const status = shape.output.status ?? 'active'
@@ -194,7 +204,8 @@ function checkIds(channel: ConnectionChannel, ids: readonly string[]): string[] 
   const rule = idRule(channel)
   if (!rule) {
     if (ids.length > 0) {
-      const why = channel === 'api' ? "are its keys' hashes, set from secrets.api_key" : 'none'
+      const why =
+        channel === 'api' ? "are its keys' hashes, set from secrets.api_key / api_key_hash" : 'none'
       throw invalid('ids', `a ${channel} connection's ids: ${why}`)
     }
     return []

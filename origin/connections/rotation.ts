@@ -7,12 +7,11 @@
  * @module
  */
 import { CONNECTION_ID, CONNECTION_LIMITS } from '../../contract/connection'
-import { sha256Hex } from '../../shared/crypto'
 import { applyChange } from './change'
 import { type Actor, type ConnectionServiceDeps, nowOf, requireKeys, viewOf } from './deps'
 import { notFound } from './errors'
 import { parseRotateInput } from './model'
-import { isLive, openSecret, type StoredSecret, sealSecret } from './secrets'
+import { apiIdOf, isLive, openSecret, type StoredSecret, sealSecret } from './secrets'
 import { type ConnectionRecord, getConnection } from './store'
 import type { ConnectionView } from './views'
 
@@ -77,10 +76,14 @@ async function apiIds(
 ): Promise<string[] | undefined> {
   if (current.channel !== 'api') return undefined
   const ring = requireKeys(deps)
-  const hashOf = async (s: { field: string; kid: string; sealed: string }) =>
-    sha256Hex(await openSecret(ring, current.id, s))
-  const gone = new Set(await Promise.all(dropped.filter((s) => s.field === 'api_key').map(hashOf)))
-  const fresh = await Promise.all(added.filter((s) => s.field === 'api_key').map(hashOf))
+  const hashes = async (list: readonly { field: string; kid: string; sealed: string }[]) => {
+    const all = await Promise.all(
+      list.map(async (s) => apiIdOf(s.field, await openSecret(ring, current.id, s))),
+    )
+    return all.filter((hash): hash is string => hash !== null)
+  }
+  const gone = new Set(await hashes(dropped))
+  const fresh = await hashes(added)
   return [...new Set([...current.ids.filter((h) => !gone.has(h)), ...fresh])]
 }
 

@@ -25,6 +25,15 @@ export async function fingerprint(secret: string): Promise<string> {
   return `sha256:${(await sha256Hex(secret)).slice(0, 8)}`
 }
 
+/**
+ * The id an API connection's secret gives it, or null for a field that gives none: a key's
+ * SHA-256 hex (the edge finds the connection by it), a key hash (`api_key_hash`) as it is.
+ */
+export async function apiIdOf(field: string, value: string): Promise<string | null> {
+  if (field === 'api_key') return sha256Hex(value)
+  return field === 'api_key_hash' ? value : null
+}
+
 /** A fresh kid: `k` + 12 base32 characters (60 random bits; unique within a connection). */
 export function newKid(): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567'

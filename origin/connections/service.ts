@@ -14,13 +14,12 @@ import {
   type ConnectionStatus,
   newConnectionId,
 } from '../../contract/connection'
-import { sha256Hex } from '../../shared/crypto'
 import { appendAudit, auditOf } from './audit'
 import { applyChange, applyDelete, claimIds } from './change'
 import { type Actor, type ConnectionServiceDeps, nowOf, requireKeys, viewOf } from './deps'
 import { ConnectionError, invalid, notFound } from './errors'
 import { type ConnectionDraft, parseConnectionInput, parseUpdateInput } from './model'
-import { sealSecret } from './secrets'
+import { apiIdOf, sealSecret } from './secrets'
 import * as store from './store'
 import { type ConnectionDetail, type ConnectionPage, type ConnectionView, toView } from './views'
 
@@ -130,7 +129,12 @@ export async function createFromDraft(
   const ids = [...draft.ids]
   // The API's keys are found at the edge by their hashes (worker/api/auth.ts).
   if (draft.channel === 'api') {
-    for (const key of draft.secrets.api_key ?? []) ids.push(await sha256Hex(key))
+    for (const [field, values] of Object.entries(draft.secrets)) {
+      for (const value of values) {
+        const hash = await apiIdOf(field, value)
+        if (hash) ids.push(hash)
+      }
+    }
   }
   const row = { ...draft, id, ids: [...new Set(ids)] }
   await deps.db.transaction(async (tx) => {

@@ -93,8 +93,13 @@ export function draftOf(channel: ConnectionChannel, form: Record<string, string>
     const value = (form[settingInput(name)] ?? '').trim()
     if (value) settings[name] = value
   }
+  // A browser posts every input, an empty one as '': that is a field not given (WeChat's
+  // aes_key in plain mode; an API tenant's api_key or api_key_hash), for the service to require.
   const secrets: Record<string, string> = {}
-  for (const field of kind.secretFields) secrets[field] = form[secretInput(field)] ?? ''
+  for (const field of kind.secretFields) {
+    const value = form[secretInput(field)] ?? ''
+    if (value !== '') secrets[field] = value
+  }
   return {
     channel,
     account: (form.account ?? '').trim(),

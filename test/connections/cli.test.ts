@@ -4,6 +4,7 @@
  * (a second run finds them all); create / rotate / disable / show from the shell print
  * fingerprints and never a secret; a refused field is named, exit 1; usage is exit 2.
  */
+import { createHash } from 'node:crypto'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -204,12 +205,60 @@ describe('npm run connections -- import', () => {
     expect(result.out.some((l) => /^created twilio AC3{32}/.test(l))).toBe(true)
   })
 
-  it('API_KEYS (hashes, not keys) is not imported, and says so', async () => {
-    const plan = importPlan({
-      API_KEYS: '{"6e1e4e1b8f8b36d08901cdb51b97841dfe20f5efd2fd2fd00768971408c46274":"dev"}',
+  it('API_KEYS: one api connection per tenant whose ids are its hashes; maps back; a second run changes nothing', async () => {
+    const hash = (key: string) => createHash('sha256').update(key).digest('hex')
+    const [a1, a2, b1] = [hash('key-a-1'), hash('key-a-2'), hash('key-b-1')]
+    const API_KEYS = JSON.stringify({
+      [a1]: 'tenant-a',
+      [b1]: 'tenant-b',
+      [a2.toUpperCase()]: 'tenant-a',
     })
-    expect(plan.drafts).toEqual([])
-    expect(plan.warnings.join('\n')).toMatch(/API_KEYS holds key hashes, not keys: not imported/)
+    const plan = importPlan({ API_KEYS })
+    expect(plan.refused).toEqual([])
+    expect(plan.warnings).toEqual([])
+    expect(plan.drafts.map((d) => [d.account, d.secrets])).toEqual([
+      ['tenant-a', { api_key_hash: [a1, a2] }],
+      ['tenant-b', { api_key_hash: [b1] }],
+    ])
+    const first = await cli(['import'], { API_KEYS })
+    expect(first.code).toBe(0)
+    const created = first.out.filter((l) => l.startsWith('created api '))
+    expect(created).toHaveLength(2)
+    const back: Record<string, string> = {}
+    for (const line of created) {
+      const c = await getConnection(db, line.split(' ')[3] as string)
+      if (!c) throw new Error('gone')
+      const held = await Promise.all(
+        c.secrets.map((s) => open(keys, s.sealed, secretAad(c.id, s.field, s.kid))),
+      )
+      // The edge finds a key by its hash among the ids, then compares it with a held hash.
+      expect([...c.ids].sort()).toEqual([...held].sort())
+      expect(c.secrets.every((s) => s.field === 'api_key_hash')).toBe(true)
+      for (const h of held) back[h] = c.account
+    }
+    expect(back).toEqual({ [a1]: 'tenant-a', [a2]: 'tenant-a', [b1]: 'tenant-b' })
+    expect(back[hash('key-a-2')]).toBe('tenant-a')
+    const again = await cli(['import'], { API_KEYS })
+    expect(again.code).toBe(0)
+    expect(again.out.filter((l) => l.startsWith('exists api '))).toHaveLength(2)
+    expect(again.out.filter((l) => l.startsWith('created '))).toEqual([])
+  })
+
+  it('API_KEYS: the first of a repeated hash holds, a bad entry is warned, a tenant of 3 keys is refused by name; the rest imported', () => {
+    const hash = (key: string) => createHash('sha256').update(key).digest('hex')
+    const many = ['m1', 'm2', 'm3'].map(hash)
+    const raw = `{"${hash('x')}":"first","${hash('x')}":"second","nothex":"t","${many[0]}":"many","${many[1]}":"many","${many[2]}":"many"}`
+    const plan = importPlan({ API_KEYS: raw })
+    expect(plan.drafts.map((d) => [d.account, d.secrets])).toEqual([
+      ['first', { api_key_hash: [hash('x')] }],
+    ])
+    expect(plan.refused).toEqual([
+      expect.objectContaining({ channel: 'api', account: 'many', field: 'secrets.api_key_hash' }),
+    ])
+    expect(plan.refused[0]?.reason).toMatch(/lists 3 keys .* at most 2; not imported/)
+    expect(plan.warnings.join('\n')).toMatch(/entry 2 \(second\) repeats the hash/)
+    expect(plan.warnings.join('\n')).toMatch(/entry 3 is not the SHA-256 hex/)
+    expect(JSON.stringify(plan.refused) + plan.warnings.join('')).not.toContain(many[0])
   })
 
   it('imports from the environment; a tenant the registry model refuses is reported, exit 1', async () => {

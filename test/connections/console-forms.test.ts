@@ -47,7 +47,7 @@ describe('the connection forms', () => {
     })
     const slack = draftOf('slack', { account: 'A1', ids: 'T1\nT2, T3  T4', 'secret.token': 'x' })
     expect(slack.ids).toEqual(['T1', 'T2', 'T3', 'T4'])
-    expect(slack.secrets).toEqual({ signing_secret: '' })
+    expect(slack.secrets).toEqual({})
   })
 
   it('the rotate form: 24 h by default, whole hours from 0 to 720, a field of the kind only', () => {
@@ -205,6 +205,40 @@ describe('the connection routes over HTTP', () => {
     expect(await (await get(`/connections/${id}`)).text()).toContain(ids.at(-1))
     const huge = await post(`/connections/${id}/update`, { ids: 'x'.repeat(100 * 1024) })
     expect(huge.status).toBe(413)
+  })
+
+  it("an empty secret input is a field not given: WeChat's plain mode, an API tenant by one field; none at all is refused", async () => {
+    const { post } = await session(on)
+    const plain = await post('/connections', {
+      channel: 'wechat',
+      account: 'gh_0a1b2c3d4e5f',
+      'secret.token': 'plainmodetoken',
+      'secret.aes_key': '',
+      'setting.app_id': '',
+    })
+    expect(plain.status).toBe(303)
+    const byHash = await post('/connections', {
+      channel: 'api',
+      account: 'tenant-by-hash',
+      'secret.api_key': '',
+      'secret.api_key_hash': 'ab'.repeat(32),
+    })
+    expect(byHash.status).toBe(303)
+    const byKey = await post('/connections', {
+      channel: 'api',
+      account: 'tenant-by-key',
+      'secret.api_key': 'key_console-given-key-value',
+      'secret.api_key_hash': '',
+    })
+    expect(byKey.status).toBe(303)
+    const neither = await post('/connections', {
+      channel: 'api',
+      account: 'tenant-neither',
+      'secret.api_key': '',
+      'secret.api_key_hash': '',
+    })
+    expect(neither.status).toBe(400)
+    expect(await neither.text()).toContain('secrets.api_key')
   })
 
   it('a kind without secrets (a mailbox and its aliases): its form has no secret input, and creates', async () => {

@@ -297,6 +297,45 @@ describe('createConnection', () => {
     ])
   })
 
+  it('an API connection by key hash (api_key_hash, as API_KEYS holds): 64 lowercase hex, its id as given, rotated as given; neither field refused', async () => {
+    const before = await allCounts()
+    for (const bad of ['AB'.repeat(32), 'ab'.repeat(31), `${'ab'.repeat(31)}zz`]) {
+      const input = { channel: 'api', account: 'tenant-h', secrets: { api_key_hash: bad } }
+      expect(await refusal(registry.createConnection(deps, input, 'test'))).toMatchObject({
+        code: 'connection_invalid',
+        field: 'secrets.api_key_hash',
+      })
+    }
+    const neither = { channel: 'api', account: 'tenant-h', secrets: {} }
+    const none = await refusal(registry.createConnection(deps, neither, 'test'))
+    expect(none).toMatchObject({ code: 'connection_invalid', field: 'secrets.api_key' })
+    expect(none.message).toMatch(/api_key or api_key_hash/)
+    expect(await allCounts()).toEqual(before)
+    const [h1, h2] = ['ab'.repeat(32), 'cd'.repeat(32)]
+    const view = await registry.createConnection(
+      deps,
+      { channel: 'api', account: 'tenant-h', secrets: { api_key_hash: [h1] } },
+      'test',
+    )
+    expect(view.ids).toEqual([h1])
+    const rotated = await registry.rotateConnection(
+      deps,
+      view.id,
+      { secrets: { api_key_hash: h2 }, overlapSeconds: 0 },
+      'test',
+    )
+    expect(rotated.ids).toEqual([h2])
+    const both = await registry.rotateConnection(
+      deps,
+      view.id,
+      { secrets: { api_key: 'api-key-of-tenant-h-0001' } },
+      'test',
+    )
+    const { createHash } = await import('node:crypto')
+    const keyHash = createHash('sha256').update('api-key-of-tenant-h-0001').digest('hex')
+    expect([...both.ids].sort()).toEqual([h2, keyHash].sort())
+  })
+
   it('is refused with registry_disabled while ORIGIN_KEKS is unset', async () => {
     const input = {
       channel: 'slack',

@@ -22,7 +22,9 @@ export const USAGE = `usage: npm run connections -- <command>
   add --output json to print views as JSON. Secrets are never printed (views show fingerprints),
   but for one --generate made, once.`
 
-export class UsageError extends Error {}
+import { UsageError } from '../cli-kit'
+
+export { UsageError }
 
 export interface Flags {
   channel?: string

@@ -12,12 +12,13 @@ import { readFileSync } from 'node:fs'
 import { hostname, userInfo } from 'node:os'
 import { pathToFileURL } from 'node:url'
 import { parseEnv } from 'node:util'
+import { type CliIo as BaseIo, EXIT, startupExit, UsageError } from '../cli-kit'
 import { ConfigError, type OriginEnv, readDatabaseSettings } from '../config'
 import { openDatabase } from '../db'
 import { DatabaseUnavailableError, describeError } from '../errors'
 import { readDevStack } from '../failures/dev-stack'
 import { silentLogger } from '../log'
-import { type Command, type Flags, parseArgs, USAGE, UsageError } from './cli-args'
+import { type Command, type Flags, parseArgs, USAGE } from './cli-args'
 import { bodyOf, createBody, generatedLines, rotateBody, updateBody, viewLine } from './cli-bodies'
 import type { ConnectionServiceDeps } from './deps'
 import { ConnectionError } from './errors'
@@ -29,14 +30,12 @@ import { rewrapSecrets } from './rewrap'
 import * as registry from './service'
 import { loadRegistryConfig, type RegistryConfig } from './settings'
 
-export interface CliIo {
-  out(line: string): void
-  err(line: string): void
+export interface CliIo extends BaseIo {
   /** The JSON of `--json -`. @default stdin */
   stdin?: () => string
 }
 
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const
+export { EXIT }
 
 const actor = () => {
   let user = 'unknown'
@@ -66,15 +65,7 @@ export async function runCli(
     if (problems.length > 0) throw new ConfigError(problems)
     settings = { registry: await loadRegistryConfig(env), database }
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`${err.message}\n${USAGE}`)
-      return EXIT.usage
-    }
-    if (err instanceof ConfigError) {
-      for (const problem of err.problems) io.err(`configuration: ${problem}`)
-      return EXIT.usage
-    }
-    throw err
+    return startupExit(err, io, USAGE)
   }
   const db = openDatabase(settings.database, 2, silentLogger)
   const deps: ConnectionServiceDeps = { db, originKeys: settings.registry.originKeys }

@@ -19,7 +19,9 @@ export type Command =
   | { name: 'replay'; id: string }
   | { name: 'replay-all-dead' }
 
-export class UsageError extends Error {}
+import { UsageError } from '../cli-kit'
+
+export { UsageError }
 
 export function parseArgs(args: readonly string[]): Command {
   const [command, ...rest] = args

@@ -6,12 +6,7 @@
 import type { Failure } from './store'
 
 /** 0 done; 1 a replay failed, a row was not replayable, or the database did not answer; 2 usage. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const
-
-export interface CliIo {
-  out(line: string): void
-  err(line: string): void
-}
+export { type CliIo, EXIT } from '../cli-kit'
 
 const ERROR_COLUMN_WIDTH = 60
 const KEY_COLUMN_WIDTH = 48

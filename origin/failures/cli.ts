@@ -25,13 +25,14 @@
  */
 import { pathToFileURL } from 'node:url'
 import { claimStore, readClaimSettings } from '../../claims'
+import { startupExit } from '../cli-kit'
 import { ConfigError, type DatabaseSettings, type OriginEnv, readDatabaseSettings } from '../config'
 import { type Database, openDatabase } from '../db'
 import { DatabaseUnavailableError, describeError } from '../errors'
 import { type GmailConfig, loadGmailConfig } from '../gmail/config'
 import { silentLogger } from '../log'
 import { type DownstreamConfig, readDownstream } from '../outbox/config'
-import { type Command, parseArgs, USAGE, UsageError } from './cli-args'
+import { type Command, parseArgs, USAGE } from './cli-args'
 import { type CliIo, EXIT, failureTable } from './cli-output'
 import { replayAllDeadCommand, replayOneCommand } from './cli-replay'
 import { DEV_STACK_FILE, readDevStack } from './dev-stack'
@@ -90,15 +91,7 @@ export async function runCli(
     env = withDevStack(given, io)
     config = loadCliConfig(env)
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`${err.message}\n${USAGE}`)
-      return EXIT.usage
-    }
-    if (err instanceof ConfigError) {
-      for (const problem of err.problems) io.err(`configuration: ${problem}`)
-      return EXIT.usage
-    }
-    throw err
+    return startupExit(err, io, USAGE)
   }
   const db = openDatabase(config.database, CLI_POOL_MAX, silentLogger)
   try {

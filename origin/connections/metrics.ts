@@ -5,26 +5,14 @@
  * edge). A database that does not answer leaves the last values, and a warning.
  * @module
  */
-import { Gauge, type Registry } from 'prom-client'
+import type { Registry } from 'prom-client'
 import type { Queryable } from '../db'
-import { describeError } from '../errors'
 import type { Logger } from '../log'
+import { sqlGauge } from '../sql-gauge'
 
 export function registerRegistryGauges(registry: Registry, db: Queryable, logger: Logger): void {
   const gauge = (name: string, help: string, sql: string) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      async collect() {
-        try {
-          const rows = await db.query<{ n: number }>(sql)
-          this.set(Math.max(0, Number(rows[0]?.n ?? 0)))
-        } catch (err) {
-          logger.warn(`metrics: ${name} not read`, describeError(err))
-        }
-      },
-    })
+    sqlGauge(registry, db, logger, { name, help, sql })
   gauge(
     'inbound_connection_publications_pending',
     'Connection changes not yet written to Workers KV',

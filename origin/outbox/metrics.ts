@@ -9,6 +9,7 @@ import type { Queryable } from '../db'
 import { describeError } from '../errors'
 import { countFailuresByStatus, FAILURE_STATUSES } from '../failures/store'
 import type { Logger } from '../log'
+import { sqlGauge } from '../sql-gauge'
 
 /** new: a row's first hand-off; retry: the retry worker. (Manual replays are the CLI's.) */
 export const RELAY_PATHS = ['new', 'retry'] as const
@@ -69,19 +70,7 @@ function registerBacklogGauges(registry: Registry, db: Queryable, logger?: Logge
     },
   })
   const outboxGauge = (name: string, help: string, sql: string) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      async collect() {
-        try {
-          const rows = await db.query<{ n: number }>(sql)
-          this.set(Math.max(0, Number(rows[0]?.n ?? 0)))
-        } catch (err) {
-          logger?.warn(`metrics: ${name} not read`, describeError(err))
-        }
-      },
-    })
+    sqlGauge(registry, db, logger, { name, help, sql })
   outboxGauge(
     'inbound_outbox_unprocessed',
     'Outbox rows not yet handed downstream (processed_at IS NULL)',

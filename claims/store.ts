@@ -78,9 +78,37 @@ export class ClaimStore {
     return this.setIf(key, inflightValue(token, hash), settledValue(state, hash), ttlSeconds)
   }
 
-  /** A queued event reached the origin: `spooled` (or a flushed key) becomes `done`. */
-  delivered(key: string, hash: string, ttlSeconds = this.settings.dedupTtlSeconds) {
-    return this.setIf(key, settledValue('spooled', hash), settledValue('done', hash), ttlSeconds)
+  /**
+   * A queue consumer's batch reached the origin: each event's `spooled` (or a flushed key) becomes
+   * `done`, and the stats hash is counted by `counts` (field → how many), all in one round trip
+   * (one subrequest for the batch, not two an event). Per item: whether it wrote; a reply that
+   * was an error is false, as a key another attempt holds is.
+   */
+  async deliveredAll(
+    items: readonly { key: string; hash: string; ttlSeconds?: number }[],
+    counts: Readonly<Record<string, number>> = {},
+  ): Promise<boolean[]> {
+    const settle = items.map(
+      ({ key, hash, ttlSeconds = this.settings.dedupTtlSeconds }) =>
+        [
+          'EVAL',
+          SET_IF_OURS_OR_GONE,
+          1,
+          this.redisKey(key),
+          settledValue('spooled', hash),
+          settledValue('done', hash),
+          String(ttlSeconds),
+        ] as const,
+    )
+    const stats = this.redisKey('dedup:stats')
+    const count = Object.entries(counts)
+      .filter(([, by]) => by > 0)
+      .map(([field, by]) => ['HINCRBY', stats, field, by] as const)
+    const replies = await this.redis.pipeline([...settle, ...count])
+    return items.map((_, i) => {
+      const reply = replies[i]
+      return reply !== undefined && 'result' in reply && Number(reply.result) === 1
+    })
   }
 
   /**
@@ -168,8 +196,8 @@ export class ClaimStore {
    * queued / retried / dead-lettered / delivered counts, by channel. Failure paths only, so the
    * hot path pays nothing for it.
    */
-  async count(field: string): Promise<void> {
-    await this.redis.hincrby(this.redisKey('dedup:stats'), field, 1)
+  async count(field: string, by = 1): Promise<void> {
+    await this.redis.hincrby(this.redisKey('dedup:stats'), field, by)
   }
 
   /** The stats hash, for the operator's health view. */

@@ -57,6 +57,14 @@ export function canQueue(ctx: DeliveryContext, event: InboundEvent): boolean {
 }
 
 /**
+ * Whether this event goes to the spool queue before any forward (QUEUE_FIRST_CHANNELS): its
+ * channel queued first, and the queue there to take it.
+ */
+export function queuesFirst(ctx: DeliveryContext, event: InboundEvent): boolean {
+  return canQueue(ctx, event) && ctx.settings.spool.firstChannels.has(event.channel)
+}
+
+/**
  * The event on the spool queue, the claim to become `spooled`: the sender is told "ok" and the
  * queue consumer forwards it once the origin is back (or takes it: a shed event). That needs no
  * Redis: with Redis down too the event is queued, and Postgres decides later. When it cannot be

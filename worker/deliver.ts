@@ -16,6 +16,7 @@ import {
   type KnownFields,
   NOT_RECORDED,
   queueEvent,
+  queuesFirst,
   recordRefused,
 } from './deliver-spool'
 import type { DeliveryContext } from './delivery-context'
@@ -151,6 +152,12 @@ async function forwardAndDecide(
   const redis = hold.redis === 'inflight' ? 'ok' : hold.redis
   const reason = hold.redis === 'unavailable' ? describeError(hold.error) : undefined
   const fields: KnownFields = { ...base, redis, reason }
+  if (queuesFirst(ctx, event)) {
+    // Queued first by configuration: answered once queued, stored by the consumer in a batch.
+    // Should the queue refuse it, it is forwarded as it would be without the setting.
+    const first = await queueEvent(ctx, key, event, { ...fields, reason: 'queue_first' })
+    if (first.end === 'spooled') return first
+  }
   const admission = canQueue(ctx, event) ? ctx.breaker.admit() : null
   if (admission && !admission.forward) {
     // The origin is not keeping up (see worker/shed/breaker.ts): queue it without waiting.

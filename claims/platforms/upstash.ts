@@ -14,7 +14,7 @@
  */
 import { readBoundedBody } from '../../shared/body'
 import { isRedirect, NO_REDIRECT } from '../../shared/no-redirect'
-import type { RedisPort } from '../port'
+import type { PipelineReply, RedisCommand, RedisPort } from '../port'
 import type { RedisConfig } from '../settings'
 
 /** Redis answered with an error reply (e.g. `ERR syntax error`), or the REST layer refused. */
@@ -45,11 +45,12 @@ export function upstashPort(config: RedisConfig, timeoutMs: number): RedisPort {
   const url = config.url.replace(/\/+$/, '')
   const headers = { authorization: `Bearer ${config.token}`, 'content-type': 'application/json' }
 
-  async function call<T>(...command: Arg[]): Promise<T> {
-    const response = await fetch(url, {
+  /** One POST to `path` (`''` a command, `/pipeline` several), its JSON reply read bounded. */
+  async function post(path: string, body: unknown): Promise<{ response: Response; text: string }> {
+    const response = await fetch(`${url}${path}`, {
       method: 'POST',
       headers,
-      body: JSON.stringify(command),
+      body: JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
       // A 3xx is not Upstash's reply: followed, it would turn the POST into another request.
       ...NO_REDIRECT,
@@ -62,6 +63,11 @@ export function upstashPort(config: RedisConfig, timeoutMs: number): RedisPort {
       )
     }
     const { text } = await readBoundedBody(response, MAX_REPLY_BYTES)
+    return { response, text }
+  }
+
+  async function call<T>(...command: Arg[]): Promise<T> {
+    const { response, text } = await post('', command)
     let reply: { result?: T; error?: string }
     try {
       reply = JSON.parse(text) as typeof reply
@@ -102,6 +108,23 @@ export function upstashPort(config: RedisConfig, timeoutMs: number): RedisPort {
     setNxGetEx: (key, value, exSeconds) => setNxGetWith(key, value, ['EX', exSeconds]),
     evalScript: (script, keys, args) => call('EVAL', script, keys.length, ...keys, ...args),
     hincrby: (key, field, by) => call<number>('HINCRBY', key, field, by),
+    async pipeline(commands: readonly RedisCommand[]): Promise<PipelineReply[]> {
+      if (commands.length === 0) return []
+      const { response, text } = await post('/pipeline', commands)
+      let replies: unknown
+      try {
+        replies = JSON.parse(text)
+      } catch {
+        throw new UpstashReplyError(`HTTP ${response.status}, not a JSON reply`, response.status)
+      }
+      if (!response.ok || !Array.isArray(replies) || replies.length !== commands.length) {
+        const error = (replies as { error?: unknown } | null)?.error
+        throw new UpstashReplyError(String(error ?? `HTTP ${response.status}`), response.status)
+      }
+      return replies.map((reply: { result?: unknown; error?: unknown }) =>
+        typeof reply?.error === 'string' ? { error: reply.error } : { result: reply?.result },
+      )
+    },
     async ping() {
       await call('PING')
     },

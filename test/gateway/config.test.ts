@@ -270,3 +270,53 @@ describe('SPOOL_CHANNELS', () => {
     expect(spool('none').has('slack')).toBe(false)
   })
 })
+
+describe('QUEUE_FIRST_CHANNELS', () => {
+  const first = (env: Record<string, string>) => {
+    const s = parseSettings({ ...complete, ...env })
+    return { has: (c: string) => s.spool.firstChannels.has(c), warnings: s.warnings }
+  }
+
+  it('unset, empty or `none`: no channel is queued first', () => {
+    for (const env of [{}, { QUEUE_FIRST_CHANNELS: ' ' }, { QUEUE_FIRST_CHANNELS: 'none' }]) {
+      const { has, warnings } = first(env)
+      expect(['slack', 'telegram', 'email', 'api'].some(has), JSON.stringify(env)).toBe(false)
+      expect(warnings).toEqual([])
+    }
+  })
+
+  it('`all`: every spooled channel, never the API', () => {
+    const { has, warnings } = first({ QUEUE_FIRST_CHANNELS: 'all' })
+    expect([has('slack'), has('line'), has('email'), has('brand-new'), has('api')]).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+    ])
+    expect(warnings).toEqual([])
+    const spooled = first({ QUEUE_FIRST_CHANNELS: 'all', SPOOL_CHANNELS: 'slack' })
+    expect([spooled.has('slack'), spooled.has('line')]).toEqual([true, false])
+  })
+
+  it('a list: those channels; api, a channel not spooled and a typo are named in warnings', () => {
+    const { has, warnings } = first({ QUEUE_FIRST_CHANNELS: 'slack,line,api' })
+    expect([has('slack'), has('line'), has('api'), has('telegram')]).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ])
+    expect(warnings).toEqual([
+      'QUEUE_FIRST_CHANNELS names api: its requests are never queued first (a 201 carries the row)',
+    ])
+    const notSpooled = first({ QUEUE_FIRST_CHANNELS: 'slack,line', SPOOL_CHANNELS: 'slack' })
+    expect(notSpooled.has('line')).toBe(false)
+    expect(notSpooled.warnings).toEqual([
+      'QUEUE_FIRST_CHANNELS names channels SPOOL_CHANNELS does not spool: line',
+    ])
+    expect(first({ QUEUE_FIRST_CHANNELS: 'slak' }).warnings).toEqual([
+      expect.stringMatching(/^QUEUE_FIRST_CHANNELS names unknown channels; known: slack, /),
+    ])
+  })
+})

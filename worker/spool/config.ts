@@ -17,6 +17,13 @@ export interface SpoolSettings {
    */
   channels: SpooledChannels
   /**
+   * Event channels whose first-seen events go to the spool queue before any forward: the vendor
+   * is answered once the event is queued, and the consumer stores it in a batch. Never `api`
+   * (its answer carries the stored row). @default none (docs/benchmark.md, "Queue first": what
+   * it costs and gains, measured)
+   */
+  firstChannels: SpooledChannels
+  /**
    * Forward attempts the consumer makes before it hands a message to the dead-letter queue.
    * Must stay below the consumer's `max_retries` in wrangler.toml. @default 20 (up to 10.4 h of
    * retries: docs/deploying.md step 4)
@@ -38,6 +45,13 @@ export const SPOOL_CHANNELS = setting({
   secret: false,
   default: 'all',
   doc: 'event channels queued when the origin fails; all = every channel; none = off',
+})
+export const QUEUE_FIRST_CHANNELS = setting({
+  name: 'QUEUE_FIRST_CHANNELS',
+  kind: 'list',
+  secret: false,
+  default: 'none',
+  doc: 'event channels whose first-seen events are queued before any forward (answered once queued, stored by the consumer in batches); all = every spooled channel but api; none = off',
 })
 /** Below the consumer's `max_retries` (wrangler.toml; Cloudflare allows at most 100). */
 export const SPOOL_MAX_ATTEMPTS = setting({
@@ -71,6 +85,7 @@ export const SPOOL_RETRY_MAX_SECONDS = setting({
 
 export const SPOOL_SETTINGS = [
   SPOOL_CHANNELS,
+  QUEUE_FIRST_CHANNELS,
   SPOOL_MAX_ATTEMPTS,
   SPOOL_RETRY_BASE_SECONDS,
   SPOOL_RETRY_MAX_SECONDS,
@@ -93,20 +108,24 @@ export function parseSpoolSettings(
     warnings.push('SPOOL_RETRY_MAX_SECONDS is below SPOOL_RETRY_BASE_SECONDS; using the base')
     retryMaxSeconds = retryBaseSeconds
   }
+  const channels = channelList(SPOOL_CHANNELS.name, env, warnings, known)
   return {
-    channels: spoolChannels(rawValue(env, SPOOL_CHANNELS.name), warnings, known),
+    channels,
+    firstChannels: queueFirstChannels(env, warnings, known, channels),
     maxAttempts: readInt(env, SPOOL_MAX_ATTEMPTS, warnings),
     retryBaseSeconds,
     retryMaxSeconds,
   }
 }
 
-function spoolChannels(
-  raw: string | undefined,
+/** A channel-list setting: `all`, comma-separated event channels, or `none`. */
+function channelList(
+  name: string,
+  env: StringEnv,
   warnings: string[],
   known: readonly Channel[],
 ): SpooledChannels {
-  const value = raw?.trim().toLowerCase()
+  const value = rawValue(env, name)?.trim().toLowerCase()
   if (!value || value === 'all') return EVERY_CHANNEL
   if (value === 'none') return new Set()
   const names = value
@@ -115,7 +134,34 @@ function spoolChannels(
     .filter(Boolean)
   const valid = names.filter((name) => CHANNEL_NAME.test(name))
   if (!names.every((name) => known.includes(name))) {
-    warnings.push(`SPOOL_CHANNELS names unknown channels; known: ${known.join(', ')}, all or none`)
+    warnings.push(`${name} names unknown channels; known: ${known.join(', ')}, all or none`)
   }
   return new Set(valid)
+}
+
+/**
+ * `QUEUE_FIRST_CHANNELS`: none unless set (its default), never `api` (a client's 201 carries the
+ * stored row; queued first, every answer would be a 202), and only channels that are spooled at
+ * all (SPOOL_CHANNELS): a channel queued first but not spooled is named in a warning.
+ */
+function queueFirstChannels(
+  env: StringEnv,
+  warnings: string[],
+  known: readonly Channel[],
+  spooled: SpooledChannels,
+): SpooledChannels {
+  if (!rawValue(env, QUEUE_FIRST_CHANNELS.name)?.trim()) return new Set()
+  const listed = channelList(QUEUE_FIRST_CHANNELS.name, env, warnings, known)
+  if (listed.has('api') && listed !== EVERY_CHANNEL) {
+    warnings.push(
+      'QUEUE_FIRST_CHANNELS names api: its requests are never queued first (a 201 carries the row)',
+    )
+  }
+  const notSpooled = known.filter((c) => c !== 'api' && listed.has(c) && !spooled.has(c))
+  if (notSpooled.length > 0 && listed !== EVERY_CHANNEL) {
+    warnings.push(
+      `QUEUE_FIRST_CHANNELS names channels SPOOL_CHANNELS does not spool: ${notSpooled.join(', ')}`,
+    )
+  }
+  return { has: (channel) => channel !== 'api' && listed.has(channel) && spooled.has(channel) }
 }

@@ -60,13 +60,39 @@ export async function deliverQueued(
   const queued = read.filter((item): item is QueuedEvent => item !== null)
   const events = queued.map((item) => JSON.stringify(item.decoded.event))
   const results = await forwardQueued(settings, events)
+  const landed: SpoolMessage[] = []
   await eachGuarded(
     settings,
     queue,
     queued.map((item, index) => ({ ...item, result: results[index] as ForwardResult })),
     true,
-    (item) => settleQueued(settings, env, ctx, item, item.result),
+    async (item) => {
+      if (await settleQueued(settings, env, ctx, item, item.result)) landed.push(item.decoded)
+    },
   )
+  settleLanded(settings, ctx, landed)
+}
+
+/**
+ * The claims of the events the origin took become `done`, and the stats hash counts them per
+ * channel, in one Redis round trip for the whole batch, after the handler returns (waitUntil).
+ * Should it fail, a claim stays `spooled` (a replay is still answered as a duplicate) and the
+ * backlog gauge reads high until the stats hash is reset (origin/spool-metrics.ts).
+ */
+function settleLanded(settings: Settings, ctx: ExecutionContext, landed: SpoolMessage[]): void {
+  const claims = claimStoreFor(settings)
+  if (!claims || landed.length === 0) return
+  const counts: Record<string, number> = {}
+  for (const { event } of landed) {
+    const field = `spool_delivered:${event.channel}`
+    counts[field] = (counts[field] ?? 0) + 1
+  }
+  const items = landed.map(({ claimKey, event, ttlSeconds }) => ({
+    key: claimKey,
+    hash: event.payloadHash,
+    ttlSeconds,
+  }))
+  ctx.waitUntil(claims.deliveredAll(items, counts).catch(() => {}))
 }
 
 /** The message's event, or null when it went to the dead letters (unreadable, not an event). */
@@ -118,15 +144,18 @@ async function forwardQueued(settings: Settings, events: string[]): Promise<Forw
   return answers
 }
 
-/** What the origin's answer (or its absence) makes of one queued message. */
+/**
+ * What the origin's answer (or its absence) makes of one queued message. True when the origin
+ * took it: its claim is then settled with the batch's ({@link settleLanded}).
+ */
 async function settleQueued(
   settings: Settings,
   env: Env,
   ctx: ExecutionContext,
   { message, decoded, eventKey }: QueuedEvent,
   result: ForwardResult,
-): Promise<void> {
-  const { event, claimKey, queuedAt, ttlSeconds } = decoded
+): Promise<boolean> {
+  const { event, queuedAt } = decoded
   const fields = {
     channel: event.channel,
     deliveryKey: event.deliveryKey,
@@ -140,30 +169,31 @@ async function settleQueued(
 
   if (result.kind === 'accepted') {
     message.ack()
-    later(claims?.delivered(claimKey, event.payloadHash, ttlSeconds))
-    later(claims?.count(`spool_delivered:${event.channel}`))
     later(deleteEventBody(env.SPOOL_BODIES ?? null, eventKey))
     logLine('info', 'spool_delivered', {
       ...fields,
       origin: result.outcome ?? String(result.status),
     })
-    return
+    return true
   }
   if (result.kind === 'permanent') {
     // Retrying cannot help, but the vendor was told "ok": keep it where an operator replays it
     // once the cause is fixed (an origin rolled back to an older schema, a refused value).
     logProblem('error', 'spool_rejected', { ...fields, origin: describeForward(result) })
-    return deadLetter(env, settings, ctx, message, `origin refused it: ${describeForward(result)}`)
+    await deadLetter(env, settings, ctx, message, `origin refused it: ${describeForward(result)}`)
+    return false
   }
   const error = settings.origin ? describeForward(result) : 'origin not configured'
   if (message.attempts >= settings.spool.maxAttempts) {
-    return deadLetter(env, settings, ctx, message, `origin ${error}`)
+    await deadLetter(env, settings, ctx, message, `origin ${error}`)
+    return false
   }
   const delaySeconds = retryDelaySeconds(settings, message.attempts)
   message.retry({ delaySeconds })
   later(claims?.count(`spool_retried:${event.channel}`))
   countRetried(settings, event.channel, retryReason(result))
   logProblem('warn', 'spool_retry', { ...fields, origin: error, delaySeconds })
+  return false
 }
 
 /**

@@ -27,6 +27,7 @@ export {
   type ClaimEnd,
   type ClaimedWork,
   type ClaimHold,
+  type Finished,
   runClaimed,
   type Settled,
 } from './run-claimed'

@@ -23,6 +23,17 @@ export type ClaimHold =
 /** How the work wants the claim to end: the origin has it, the queue has it, or let go. */
 export type ClaimEnd = 'done' | 'spooled' | 'release'
 
+/** The work's result and how its claim ends. */
+export interface Finished<R> {
+  result: R
+  end: ClaimEnd
+  /**
+   * A field of the stats hash to count once the claim settles, in the settle's own round trip
+   * (the spool's `spool_queued:{channel}`): counted even when the settle finds the key another's.
+   */
+  count?: string
+}
+
 export interface Settled {
   state: 'done' | 'spooled'
   /** The stored hash differs from this attempt's: a replay with other content (first kept). */
@@ -39,7 +50,7 @@ export interface ClaimedWork<R> {
   /** Still held by another attempt after the wait. Absent: proceed anyway, unclaimed. */
   inflight?(): R | Promise<R>
   /** The work itself, and how the claim is to end. A throw releases the claim. */
-  run(hold: ClaimHold): Promise<{ result: R; end: ClaimEnd }>
+  run(hold: ClaimHold): Promise<Finished<R>>
 }
 
 export interface RunClaimedOptions {
@@ -112,7 +123,7 @@ export async function runClaimed<R>(
     if (options.later && options.releaseNow && !options.releaseNow()) options.later(done)
     else return done
   }
-  let finished: { result: R; end: ClaimEnd }
+  let finished: Finished<R>
   try {
     finished = await work.run(hold)
   } catch (err) {
@@ -123,7 +134,8 @@ export async function runClaimed<R>(
     await release()
   } else {
     const end = finished.end
-    const settle = quietly(store.complete(key, token, hash, end, options.ttlSeconds)).then((ok) => {
+    const completing = store.complete(key, token, hash, end, options.ttlSeconds, finished.count)
+    const settle = quietly(completing).then((ok) => {
       if (ok && end === 'done') memo?.rememberDone(key, hash)
       return ok
     })

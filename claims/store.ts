@@ -67,15 +67,27 @@ export class ClaimStore {
   /**
    * The origin took it (or the queue has it): settled, unless another attempt holds the key.
    * `ttlSeconds`: the channel's own dedup TTL (claims/settings.ts); default DEDUP_TTL_SECONDS.
+   * `count`: a stats field counted in the same round trip (one subrequest, not two).
    */
-  complete(
+  async complete(
     key: string,
     token: string,
     hash: string,
     state: 'done' | 'spooled' = 'done',
     ttlSeconds = this.settings.dedupTtlSeconds,
-  ) {
-    return this.setIf(key, inflightValue(token, hash), settledValue(state, hash), ttlSeconds)
+    count?: string,
+  ): Promise<boolean> {
+    const settle = this.setIfCommand(
+      key,
+      inflightValue(token, hash),
+      settledValue(state, hash),
+      ttlSeconds,
+    )
+    const stats = this.redisKey('dedup:stats')
+    const [settled] = await this.redis.pipeline(
+      count === undefined ? [settle] : [settle, ['HINCRBY', stats, count, 1]],
+    )
+    return settled !== undefined && 'result' in settled && Number(settled.result) === 1
   }
 
   /**
@@ -88,17 +100,8 @@ export class ClaimStore {
     items: readonly { key: string; hash: string; ttlSeconds?: number }[],
     counts: Readonly<Record<string, number>> = {},
   ): Promise<boolean[]> {
-    const settle = items.map(
-      ({ key, hash, ttlSeconds = this.settings.dedupTtlSeconds }) =>
-        [
-          'EVAL',
-          SET_IF_OURS_OR_GONE,
-          1,
-          this.redisKey(key),
-          settledValue('spooled', hash),
-          settledValue('done', hash),
-          String(ttlSeconds),
-        ] as const,
+    const settle = items.map(({ key, hash, ttlSeconds = this.settings.dedupTtlSeconds }) =>
+      this.setIfCommand(key, settledValue('spooled', hash), settledValue('done', hash), ttlSeconds),
     )
     const stats = this.redisKey('dedup:stats')
     const count = Object.entries(counts)
@@ -225,17 +228,9 @@ export class ClaimStore {
     await this.redis.ping()
   }
 
-  private async setIf(
-    key: string,
-    expected: string,
-    next: string,
-    ttlSeconds: number,
-  ): Promise<boolean> {
-    const result = await this.redis.evalScript(
-      SET_IF_OURS_OR_GONE,
-      [this.redisKey(key)],
-      [expected, next, String(ttlSeconds)],
-    )
-    return Number(result) === 1
+  /** The compare-and-set (SET_IF_OURS_OR_GONE) as one command of a pipeline. */
+  private setIfCommand(key: string, expected: string, next: string, ttlSeconds: number) {
+    const args = [expected, next, String(ttlSeconds)] as const
+    return ['EVAL', SET_IF_OURS_OR_GONE, 1, this.redisKey(key), ...args] as const
   }
 }

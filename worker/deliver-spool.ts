@@ -3,7 +3,7 @@
  * queue (worker/spool/), or, refused by the origin for good, on the dead-letter queue.
  * @module
  */
-import type { ClaimEnd } from '../claims'
+import type { Finished } from '../claims'
 import type { InboundEvent } from '../contract/event'
 import type { DeliveryKey } from './channels/types'
 import { formatDeliveryKey } from './channels/types'
@@ -77,7 +77,7 @@ export async function queueEvent(
   key: DeliveryKey,
   event: InboundEvent,
   fields: KnownFields & Pick<WorkerDecisionLog, 'origin'>,
-): Promise<{ result: Outcome; end: ClaimEnd }> {
+): Promise<Finished<Outcome>> {
   const queued = await enqueueEvent(
     {
       queue: ctx.spool,
@@ -90,8 +90,13 @@ export async function queueEvent(
     event,
   )
   if (queued.status === 'queued') {
-    if (ctx.claims) ctx.waitUntil(ctx.claims.count(`spool_queued:${event.channel}`).catch(() => {}))
-    return { result: { ...fields, decision: 'spooled', decidedBy: 'gateway' }, end: 'spooled' }
+    // Counted with the claim's settle, in its round trip (claims/run-claimed.ts).
+    const count = `spool_queued:${event.channel}`
+    return {
+      result: { ...fields, decision: 'spooled', decidedBy: 'gateway' },
+      end: 'spooled',
+      count,
+    }
   }
   const outcome: Outcome = {
     ...fields,

@@ -6,7 +6,7 @@
  * bounce) and logs it with that reply's status ({@link logOutcome}).
  * @module
  */
-import { type ClaimEnd, type ClaimHold, runClaimed } from '../claims'
+import { type ClaimHold, type Finished, runClaimed } from '../claims'
 import { finalizeEvent, type InboundEvent, parseInboundEvent } from '../contract/event'
 import { sha256Hex } from '../shared/crypto'
 import type { Delivery, DeliveryKey } from './channels/types'
@@ -88,8 +88,11 @@ export async function deliverEvent(
   const { claims, settings } = ctx
   const base = { channel: event.channel, deliveryKey: event.deliveryKey, fallbackKey: key.fallback }
   if (ctx.heldClaim) {
-    // The front door ends its claim from the reply it gives (the API: 202 spooled, 2xx done).
-    return (await forwardAndDecide(ctx, key, event, ctx.heldClaim, base)).result
+    // The front door ends its claim from the reply it gives (the API: 202 spooled, 2xx done);
+    // what a settle would have counted is counted here.
+    const finished = await forwardAndDecide(ctx, key, event, ctx.heldClaim, base)
+    if (finished.count && claims) ctx.waitUntil(claims.count(finished.count).catch(() => {}))
+    return finished.result
   }
   return runClaimed<Outcome>(
     claims,
@@ -148,7 +151,7 @@ async function forwardAndDecide(
   event: InboundEvent,
   hold: ClaimHold,
   base: Pick<WorkerDecisionLog, 'channel' | 'deliveryKey' | 'fallbackKey'>,
-): Promise<{ result: Outcome; end: ClaimEnd }> {
+): Promise<Finished<Outcome>> {
   const redis = hold.redis === 'inflight' ? 'ok' : hold.redis
   const reason = hold.redis === 'unavailable' ? describeError(hold.error) : undefined
   const fields: KnownFields = { ...base, redis, reason }
@@ -209,7 +212,7 @@ async function forwardOrQueue(
   event: InboundEvent,
   fields: KnownFields,
   admission: Admission | null,
-): Promise<{ result: ForwardResult } | { queued: { result: Outcome; end: ClaimEnd } }> {
+): Promise<{ result: ForwardResult } | { queued: Finished<Outcome> }> {
   const started = Date.now()
   const report = (ok: boolean) => {
     if (admission?.forward) admission.done({ ms: Date.now() - started, ok })

@@ -1,7 +1,8 @@
 /**
  * {@link RedisPort} over Upstash's REST API: one `fetch` per command, `POST {url}` with the
  * command as a JSON array and the bearer token, the reply `{"result": …}` or `{"error": "…"}`
- * (https://upstash.com/docs/redis/features/restapi). Runs in workerd and in Node alike (the Worker
+ * (https://upstash.com/docs/redis/features/restapi); several in one `POST {url}/pipeline`, each
+ * answered on its own (its "Pipelining" section). Runs in workerd and in Node alike (the Worker
  * and the origin's Gmail poller use this one).
  *
  * Not `@upstash/redis`: a profile of the duplicate path put its command objects, header merging

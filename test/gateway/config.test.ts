@@ -278,7 +278,12 @@ describe('QUEUE_FIRST_CHANNELS', () => {
   }
 
   it('unset, empty or `none`: no channel is queued first', () => {
-    for (const env of [{}, { QUEUE_FIRST_CHANNELS: ' ' }, { QUEUE_FIRST_CHANNELS: 'none' }]) {
+    const envs: Record<string, string>[] = [
+      {},
+      { QUEUE_FIRST_CHANNELS: ' ' },
+      { QUEUE_FIRST_CHANNELS: 'none' },
+    ]
+    for (const env of envs) {
       const { has, warnings } = first(env)
       expect(['slack', 'telegram', 'email', 'api'].some(has), JSON.stringify(env)).toBe(false)
       expect(warnings).toEqual([])

@@ -128,6 +128,7 @@ export function costSection(report: CostReport): string[] {
     `| R2 operations (class A / class B / free) | ${cell((p) => [p.r2.classA, p.r2.classB, p.r2.free].map(f2).join(' / '))} |`,
     `| KV operations (read / write / delete / list) | ${cell((p) => [p.kv.read, p.kv.write, p.kv.delete, p.kv.list].map(f2).join(' / '))} |`,
     `| Postgres statements | ${cell((p) => `${f2(p.postgresStatements)}: ${breakdown(p.postgresByLabel)}`)} |`,
+    `| from a send to its row, ms: p50 / p99 (answer p50), a trickle of 40 at 10/s | ${cell((_, w) => timeToRowCell(w))} |`,
     '',
     "Per million such events at list prices (marginal: past the plans' included amounts and the " +
       'Workers Paid minimum; Postgres is billed by compute time, not statements, and is not priced here):',
@@ -147,6 +148,13 @@ export function costSection(report: CostReport): string[] {
   ]
 }
 
+function timeToRowCell(w: CostWindow): string {
+  const t = w.timeToRow
+  if (!t) return '—'
+  const missing = t.rows < t.events ? `; ${t.events - t.rows} of ${t.events} no row in 60 s` : ''
+  return `${fmt(t.p50Ms, 0)} / ${fmt(t.p99Ms, 0)} (${fmt(t.answerP50Ms, 0)})${missing}`
+}
+
 /** One line per window for the printed summary. */
 export function costLines(report: CostReport): string[] {
   return report.windows.map((w) => {
@@ -157,7 +165,8 @@ export function costLines(report: CostReport): string[] {
       `${f2(sum(p.subrequests))} subrequests, ${f2(p.redisCommands)} Redis commands, ` +
       `${f2(q.write + q.read + q.delete)} queue operations, ${f2(p.r2.classA + p.r2.classB + p.r2.free)} R2, ` +
       `${f2(p.kv.read + p.kv.write + p.kv.delete + p.kv.list)} KV, ${f2(p.postgresStatements)} Postgres statements ` +
-      `per event; $${f2(perMillion(p).total ?? 0)} per million (load average ${w.loadAverage1m})`
+      `per event; $${f2(perMillion(p).total ?? 0)} per million (load average ${w.loadAverage1m})` +
+      (w.timeToRow ? `; send to row p50 ${fmt(w.timeToRow.p50Ms, 0)} ms at a trickle` : '')
     )
   })
 }

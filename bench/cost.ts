@@ -4,8 +4,11 @@
  *
  *   first-seen   new events through a gateway whose origin answers (verify, claim, forward, complete);
  *   duplicate    the same events again (answered from Redis);
- *   queued       new events through a gateway that sheds every one to the spool queue (its origin
- *                too slow: bench/queue-path-worker.ts), drained by its consumer in batches.
+ *   queued       new events through a gateway that queues every one first (QUEUE_FIRST_CHANNELS=all),
+ *                drained by its consumer in batches.
+ *
+ * After the first-seen and queued windows, the time from a send to its row at a trickle
+ * (bench/time-to-row.ts): what queueing first costs in time.
  *
  * The counters: the Worker's own (invocations, subrequests, queue, R2 and KV operations, counted
  * inside workerd by bench/cost-entry.ts), the commands the Upstash stand-in ran
@@ -19,12 +22,11 @@ import { loadavg } from 'node:os'
 import type { WorkerRun } from '../local/stack'
 import { vendorVars } from './config'
 import { COUNTING_ENTRY, type WorkerCounts, workerCounts } from './cost-entry'
-import { cpuMsOf, isOk, waitForRows } from './landed'
-import { startQueuePathWorker } from './queue-path-worker'
+import { cpuMsOf, isOk } from './landed'
 import { replays, signVendorRequests, type VendorEvent } from './requests'
 import type { RunDeps } from './run-deps'
-import { startSlowProxy } from './slow-proxy'
 import type { Check } from './steps'
+import { type TimeToRow, timeToRow } from './time-to-row'
 import { round, say, sleep } from './util'
 
 /** Events per window: enough that a 10 ms CPU tick is under 1 % of a window's workerd CPU. */
@@ -54,6 +56,8 @@ export interface CostWindow {
   /** Statements the origin sent Postgres, by label. */
   postgres: Record<string, number>
   checks: Check[]
+  /** From a send to its row, at a trickle, after the window (first-seen and queued only). */
+  timeToRow?: TimeToRow
 }
 
 export interface CostReport {
@@ -79,6 +83,7 @@ export async function measureCosts(deps: RunDeps): Promise<CostReport> {
     await warm(deps, gateway)
     const fresh = deps.factory.fresh(EVENTS)
     const first = await costWindow(deps, gateway, 'first-seen', fresh, 'all')
+    first.window.timeToRow = await timeToRow(deps, gateway)
     windows.push(first.window)
     const acknowledged = fresh.filter((_, i) => isOk(first.statuses[i]))
     const again = replays(acknowledged, acknowledged.length)
@@ -93,7 +98,7 @@ export async function measureCosts(deps: RunDeps): Promise<CostReport> {
 const LABELS: Record<CostWindowName, string> = {
   'first-seen': 'first-seen (the origin answers)',
   duplicate: 'duplicate (answered from Redis)',
-  queued: 'first-seen, queued (the origin too slow: shed to the spool, drained in batches)',
+  queued: 'first-seen, queued first (QUEUE_FIRST_CHANNELS=all: drained by the consumer in batches)',
 }
 
 /** Unmeasured traffic first: the isolate compiled, the pools open, a flush sent. */
@@ -109,25 +114,20 @@ async function warm(deps: RunDeps, gateway: WorkerRun): Promise<void> {
   await settled(gateway)
 }
 
-/** The queue path: a gateway of its own, its breaker open, its consumer draining as it goes. */
+/** The queue path: a gateway of its own that queues every event first, its consumer draining. */
 async function queuedWindow(deps: RunDeps): Promise<CostWindow> {
-  const proxy = await startSlowProxy(deps.stack.origin.url, { concurrency: 1_000, delayMs: 0 })
+  const worker = await deps.stack.local.startWorker({
+    vars: { ...vendorVars(), QUEUE_FIRST_CHANNELS: 'all' },
+    entrySource: COUNTING_ENTRY,
+  })
   try {
-    const { worker, warmQueued } = await startQueuePathWorker(deps, proxy, {
-      entrySource: COUNTING_ENTRY,
-    })
-    try {
-      // The warm-up's events drain first, and their costs stay out of the window.
-      proxy.release()
-      await waitForRows(deps, warmQueued, 60)
-      await settled(worker)
-      const events = deps.factory.freshSlack(EVENTS)
-      return (await costWindow(deps, worker, 'queued', events, 'all')).window
-    } finally {
-      await worker.stop()
-    }
+    await warm(deps, worker)
+    const events = deps.factory.freshSlack(EVENTS)
+    const { window } = await costWindow(deps, worker, 'queued', events, 'all')
+    window.timeToRow = await timeToRow(deps, worker)
+    return window
   } finally {
-    await proxy.close()
+    await worker.stop()
   }
 }
 

@@ -12,6 +12,8 @@
  * - `SOAK_DURATION_S`: seconds of load (default 60, at most 3600); the faults heal before its end.
  * - `SOAK_SPOOL_CHANNELS`: the Worker's SPOOL_CHANNELS (`none` switches the spool off: the run
  *   must then fail, Twilio losing what it sends during origin outages).
+ * - `SOAK_QUEUE_FIRST_CHANNELS`: the Worker's QUEUE_FIRST_CHANNELS (`all`: every event queued
+ *   before any forward, the consumer storing them in batches).
  * - `SOAK_GMAIL`: `0` leaves Gmail out.
  * - `SOAK_HISTORY`: the history file (default `.data/soak/history-<seed>.jsonl`).
  *
@@ -44,6 +46,8 @@ export interface SoakSettings {
   gmail: boolean
   /** The Worker's SPOOL_CHANNELS; undefined: its default (every channel). */
   spoolChannels?: string
+  /** The Worker's QUEUE_FIRST_CHANNELS; undefined: its default (none). */
+  queueFirstChannels?: string
   historyPath: string
 }
 
@@ -64,6 +68,9 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): SoakSetti
     durationS: number('SOAK_DURATION_S', 60, 10, 3_600),
     gmail: env.SOAK_GMAIL !== '0',
     ...(env.SOAK_SPOOL_CHANNELS !== undefined ? { spoolChannels: env.SOAK_SPOOL_CHANNELS } : {}),
+    ...(env.SOAK_QUEUE_FIRST_CHANNELS !== undefined
+      ? { queueFirstChannels: env.SOAK_QUEUE_FIRST_CHANNELS }
+      : {}),
     historyPath: env.SOAK_HISTORY || join(REPO_ROOT, '.data', 'soak', `history-${seed}.jsonl`),
   }
 }
@@ -77,8 +84,10 @@ export interface SoakStack {
   stop(): Promise<void>
 }
 
-/** The fault suite's stack with the Worker's SPOOL_CHANNELS as given, and a Gmail pod. */
-export async function startSoakStack(options: { spoolChannels?: string } = {}): Promise<SoakStack> {
+/** The fault suite's stack with the Worker's SPOOL_CHANNELS (and QUEUE_FIRST_CHANNELS) as given, and a Gmail pod. */
+export async function startSoakStack(
+  options: { spoolChannels?: string; queueFirstChannels?: string } = {},
+): Promise<SoakStack> {
   const faults = await startFaultStack(options)
   let gmail: FakeGmail | undefined
   try {
@@ -377,11 +386,13 @@ export function printOutcome(outcome: SoakOutcome, write = console.log): void {
 async function main(): Promise<number> {
   const settings = settingsFromEnv()
   console.log(
-    `soak: seed ${settings.seed}, ${settings.rate} events/s for ${settings.durationS} s, spool ${settings.spoolChannels ?? 'every channel'}${settings.gmail ? '' : ', no Gmail'}`,
+    `soak: seed ${settings.seed}, ${settings.rate} events/s for ${settings.durationS} s, spool ${settings.spoolChannels ?? 'every channel'}${settings.queueFirstChannels ? `, queued first: ${settings.queueFirstChannels}` : ''}${settings.gmail ? '' : ', no Gmail'}`,
   )
-  const stack = await startSoakStack(
-    settings.spoolChannels !== undefined ? { spoolChannels: settings.spoolChannels } : {},
-  )
+  const { spoolChannels, queueFirstChannels } = settings
+  const stack = await startSoakStack({
+    ...(spoolChannels !== undefined ? { spoolChannels } : {}),
+    ...(queueFirstChannels !== undefined ? { queueFirstChannels } : {}),
+  })
   try {
     const outcome = await soak(stack, settings)
     printOutcome(outcome)

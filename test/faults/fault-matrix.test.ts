@@ -543,6 +543,7 @@ function report(done: readonly CaseResult[]): void {
       .map((l) => l.toFixed(1))
       .join(' ')}`,
     `- spool channels: ${process.env.FAULTS_SPOOL_CHANNELS ?? "the Worker's default"}`,
+    `- queued first: ${process.env.FAULTS_QUEUE_FIRST_CHANNELS ?? "the Worker's default (none)"}`,
     '',
     table,
     '',

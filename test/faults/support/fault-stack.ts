@@ -158,11 +158,17 @@ export interface FaultStackOptions {
    * @default FAULTS_SPOOL_CHANNELS, else the Worker's default (every channel)
    */
   spoolChannels?: string
+  /**
+   * The Worker's QUEUE_FIRST_CHANNELS: the matrix (or the soak) with those channels queued before
+   * any forward. @default FAULTS_QUEUE_FIRST_CHANNELS, else the Worker's default (none)
+   */
+  queueFirstChannels?: string
 }
 
 export async function startFaultStack(options: FaultStackOptions = {}): Promise<FaultStack> {
   const lines = new WorkerLines()
   const spoolChannels = options.spoolChannels ?? process.env.FAULTS_SPOOL_CHANNELS
+  const queueFirst = options.queueFirstChannels ?? process.env.FAULTS_QUEUE_FIRST_CHANNELS
   const teamsKeys = await startTeamsKeys()
   const stack = await startStack({
     postgres: 'private',
@@ -183,6 +189,7 @@ export async function startFaultStack(options: FaultStackOptions = {}): Promise<
         SPOOL_RETRY_MAX_SECONDS: String(SPOOL_SETTINGS.retryMaxSeconds),
         SPOOL_MAX_ATTEMPTS: String(SPOOL_SETTINGS.maxAttempts),
         ...(spoolChannels !== undefined ? { SPOOL_CHANNELS: spoolChannels } : {}),
+        ...(queueFirst !== undefined ? { QUEUE_FIRST_CHANNELS: queueFirst } : {}),
       },
       // No batch wait: a queued event is forwarded as soon as the consumer is free.
       queueConsumers: { max_batch_timeout: 0 },

@@ -113,4 +113,21 @@ describe('requests nobody signed cannot run up KV reads or push out hot records'
     await memo.get('b', read('found'))
     expect(reads).toBe(14)
   })
+
+  it('requests that miss at once each read: none waits on a get another request started (workerd binds it to that request)', async () => {
+    const limits = { entries: 10, negatives: 10, missesPerSecond: 1_000, cacheMs: 60_000 }
+    const memo = new LookupMemo<{ kind: string }>(limits)
+    const gets: Array<(kind: string) => void> = []
+    const read = () =>
+      new Promise<{ kind: string }>((resolve) => gets.push((kind) => resolve({ kind })))
+    const first = memo.get('k', read)
+    const second = memo.get('k', read)
+    expect(gets).toHaveLength(2)
+    for (const answer of gets) answer('found')
+    expect(await first).toEqual({ kind: 'found' })
+    expect(await second).toEqual({ kind: 'found' })
+    // Once one has answered, the held answer serves: no third get.
+    expect(await memo.get('k', read)).toEqual({ kind: 'found' })
+    expect(gets).toHaveLength(2)
+  })
 })

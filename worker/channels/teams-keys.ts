@@ -72,7 +72,8 @@ export class BotKeyCache {
   private retryAt = Number.NEGATIVE_INFINITY
   /** Why the last fetch failed: what a request with no keys held is answered (503). */
   private lastError: BotKeysUnavailableError | null = null
-  private pending: Promise<void> | null = null
+  /** This isolate's fetches under way (each request's own: see {@link refresh}). */
+  private fetching = 0
 
   constructor(
     readonly metadataUrl: string,
@@ -91,37 +92,42 @@ export class BotKeyCache {
 
   /** The keys still fit to verify (within their stale window); throws when there are none. */
   private held(): ReadonlyMap<string, BotKey> {
-    const fetched = this.fetched
-    if (fetched && this.now() - fetched.at < KEYS_REFRESH_MS + KEYS_STALE_MS) return fetched.keys
+    if (this.fetched && this.usable()) return this.fetched.keys
     throw this.lastError ?? new BotKeysUnavailableError('no keys held')
   }
 
   /**
-   * One fetch at a time, none during the backoff after a failure; a failure throws only when no
-   * keys are held (the caller's {@link held} says so).
+   * None during the backoff after a failure; while another request's fetch is under way, the keys
+   * held serve. A request never waits on another's fetch: workerd binds an I/O promise to the
+   * request that started it, and one resumed by it would do its own I/O on that request's behalf
+   * ("Cannot perform I/O on behalf of a different request"). With no keys held (an isolate's
+   * first tokens), each fetches for itself. A failure throws only when no keys are held (the
+   * caller's {@link held} says so).
    */
   private async refresh(): Promise<void> {
-    if (!this.pending && this.now() < this.retryAt) return
-    this.pending ??= this.fetchKeys()
-      .then(
-        () => {
-          this.failures = 0
-          this.retryAt = Number.NEGATIVE_INFINITY
-          this.lastError = null
-        },
-        (err: unknown) => {
-          this.failures += 1
-          this.retryAt = this.now() + backoffMs(KEYS_RETRY, this.failures, this.random())
-          this.lastError =
-            err instanceof BotKeysUnavailableError
-              ? err
-              : new BotKeysUnavailableError('reading the keys failed', { cause: err })
-        },
-      )
-      .finally(() => {
-        this.pending = null
-      })
-    await this.pending
+    if (this.now() < this.retryAt) return
+    if (this.fetching > 0 && this.usable()) return
+    this.fetching += 1
+    try {
+      await this.fetchKeys()
+      this.failures = 0
+      this.retryAt = Number.NEGATIVE_INFINITY
+      this.lastError = null
+    } catch (err) {
+      this.failures += 1
+      this.retryAt = this.now() + backoffMs(KEYS_RETRY, this.failures, this.random())
+      this.lastError =
+        err instanceof BotKeysUnavailableError
+          ? err
+          : new BotKeysUnavailableError('reading the keys failed', { cause: err })
+    } finally {
+      this.fetching -= 1
+    }
+  }
+
+  /** Whether keys fit to verify are held. */
+  private usable(): boolean {
+    return this.fetched !== null && this.now() - this.fetched.at < KEYS_REFRESH_MS + KEYS_STALE_MS
   }
 
   private async fetchKeys(): Promise<void> {

@@ -34,14 +34,18 @@ export interface MemoLimits {
 export class LookupMemo<T extends { kind: string }> {
   private readonly found = new Map<string, Held<T>>()
   private readonly absent = new Map<string, Held<T>>()
-  /** In flight: concurrent requests for one key share one get. */
-  private readonly pending = new Map<string, Promise<T | typeof OVER_BUDGET>>()
   private windowStart = 0
   private misses = 0
 
   constructor(private readonly limits: MemoLimits) {}
 
-  /** The held answer of `key`, or `read()`'s (one KV get) within the budget. */
+  /**
+   * The held answer of `key`, or `read()`'s (one KV get) within the budget. Requests that miss at
+   * once each read: a request never waits on a get another started, since workerd binds an I/O
+   * promise to the request that made it, and code resumed by another request's I/O may be refused
+   * its own ("Cannot perform I/O on behalf of a different request": seen in `npm run bench` as
+   * 500s and refused queue sends, at the moments an absent entry expired under load).
+   */
   get(key: string, read: () => Promise<T>, now = Date.now()): Promise<T | typeof OVER_BUDGET> {
     const held = this.held(this.found, key, now) ?? this.held(this.absent, key, now)
     if (held) {
@@ -51,21 +55,16 @@ export class LookupMemo<T extends { kind: string }> {
       }
       return Promise.resolve(held.lookup)
     }
-    const inFlight = this.pending.get(key)
-    if (inFlight) return inFlight
     if (now - this.windowStart >= 1_000) {
       this.windowStart = now
       this.misses = 0
     }
     if (this.misses >= this.limits.missesPerSecond) return Promise.resolve(OVER_BUDGET)
     this.misses += 1
-    const lookup = read().then((result) => {
-      this.pending.delete(key)
+    return read().then((result) => {
       this.keep(key, result, now)
       return result
     })
-    this.pending.set(key, lookup)
-    return lookup
   }
 
   private held(map: Map<string, Held<T>>, key: string, now: number): Held<T> | undefined {

@@ -338,6 +338,17 @@ describe('classifyTeams', () => {
   })
 })
 
+/** Keys fetched and held, then Microsoft stops answering (each fetch hangs) as they come due. */
+async function keysHeldThenHanging() {
+  const signer = await teamsSigner()
+  const site = await keySite([signer])
+  const openid = `${site.base}/openid`
+  expect(await site.cache.key(signer.kid)).toBeDefined()
+  await fail(openid, 'hang')
+  site.advance(KEYS_REFRESH_MS)
+  return { signer, site, openid }
+}
+
 describe('BotKeyCache', () => {
   it('fetches metadata and keys once, then again only after a day', async () => {
     const signer = await teamsSigner()
@@ -378,12 +389,7 @@ describe('BotKeyCache', () => {
   })
 
   it('Microsoft stops answering: one request waits for the timeout, the rest of the backoff verify with the held keys and fetch nothing; past the stale window 503 at once', async () => {
-    const signer = await teamsSigner()
-    const site = await keySite([signer])
-    const openid = `${site.base}/openid`
-    expect(await site.cache.key(signer.kid)).toBeDefined()
-    await fail(openid, 'hang')
-    site.advance(KEYS_REFRESH_MS)
+    const { signer, site, openid } = await keysHeldThenHanging()
     // The refresh is due: this request waits for the fetch's timeout, then has the held key.
     expect(await site.cache.key(signer.kid)).toBeDefined()
     expect(await hits(openid)).toBe(2)
@@ -409,6 +415,28 @@ describe('BotKeyCache', () => {
     site.advance(KEYS_RETRY.maxMs)
     expect(await site.cache.key(signer.kid)).toBeDefined()
     expect(await hits(openid)).toBe(5)
+  })
+
+  it("a request while another's refresh is under way verifies with the held keys, never waiting on that fetch (workerd binds it to its request)", async () => {
+    const { signer, site, openid } = await keysHeldThenHanging()
+    let firstSettled = false
+    // Its fetch hangs until the fetch's timeout.
+    const first = site.cache.key(signer.kid).finally(() => {
+      firstSettled = true
+    })
+    expect(await site.cache.key(signer.kid)).toBeDefined()
+    expect(firstSettled).toBe(false)
+    expect(await first).toBeDefined()
+    // One fetch in all: the first request's.
+    expect(await hits(openid)).toBe(2)
+  })
+
+  it('with no keys held yet, requests at once each fetch for themselves, and each verifies', async () => {
+    const signer = await teamsSigner()
+    const site = await keySite([signer])
+    const found = await Promise.all([1, 2, 3].map(() => site.cache.key(signer.kid)))
+    expect(found.every((key) => key !== undefined)).toBe(true)
+    expect(await hits(`${site.base}/keys`)).toBe(3)
   })
 
   it('refuses a redirect and a document over its bound', async () => {

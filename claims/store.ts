@@ -26,7 +26,7 @@ import {
   SET_IF_SAME_KEEPING_TTL,
 } from './lua-scripts'
 import type { SettledMemo } from './memo'
-import type { RedisPort } from './port'
+import type { PipelineReply, RedisPort } from './port'
 import { type ClaimOutcome, decodeValue, inflightValue, settledValue } from './states'
 
 export interface ClaimStoreSettings {
@@ -87,7 +87,7 @@ export class ClaimStore {
     const [settled] = await this.redis.pipeline(
       count === undefined ? [settle] : [settle, ['HINCRBY', stats, count, 1]],
     )
-    return settled !== undefined && 'result' in settled && Number(settled.result) === 1
+    return wrote(settled)
   }
 
   /**
@@ -108,10 +108,7 @@ export class ClaimStore {
       .filter(([, by]) => by > 0)
       .map(([field, by]) => ['HINCRBY', stats, field, by] as const)
     const replies = await this.redis.pipeline([...settle, ...count])
-    return items.map((_, i) => {
-      const reply = replies[i]
-      return reply !== undefined && 'result' in reply && Number(reply.result) === 1
-    })
+    return items.map((_, i) => wrote(replies[i]))
   }
 
   /**
@@ -199,8 +196,8 @@ export class ClaimStore {
    * queued / retried / dead-lettered / delivered counts, by channel. Failure paths only, so the
    * hot path pays nothing for it.
    */
-  async count(field: string, by = 1): Promise<void> {
-    await this.redis.hincrby(this.redisKey('dedup:stats'), field, by)
+  async count(field: string): Promise<void> {
+    await this.redis.hincrby(this.redisKey('dedup:stats'), field, 1)
   }
 
   /** The stats hash, for the operator's health view. */
@@ -233,4 +230,9 @@ export class ClaimStore {
     const args = [expected, next, String(ttlSeconds)] as const
     return ['EVAL', SET_IF_OURS_OR_GONE, 1, this.redisKey(key), ...args] as const
   }
+}
+
+/** Whether a compare-and-set's pipeline reply says it wrote (1); an error reply is false. */
+function wrote(reply: PipelineReply | undefined): boolean {
+  return reply !== undefined && 'result' in reply && Number(reply.result) === 1
 }

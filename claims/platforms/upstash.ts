@@ -47,7 +47,7 @@ export function upstashPort(config: RedisConfig, timeoutMs: number): RedisPort {
   const headers = { authorization: `Bearer ${config.token}`, 'content-type': 'application/json' }
 
   /** One POST to `path` (`''` a command, `/pipeline` several), its JSON reply read bounded. */
-  async function post(path: string, body: unknown): Promise<{ response: Response; text: string }> {
+  async function post(path: string, body: unknown): Promise<{ response: Response; json: unknown }> {
     const response = await fetch(`${url}${path}`, {
       method: 'POST',
       headers,
@@ -64,17 +64,16 @@ export function upstashPort(config: RedisConfig, timeoutMs: number): RedisPort {
       )
     }
     const { text } = await readBoundedBody(response, MAX_REPLY_BYTES)
-    return { response, text }
-  }
-
-  async function call<T>(...command: Arg[]): Promise<T> {
-    const { response, text } = await post('', command)
-    let reply: { result?: T; error?: string }
     try {
-      reply = JSON.parse(text) as typeof reply
+      return { response, json: JSON.parse(text) }
     } catch {
       throw new UpstashReplyError(`HTTP ${response.status}, not a JSON reply`, response.status)
     }
+  }
+
+  async function call<T>(...command: Arg[]): Promise<T> {
+    const { response, json } = await post('', command)
+    const reply = json as { result?: T; error?: string }
     if (typeof reply.error === 'string' || !response.ok) {
       // The error text is Redis's own (no key or value in it); never the command.
       throw new UpstashReplyError(String(reply.error ?? `HTTP ${response.status}`), response.status)
@@ -111,13 +110,7 @@ export function upstashPort(config: RedisConfig, timeoutMs: number): RedisPort {
     hincrby: (key, field, by) => call<number>('HINCRBY', key, field, by),
     async pipeline(commands: readonly RedisCommand[]): Promise<PipelineReply[]> {
       if (commands.length === 0) return []
-      const { response, text } = await post('/pipeline', commands)
-      let replies: unknown
-      try {
-        replies = JSON.parse(text)
-      } catch {
-        throw new UpstashReplyError(`HTTP ${response.status}, not a JSON reply`, response.status)
-      }
+      const { response, json: replies } = await post('/pipeline', commands)
       if (!response.ok || !Array.isArray(replies) || replies.length !== commands.length) {
         const error = (replies as { error?: unknown } | null)?.error
         throw new UpstashReplyError(String(error ?? `HTTP ${response.status}`), response.status)
